@@ -1,0 +1,176 @@
+"""goaicore: an event-sourced conversation store for LLM chat.
+
+The conversation library (``Chat``, tools, state, providers) imports neither
+Kafka, Faust nor psycopg, so it can be used on its own.
+"""
+
+from typing import TYPE_CHECKING
+
+from goaicore.avro import (
+    DecodeError,
+    EncodeError,
+    decode,
+    decode_chat_reply,
+    decode_chat_request,
+    decode_event,
+    decode_snapshot,
+    encode,
+    encode_chat_reply,
+    encode_chat_request,
+    encode_event,
+    encode_snapshot,
+)
+from goaicore.chat import (
+    Chat,
+    ChatError,
+    ChatResult,
+    ContentFilteredError,
+    ContextLengthError,
+    FinishReasonError,
+    InvalidHistoryError,
+    ProviderError,
+    ReplyTruncatedError,
+    ToolLoopLimitError,
+    TurnResult,
+    UnknownFinishReasonError,
+)
+from goaicore.compaction import (
+    AllOf,
+    AnyOf,
+    CompactionRecord,
+    Composite,
+    EstimatedTokens,
+    HeuristicCounter,
+    KeepLastExchanges,
+    MessageCount,
+    OpenAITokenCounter,
+    Replacement,
+    ReportedPromptTokens,
+    StateBytes,
+    Summarize,
+    TokenBudget,
+    TokenCounter,
+    ToolExchangeSummary,
+    TriggeredCompactor,
+    apply_compaction,
+)
+from goaicore.config import ConfigError, Settings
+from goaicore.history import validate_history
+from goaicore.messages import Message, ToolCall
+from goaicore.records import (
+    ChatReply,
+    ChatRequest,
+    ConversationEvent,
+    ConversationSnapshot,
+    ReplyStatus,
+    new_chat_request,
+    new_event,
+)
+from goaicore.tools import Tool, tool
+from goaicore.usage import Usage
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from goaicore.clients import (
+        ChatClient,
+        DeadLetter,
+        EventPublisher,
+        HistoryReader,
+        InvalidInputError,
+        LogPosition,
+        ReplySubscriber,
+        ReplyTimeout,
+    )
+
+# The Kafka clients load on first use, so importing the library never loads Kafka.
+_CLIENTS = frozenset(
+    {
+        "ChatClient",
+        "DeadLetter",
+        "EventPublisher",
+        "HistoryReader",
+        "InvalidInputError",
+        "LogPosition",
+        "ReplySubscriber",
+        "ReplyTimeout",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    if name in _CLIENTS:
+        from goaicore import clients
+
+        return getattr(clients, name)
+    raise AttributeError(f"module 'goaicore' has no attribute {name!r}")
+
+
+__all__ = [  # noqa: RUF022 - grouped: the library, then the Kafka clients
+    "ChatClient",
+    "DeadLetter",
+    "EventPublisher",
+    "HistoryReader",
+    "InvalidInputError",
+    "LogPosition",
+    "ReplySubscriber",
+    "ReplyTimeout",
+    "AllOf",
+    "AnyOf",
+    "CompactionRecord",
+    "Composite",
+    "EstimatedTokens",
+    "HeuristicCounter",
+    "KeepLastExchanges",
+    "MessageCount",
+    "OpenAITokenCounter",
+    "Replacement",
+    "ReportedPromptTokens",
+    "StateBytes",
+    "Summarize",
+    "TokenBudget",
+    "TokenCounter",
+    "ToolExchangeSummary",
+    "TriggeredCompactor",
+    "apply_compaction",
+    "Chat",
+    "ChatError",
+    "ChatReply",
+    "ChatRequest",
+    "ChatResult",
+    "ConfigError",
+    "ContentFilteredError",
+    "ContextLengthError",
+    "ConversationEvent",
+    "ConversationSnapshot",
+    "DecodeError",
+    "EncodeError",
+    "FinishReasonError",
+    "InvalidHistoryError",
+    "Message",
+    "ProviderError",
+    "ReplyStatus",
+    "ReplyTruncatedError",
+    "Settings",
+    "Tool",
+    "ToolCall",
+    "ToolLoopLimitError",
+    "TurnResult",
+    "UnknownFinishReasonError",
+    "Usage",
+    "__version__",
+    "decode",
+    "decode_chat_reply",
+    "decode_chat_request",
+    "decode_event",
+    "decode_snapshot",
+    "encode",
+    "encode_chat_reply",
+    "encode_chat_request",
+    "encode_event",
+    "encode_snapshot",
+    "new_chat_request",
+    "new_event",
+    "tool",
+    "validate_history",
+]
