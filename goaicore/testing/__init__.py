@@ -1,0 +1,38 @@
+"""Local servers speaking the OpenAI and Anthropic wire formats, scripted per test.
+
+They let tests (and benchmarks, as an instant LLM with ``responder=openai_echo``) drive
+the real SDK clients over HTTP with no network and no key.
+"""
+
+from goaicore.testing.anthropic_server import (
+    AnthropicServer,
+    anthropic_context_length_error,
+    anthropic_echo,
+    anthropic_error,
+    anthropic_reply,
+)
+from goaicore.testing.openai_server import (
+    OpenAIServer,
+    openai_context_length_error,
+    openai_echo,
+    openai_error,
+    openai_reply,
+)
+from goaicore.testing.server import RecordedRequest, Responder, ScriptedResponse, ScriptedServer
+
+__all__ = [
+    "AnthropicServer",
+    "OpenAIServer",
+    "RecordedRequest",
+    "Responder",
+    "ScriptedResponse",
+    "ScriptedServer",
+    "anthropic_context_length_error",
+    "anthropic_echo",
+    "anthropic_error",
+    "anthropic_reply",
+    "openai_context_length_error",
+    "openai_echo",
+    "openai_error",
+    "openai_reply",
+]

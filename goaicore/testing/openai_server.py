@@ -1,0 +1,133 @@
+"""A scripted server speaking the OpenAI chat-completions wire format.
+
+with OpenAIServer() as server:
+    server.reply("Hello!")
+    server.reply(tool_calls=[("get_score", {"team": "Leeds"})])
+    provider = OpenAIProvider(model="gpt-test", api_key="test", base_url=server.base_url)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from typing import Any, Self
+
+from goaicore.testing.server import RecordedRequest, ScriptedResponse, ScriptedServer
+
+_ids = itertools.count(1)
+# Retry quickly in tests: the SDK honours retry-after-ms.
+FAST_RETRY = {"retry-after-ms": "5"}
+
+ToolCallSpec = tuple[str, Any] | tuple[str, str, Any]
+
+
+def openai_reply(
+    text: str | None = None,
+    *,
+    tool_calls: Sequence[ToolCallSpec] = (),
+    finish_reason: str | None = None,
+    usage: tuple[int, int] = (10, 5),
+    model: str = "gpt-test",
+    extra: dict[str, Any] | None = None,
+    content: Any = None,
+    delay: float = 0.0,
+) -> ScriptedResponse:
+    """A chat completion with one choice.
+
+    ``tool_calls`` are ``(name, arguments)`` or ``(id, name, arguments)``; arguments that
+    are not a string are JSON-encoded. ``extra`` adds fields to the message (``refusal``,
+    ``reasoning_content``...); ``content`` replaces the message content (e.g. a list of
+    parts). ``finish_reason`` defaults to ``tool_calls`` when there are calls, else ``stop``.
+    """
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": content if content is not None else text,
+        "refusal": None,
+        "annotations": [],
+    }
+    if tool_calls:
+        message["tool_calls"] = [_tool_call(spec) for spec in tool_calls]
+    message.update(extra or {})
+    prompt, completion = usage
+    body = {
+        "id": f"chatcmpl-{next(_ids)}",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+    return ScriptedResponse(200, body, delay=delay)
+
+
+def _tool_call(spec: ToolCallSpec) -> dict[str, Any]:
+    if len(spec) == 3:
+        call_id, name, arguments = spec
+    else:
+        name, arguments = spec
+        call_id = f"call_{next(_ids)}"
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def openai_error(
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    type: str = "invalid_request_error",
+    headers: dict[str, str] | None = None,
+) -> ScriptedResponse:
+    """An API error in OpenAI's shape; 429 and 5xx ask for a fast retry by default."""
+    default = FAST_RETRY if status == 429 or status >= 500 else {}
+    body = {"error": {"message": message, "type": type, "param": None, "code": code}}
+    return ScriptedResponse(status, body, headers if headers is not None else dict(default))
+
+
+def openai_context_length_error() -> ScriptedResponse:
+    """The 400 OpenAI returns when the prompt exceeds the context window."""
+    return openai_error(
+        400,
+        "This model's maximum context length is 128000 tokens. However, your messages "
+        "resulted in 130000 tokens. Please reduce the length of the messages.",
+        code="context_length_exceeded",
+    )
+
+
+def openai_echo(request: RecordedRequest) -> ScriptedResponse:
+    """A responder answering every request at once with the last message's text."""
+    messages = (request.body or {}).get("messages") or [{}]
+    content = messages[-1].get("content")
+    text = content if isinstance(content, str) else json.dumps(content)
+    return openai_reply(f"echo: {text}")
+
+
+class OpenAIServer(ScriptedServer):
+    """Serves ``POST {base_url}/chat/completions``; ``base_url`` ends in ``/v1``."""
+
+    api_path = "/chat/completions"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.url}/v1"
+
+    def reply(self, text: str | None = None, **kwargs: Any) -> Self:
+        """Queue ``openai_reply(text, **kwargs)``."""
+        return self.add(openai_reply(text, **kwargs))
+
+    def error(self, status: int, message: str = "error", **kwargs: Any) -> Self:
+        """Queue ``openai_error(status, message, **kwargs)``."""
+        return self.add(openai_error(status, message, **kwargs))
