@@ -1,0 +1,288 @@
+"""Typed records mirroring the Avro schemas in ``schemas/`` (the wire contract).
+
+Each class has the name of its Avro record and the same fields, in the same order, with
+the same defaults, so a reader of the schema knows the Python type and the other way
+round. Records are frozen plain data: no I/O, no clock, no ids are made here (see
+``goaicore.records.new`` for helpers that fill ids and timestamps).
+
+Sequences are stored as tuples and maps as dicts: ``__post_init__`` normalises what
+callers pass, so a record built from lists compares equal to the same record decoded
+from bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import TypeAlias
+
+
+def _freeze(record: object, name: str, items: Sequence[object]) -> None:
+    # Anything else (a str, a number) is left for the encoder to reject with a clear error.
+    if type(items) is not tuple and isinstance(items, Sequence) and not isinstance(items, str):
+        object.__setattr__(record, name, tuple(items))
+
+
+def _freeze_map(record: object, name: str, values: Mapping[str, object]) -> None:
+    if type(values) is not dict and isinstance(values, Mapping):
+        object.__setattr__(record, name, dict(values))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """One tool invocation requested by the model; ``arguments`` is the model's raw JSON."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Token counts of one model call, or summed over ``llm_calls`` calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    llm_calls: int = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessage:
+    """A message written by the human participant."""
+
+    text: str
+    content_json: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssistantTurn:
+    """One model reply; ``raw_json`` keeps the provider's message byte for byte."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    provider: str = ""
+    model: str = ""
+    raw_json: str | None = None
+    cost_usd_nanos: int | None = None
+
+    def __post_init__(self) -> None:
+        _freeze(self, "tool_calls", self.tool_calls)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """The outcome of one tool call, answering the ``ToolCall`` with ``tool_call_id``."""
+
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameEvent:
+    """Something that happened in the application, told to the model as ``text``."""
+
+    kind: str
+    text: str
+    attributes: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _freeze_map(self, "attributes", self.attributes)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactedRange:
+    """Messages ``first_index..last_index`` replaced by a context ``note`` (or dropped)."""
+
+    first_index: int
+    last_index: int
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionApplied:
+    """Messages ``first_index..last_index`` (inclusive) of the history were replaced.
+
+    With ``replacements`` (v2), exactly those ranges were replaced, each by its note;
+    ``basis_message_count`` (v2) is the length of the history it was computed from.
+    """
+
+    strategy: str
+    first_index: int
+    last_index: int
+    removed_count: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary: str | None = None
+    basis_event_id: str | None = None
+    replacements: tuple[CompactedRange, ...] = ()
+    basis_message_count: int | None = None
+
+    def __post_init__(self) -> None:
+        _freeze(self, "replacements", self.replacements)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnFailed:
+    """The turn for ``request_id`` failed; ``kind`` is machine-readable."""
+
+    request_id: str
+    kind: str
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationReset:
+    """The history starts afresh from here."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationDeleted:
+    """The conversation was deleted."""
+
+    reason: str = ""
+
+
+EventBody: TypeAlias = (
+    UserMessage
+    | AssistantTurn
+    | ToolResult
+    | GameEvent
+    | CompactionApplied
+    | TurnFailed
+    | ConversationReset
+    | ConversationDeleted
+)
+
+# In the order of the schema's union; new body types are appended, never inserted.
+EVENT_BODY_TYPES: tuple[type[EventBody], ...] = (
+    UserMessage,
+    AssistantTurn,
+    ToolResult,
+    GameEvent,
+    CompactionApplied,
+    TurnFailed,
+    ConversationReset,
+    ConversationDeleted,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationEvent:
+    """One fact in a conversation's log: an envelope around one ``EventBody``.
+
+    ``occurred_at`` must be timezone-aware; it travels with millisecond precision.
+    """
+
+    event_id: str
+    conversation_id: str
+    occurred_at: datetime
+    source: str = ""
+    causation_id: str | None = None
+    body: EventBody
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatRequest:
+    """Ask for the assistant's next turn; answered by one ``ChatReply`` per ``request_id``."""
+
+    request_id: str
+    conversation_id: str
+    text: str
+    system: str | None = None
+    tools: tuple[str, ...] = ()
+    model: str | None = None
+    deadline: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _freeze(self, "tools", self.tools)
+
+
+class ReplyStatus(StrEnum):
+    """Outcome of a chat request (the Avro enum ``ReplyStatus``; unknown symbols read as error)."""
+
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatReply:
+    """The answer to one ``ChatRequest``: ``text`` when ok, ``error`` otherwise."""
+
+    request_id: str
+    conversation_id: str
+    status: ReplyStatus
+    text: str | None = None
+    error: str | None = None
+    usage: Usage | None = None
+    latency_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
+    """One history message of a snapshot, in the neutral provider-independent form."""
+
+    role: str
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    content_json: str | None = None
+    raw_json: str | None = None
+    provider: str | None = None
+    is_error: bool = False
+    event_id: str | None = None
+
+    def __post_init__(self) -> None:
+        _freeze(self, "tool_calls", self.tool_calls)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogPosition:
+    """A record's position in a Kafka topic."""
+
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationSnapshot:
+    """A conversation's state folded from its events (derived: a replay reproduces it)."""
+
+    conversation_id: str
+    format_version: int = 1
+    messages: tuple[Message, ...] = ()
+    summary: str | None = None
+    last_position: LogPosition | None = None
+    recent_event_ids: tuple[str, ...] = ()
+    event_count: int = 0
+    duplicate_count: int = 0
+    events_by_type: Mapping[str, int] = field(default_factory=dict)
+    message_count: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd_nanos: int = 0
+    anomalies: tuple[str, ...] = ()
+    deleted: bool = False
+    started_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _freeze(self, "messages", self.messages)
+        _freeze(self, "recent_event_ids", self.recent_event_ids)
+        _freeze_map(self, "events_by_type", self.events_by_type)
+        _freeze(self, "anomalies", self.anomalies)
+
+
+Record: TypeAlias = ConversationEvent | ChatRequest | ChatReply | ConversationSnapshot
