@@ -1,0 +1,255 @@
+"""``fold(snapshot, event, position) -> snapshot``: the one pure fold.
+
+No I/O, no clock, no randomness: the stream processor, ``goaicore replay`` and
+``goaicore verify`` all call this function, so a replay of the log reproduces
+a stored snapshot exactly. It never raises on a well-formed event: an event
+that cannot be applied as intended (a tool result answering no call, anything
+after deletion) is recorded as an anomaly and not applied.
+
+Idempotence: an event at or below the snapshot's last applied position (a
+redelivery) returns the snapshot unchanged. An event whose id is in the
+recent-id window (the same event published again) leaves the history and the
+counts of applied events unchanged; only the position moves past it and
+``duplicate_count`` counts it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from goaicore.fold.compaction import CompactionMismatch, apply_compaction_record
+from goaicore.fold.policy import DEFAULT_POLICY, FOLD_VERSION, FoldPolicy
+from goaicore.records import (
+    AssistantTurn,
+    CompactionApplied,
+    ConversationDeleted,
+    ConversationEvent,
+    ConversationReset,
+    ConversationSnapshot,
+    GameEvent,
+    LogPosition,
+    Message,
+    ToolResult,
+    TurnFailed,
+    UserMessage,
+)
+
+
+def fold(
+    snapshot: ConversationSnapshot | None,
+    event: ConversationEvent,
+    position: LogPosition,
+    policy: FoldPolicy = DEFAULT_POLICY,
+) -> ConversationSnapshot:
+    """The snapshot after applying ``event``, read from the log at ``position``."""
+    if snapshot is None:
+        snapshot = ConversationSnapshot(
+            conversation_id=event.conversation_id, format_version=FOLD_VERSION
+        )
+    last = snapshot.last_position
+    if last is not None and last.partition == position.partition and position.offset <= last.offset:
+        return snapshot
+    if event.event_id in snapshot.recent_event_ids:
+        return dataclasses.replace(
+            snapshot, last_position=position, duplicate_count=snapshot.duplicate_count + 1
+        )
+    seen = _seen(snapshot, event, position, policy)
+    problem = _problem(snapshot, event)
+    if problem is None:
+        try:
+            applied = _apply(seen, event, position, policy)
+        except CompactionMismatch as err:
+            problem = f"compaction not applied: {err}"
+    if problem is not None:
+        return _with_anomaly(seen, f"{_where(event, position)}: {problem}", policy)
+    return _bounded(applied, policy, _where(event, position))
+
+
+def _seen(
+    snapshot: ConversationSnapshot,
+    event: ConversationEvent,
+    position: LogPosition,
+    policy: FoldPolicy,
+) -> ConversationSnapshot:
+    """Bookkeeping for every event not skipped as a duplicate: position, ids, times."""
+    body_type = type(event.body).__name__
+    by_type = dict(snapshot.events_by_type)
+    by_type[body_type] = by_type.get(body_type, 0) + 1
+    ids = (*snapshot.recent_event_ids, event.event_id)[-policy.recent_ids :]
+    return dataclasses.replace(
+        snapshot,
+        last_position=position,
+        recent_event_ids=ids,
+        event_count=snapshot.event_count + 1,
+        events_by_type=by_type,
+        started_at=snapshot.started_at or event.occurred_at,
+        updated_at=event.occurred_at,
+    )
+
+
+def _problem(snapshot: ConversationSnapshot, event: ConversationEvent) -> str | None:
+    """Why ``event`` cannot be applied to ``snapshot``, or None when it can."""
+    if event.conversation_id != snapshot.conversation_id:
+        return f"event of conversation {event.conversation_id!r} in this conversation's fold"
+    if snapshot.deleted:
+        return f"{type(event.body).__name__} after the conversation was deleted"
+    body = event.body
+    if isinstance(body, ToolResult):
+        pending = _unanswered_calls(snapshot.messages)
+        if body.tool_call_id not in pending:
+            return f"tool result for {body.tool_call_id!r} answers no pending tool call"
+    if isinstance(body, UserMessage | AssistantTurn | GameEvent):
+        pending = _unanswered_calls(snapshot.messages)
+        if pending and isinstance(body, UserMessage | AssistantTurn):
+            return f"{type(body).__name__} while tool calls {sorted(pending)} are unanswered"
+    return None
+
+
+def _apply(
+    snapshot: ConversationSnapshot,
+    event: ConversationEvent,
+    position: LogPosition,
+    policy: FoldPolicy,
+) -> ConversationSnapshot:
+    body = event.body
+    eid = event.event_id
+    if isinstance(body, UserMessage):
+        message = Message(
+            role="user",
+            text=body.text,
+            content_json=body.content_json,
+            name=body.name,
+            event_id=eid,
+        )
+        return _append(snapshot, message)
+    if isinstance(body, AssistantTurn):
+        message = Message(
+            role="assistant",
+            text=body.text,
+            tool_calls=body.tool_calls,
+            raw_json=body.raw_json,
+            provider=body.provider or None,
+            event_id=eid,
+        )
+        usage = body.usage
+        return dataclasses.replace(
+            _append(snapshot, message),
+            prompt_tokens=snapshot.prompt_tokens + (usage.prompt_tokens if usage else 0),
+            completion_tokens=snapshot.completion_tokens
+            + (usage.completion_tokens if usage else 0),
+            cost_usd_nanos=snapshot.cost_usd_nanos + (body.cost_usd_nanos or 0),
+        )
+    if isinstance(body, ToolResult):
+        message = Message(
+            role="tool",
+            text=body.content,
+            tool_call_id=body.tool_call_id,
+            name=body.name,
+            is_error=body.is_error,
+            event_id=eid,
+        )
+        return _append(snapshot, message)
+    if isinstance(body, GameEvent):
+        # A context message: the model sees the game event's text where it happened.
+        return _append(
+            snapshot, Message(role="system", text=body.text, name=body.kind, event_id=eid)
+        )
+    if isinstance(body, CompactionApplied):
+        kept = apply_compaction_record(snapshot.messages, body)
+        # The summary (if any) is now a context message in the history; the snapshot
+        # also keeps the latest one for readers who want it without the transcript.
+        return dataclasses.replace(
+            snapshot, messages=kept, summary=body.summary or snapshot.summary
+        )
+    if isinstance(body, TurnFailed):
+        return snapshot  # audit only: counted in events_by_type, never sent to the model
+    if isinstance(body, ConversationReset):
+        return dataclasses.replace(snapshot, messages=(), summary=None)
+    if isinstance(body, ConversationDeleted):
+        return dataclasses.replace(snapshot, messages=(), summary=None, deleted=True)
+    return _with_anomaly(snapshot, f"{_where(event, position)}: unknown body", policy)
+
+
+def _append(snapshot: ConversationSnapshot, message: Message) -> ConversationSnapshot:
+    """Add ``message`` at the end, or, while tool calls are pending, before their call.
+
+    Another producer's message can land in the log between a tool call and its
+    result; placing it before the calling assistant message keeps every tool call
+    next to its results, so the history stays valid to send.
+    """
+    messages = snapshot.messages
+    caller = _pending_caller(messages) if message.role in ("user", "system") else None
+    if caller is None:
+        placed = (*messages, message)
+    else:
+        placed = (*messages[:caller], message, *messages[caller:])
+    return dataclasses.replace(snapshot, messages=placed, message_count=snapshot.message_count + 1)
+
+
+def _pending_caller(messages: Sequence[Message]) -> int | None:
+    """Index of the assistant message whose tool calls are not all answered yet."""
+    if not _unanswered_calls(messages):
+        return None
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "assistant":
+            return index
+    return None
+
+
+def _unanswered_calls(messages: Sequence[Message]) -> set[str]:
+    """Tool call ids of the last assistant message not yet answered by a tool result."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "assistant":
+            answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
+            return {call.id for call in message.tool_calls} - answered
+        if message.role == "user":
+            return set()
+    return set()
+
+
+def _bounded(
+    snapshot: ConversationSnapshot, policy: FoldPolicy, where: str
+) -> ConversationSnapshot:
+    """Drop the oldest whole exchanges while the history exceeds the policy's bounds."""
+    messages = snapshot.messages
+    if len(messages) <= policy.max_messages and _chars(messages) <= policy.max_history_chars:
+        return snapshot
+    starts = [i for i, m in enumerate(messages) if m.role == "user" and i > 0]
+    cut = 0
+    for start in starts:
+        rest = messages[start:]
+        cut = start
+        if len(rest) <= policy.max_messages and _chars(rest) <= policy.max_history_chars:
+            break
+    if cut == 0:
+        return snapshot  # one exchange larger than the bounds: kept whole, never split
+    note = f"{where}: size policy dropped the oldest {cut} messages"
+    return _with_anomaly(dataclasses.replace(snapshot, messages=messages[cut:]), note, policy)
+
+
+def _chars(messages: Sequence[Message]) -> int:
+    return sum(len(m.text) + len(m.raw_json or "") + len(m.content_json or "") for m in messages)
+
+
+def _with_anomaly(
+    snapshot: ConversationSnapshot, note: str, policy: FoldPolicy
+) -> ConversationSnapshot:
+    anomalies = (*snapshot.anomalies, note)[-policy.max_anomalies :]
+    return dataclasses.replace(snapshot, anomalies=anomalies)
+
+
+def _where(event: ConversationEvent, position: LogPosition) -> str:
+    return f"event {event.event_id} at {position.partition}@{position.offset}"
+
+
+def fold_all(
+    events: Sequence[tuple[ConversationEvent, LogPosition]],
+    snapshot: ConversationSnapshot | None = None,
+    policy: FoldPolicy = DEFAULT_POLICY,
+) -> ConversationSnapshot | None:
+    """Fold a sequence of (event, position) pairs, in order."""
+    for event, position in events:
+        snapshot = fold(snapshot, event, position, policy)
+    return snapshot

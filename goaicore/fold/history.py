@@ -1,0 +1,71 @@
+"""Between a snapshot's stored messages and the conversation library's messages.
+
+A snapshot keeps each assistant message's raw provider JSON as text; the
+library's ``Message`` holds it parsed, so it is sent back to that provider
+verbatim. Snapshot messages become library messages to run a turn, and the
+turn's new messages become event bodies to append to the log.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from goaicore import messages as lib
+from goaicore.records import AssistantTurn, Message, ToolCall, ToolResult, UserMessage
+
+
+class UnreadableMessage(ValueError):
+    """A stored message cannot be read back (its raw JSON or content is damaged)."""
+
+
+def to_chat_message(stored: Message) -> lib.Message:
+    """The library message for one stored snapshot message."""
+    try:
+        if stored.role == "assistant" and stored.raw_json is not None:
+            raw = json.loads(stored.raw_json)
+            return lib.Message.from_provider(stored.provider or "openai", raw)
+        if stored.role == "user" and stored.content_json is not None:
+            return lib.Message.user(json.loads(stored.content_json))
+    except (ValueError, TypeError) as err:
+        raise UnreadableMessage(f"message {stored.event_id}: {err}") from err
+    if stored.role == "assistant":
+        calls = [lib.ToolCall(c.id, c.name, c.arguments) for c in stored.tool_calls]
+        return lib.Message.assistant(stored.text, calls)
+    if stored.role == "tool":
+        return lib.Message.tool_result(
+            stored.tool_call_id or "", stored.text, name=stored.name, is_error=stored.is_error
+        )
+    if stored.role == "user":
+        return lib.Message.user(stored.text)
+    if stored.role == "system":
+        return lib.Message.context(stored.text)
+    raise UnreadableMessage(f"message {stored.event_id}: unknown role {stored.role!r}")
+
+
+def to_chat_messages(stored: Sequence[Message]) -> list[lib.Message]:
+    return [to_chat_message(m) for m in stored]
+
+
+def to_event_body(message: lib.Message) -> UserMessage | AssistantTurn | ToolResult:
+    """The event body that records a library message in the log."""
+    if message.role == "user":
+        content = None if message.content is None else json.dumps(message.content)
+        return UserMessage(text=message.text, content_json=content, name=message.name)
+    if message.role == "assistant":
+        return AssistantTurn(
+            text=message.text,
+            tool_calls=tuple(
+                ToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in message.tool_calls
+            ),
+            provider=message.provider or "",
+            raw_json=None if message.raw is None else json.dumps(message.raw),
+        )
+    if message.role == "tool":
+        return ToolResult(
+            tool_call_id=message.tool_call_id or "",
+            name=message.name or "",
+            content=message.text,
+            is_error=message.is_error,
+        )
+    raise ValueError(f"a {message.role} message is not recorded as a turn event")
