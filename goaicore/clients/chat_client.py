@@ -1,0 +1,169 @@
+"""ChatClient: send chat requests and wait for the matching replies.
+
+One background listener reads the ``replies`` topic for every ask of this
+client, so many concurrent asks share one consumer. The listener is positioned
+at the end of every partition before the first request leaves, so a reply
+cannot arrive before anyone listens for it; replies are matched by request id.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from goaicore.avro.api import decode_chat_reply, encode_chat_request
+from goaicore.avro.errors import DecodeError, EncodeError
+from goaicore.clients.closing import Closing
+from goaicore.clients.connection import make_consumer, make_producer, topic_partitions
+from goaicore.clients.validation import (
+    InvalidInputError,
+    check_conversation_id,
+    check_size,
+    check_text,
+)
+from goaicore.config import Settings
+from goaicore.records import ChatReply, new_chat_request, new_id, utc_now
+
+log = logging.getLogger(__name__)
+
+
+class ReplyTimeout(TimeoutError):
+    """No reply to a chat request arrived in time."""
+
+
+class _Pending:
+    __slots__ = ("done", "reply")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.reply: ChatReply | None = None
+
+
+class ChatClient(Closing):
+    """Request/reply over Kafka: ``ask`` waits for the reply, ``send`` does not."""
+
+    def __init__(self, settings: Settings | None = None, source: str = "chat-client") -> None:
+        self.settings = settings or Settings()
+        self.source = source
+        self.requests_topic = self.settings.topic("requests")
+        self.replies_topic = self.settings.topic("replies")
+        self.skipped = 0
+        self._producer = make_producer(self.settings)
+        self._pending: dict[str, _Pending] = {}
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._listening = threading.Event()
+        self._listener_error: BaseException | None = None
+        self._listener = threading.Thread(target=self._listen, name="goaicore-replies", daemon=True)
+        self._listener.start()
+
+    def send(
+        self,
+        conversation_id: str,
+        text: str,
+        system: str | None = None,
+        tools: Iterable[str] = (),
+        model: str | None = None,
+        deadline: datetime | None = None,
+        request_id: str | None = None,
+    ) -> str:
+        """Publish a chat request and return its request id without waiting."""
+        request = new_chat_request(
+            check_conversation_id(conversation_id),
+            check_text("text", text),
+            system=None if system is None else check_text("system", system),
+            tools=tuple(tools),
+            model=model,
+            deadline=deadline,
+            request_id=request_id,
+        )
+        try:
+            payload = encode_chat_request(request)
+        except EncodeError as err:
+            raise InvalidInputError(f"chat request does not fit the schema: {err}") from err
+        check_size("chat request", payload, self.settings.record_limit)
+        self._producer.send(self.requests_topic, key=conversation_id.encode(), value=payload).get(
+            timeout=30
+        )
+        return request.request_id
+
+    def ask(
+        self,
+        conversation_id: str,
+        text: str,
+        timeout: float = 30.0,
+        system: str | None = None,
+        tools: Iterable[str] = (),
+        model: str | None = None,
+    ) -> ChatReply:
+        """Send a chat request and wait up to ``timeout`` seconds for its reply."""
+        self._wait_listening(timeout)
+        request_id = new_id()
+        pending = _Pending()
+        with self._lock:
+            self._pending[request_id] = pending
+        try:
+            deadline = utc_now() + timedelta(seconds=timeout)
+            self.send(conversation_id, text, system, tools, model, deadline, request_id)
+            if not pending.done.wait(timeout) or pending.reply is None:
+                raise ReplyTimeout(
+                    f"no reply to request {request_id} in {timeout:g} s "
+                    "(is a store worker running?)"
+                )
+            return pending.reply
+        finally:
+            with self._lock:
+                self._pending.pop(request_id, None)
+
+    def _wait_listening(self, timeout: float) -> None:
+        if not self._listening.wait(max(timeout, 10.0)):
+            raise ReplyTimeout("the reply listener did not start in time")
+        if self._listener_error is not None:
+            raise RuntimeError("the reply listener failed") from self._listener_error
+
+    def _listen(self) -> None:
+        consumer = make_consumer(self.settings)
+        try:
+            assigned = topic_partitions(consumer, self.replies_topic)
+            consumer.assign(assigned)
+            consumer.seek_to_end(*assigned)
+            for partition in assigned:
+                consumer.position(partition)  # resolve now, before any request is sent
+            self._listening.set()
+            while not self._closing.is_set():
+                for records in consumer.poll(timeout_ms=200).values():
+                    for record in records:
+                        self._deliver(record)
+        except BaseException as err:
+            self._listener_error = err
+            self._listening.set()
+            log.exception("reply listener stopped")
+        finally:
+            consumer.close()
+
+    def _deliver(self, record: Any) -> None:
+        try:
+            reply = decode_chat_reply(record.value)
+        except DecodeError as err:
+            self.skipped += 1
+            log.warning(
+                "skipped an undecodable reply at %s[%d]@%d: %s",
+                record.topic,
+                record.partition,
+                record.offset,
+                err.reason,
+            )
+            return
+        with self._lock:
+            pending = self._pending.get(reply.request_id)
+        if pending is not None and pending.reply is None:
+            pending.reply = reply
+            pending.done.set()
+
+    def close(self) -> None:
+        self._closing.set()
+        self._listener.join(timeout=10)
+        self._producer.close()

@@ -1,0 +1,26 @@
+"""A progress bar for long reads of the log, shown only when interactive."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ProgressBar:
+    """A rich progress bar over records read, or nothing when not interactive."""
+
+    def __init__(self, show: bool, total: int, description: str = "reading the log") -> None:
+        self._bar: Any = None
+        if show:
+            from rich.progress import Progress
+
+            self._bar = Progress(transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(description, total=total or None)
+
+    def advance(self) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()

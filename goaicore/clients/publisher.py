@@ -1,0 +1,124 @@
+"""EventPublisher: game services and applications append events to the log."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from goaicore.avro.api import encode_event
+from goaicore.avro.errors import EncodeError
+from goaicore.clients.closing import Closing
+from goaicore.clients.connection import make_producer
+from goaicore.clients.validation import (
+    InvalidInputError,
+    check_attributes,
+    check_conversation_id,
+    check_size,
+    check_text,
+)
+from goaicore.config import Settings
+from goaicore.records import EVENT_BODY_TYPES, ConversationEvent, GameEvent, UserMessage, new_event
+from goaicore.records.types import EventBody
+
+
+@dataclass(frozen=True, order=True)
+class LogPosition:
+    """Where a record landed: its topic, partition and offset."""
+
+    topic: str
+    partition: int
+    offset: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}[{self.partition}]@{self.offset}"
+
+
+class EventPublisher(Closing):
+    """Publish conversation events, keyed by conversation id, to the ``events`` topic.
+
+    Each call checks its input and encodes before sending, so a bad event raises
+    :class:`InvalidInputError` and nothing reaches the log. ``publish`` waits for
+    the broker's acknowledgement and returns the log position; the batch form
+    sends everything first and waits once.
+    """
+
+    def __init__(self, settings: Settings | None = None, source: str = "publisher") -> None:
+        self.settings = settings or Settings()
+        self.source = source
+        self.topic = self.settings.topic("events")
+        self._producer = make_producer(self.settings)
+
+    def publish(
+        self, conversation_id: str, event: ConversationEvent | EventBody, timeout: float = 30.0
+    ) -> LogPosition:
+        """Append one event (a full envelope, or a body to wrap) and return its position."""
+        return self.publish_many([(conversation_id, event)], timeout)[0]
+
+    def game_event(
+        self,
+        conversation_id: str,
+        text: str,
+        kind: str = "game",
+        attributes: Mapping[str, str] | None = None,
+    ) -> LogPosition:
+        """Append a game event: ``text`` is what the model will see."""
+        body = GameEvent(
+            kind=check_text("kind", kind),
+            text=check_text("text", text),
+            attributes=check_attributes(attributes),
+        )
+        return self.publish(conversation_id, body)
+
+    def user_message(self, conversation_id: str, text: str) -> LogPosition:
+        """Append a user message without asking for a reply."""
+        return self.publish(conversation_id, UserMessage(text=check_text("text", text)))
+
+    def publish_many(
+        self,
+        items: Iterable[tuple[str, ConversationEvent | EventBody]],
+        timeout: float = 30.0,
+    ) -> list[LogPosition]:
+        """Append many events; all are checked and encoded before the first is sent."""
+        prepared = [self._prepare(conversation_id, event) for conversation_id, event in items]
+        futures = [self._producer.send(self.topic, key=key, value=value) for key, value in prepared]
+        self._producer.flush(timeout)
+        return [_position(future.get(timeout)) for future in futures]
+
+    def send(self, conversation_id: str, event: ConversationEvent | EventBody) -> Any:
+        """Send without waiting; returns the producer's future (see :meth:`flush`)."""
+        key, value = self._prepare(conversation_id, event)
+        return self._producer.send(self.topic, key=key, value=value)
+
+    def flush(self, timeout: float | None = None) -> None:
+        self._producer.flush(timeout)
+
+    def close(self) -> None:
+        self._producer.close()
+
+    def _prepare(
+        self, conversation_id: str, event: ConversationEvent | EventBody
+    ) -> tuple[bytes, bytes]:
+        check_conversation_id(conversation_id)
+        if isinstance(event, ConversationEvent):
+            if event.conversation_id != conversation_id:
+                raise InvalidInputError(
+                    f"event {event.event_id} belongs to conversation "
+                    f"{event.conversation_id!r}, not {conversation_id!r}"
+                )
+            envelope = event
+        elif isinstance(event, EVENT_BODY_TYPES):
+            envelope = new_event(conversation_id, event, source=self.source)
+        else:
+            raise InvalidInputError(
+                f"expected a ConversationEvent or an event body, got {type(event).__name__}"
+            )
+        try:
+            payload = encode_event(envelope)
+        except EncodeError as err:
+            raise InvalidInputError(f"event does not fit the schema: {err}") from err
+        return conversation_id.encode(), check_size("event", payload, self.settings.record_limit)
+
+
+def _position(metadata: Any) -> LogPosition:
+    return LogPosition(metadata.topic, metadata.partition, metadata.offset)

@@ -1,0 +1,54 @@
+"""Checks on what callers hand to the clients: a clear error before anything is sent."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+MAX_CONVERSATION_ID = 256
+
+
+class InvalidInputError(ValueError):
+    """A caller's input cannot become a record; nothing was sent."""
+
+
+def check_conversation_id(value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(f"conversation_id must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInputError("conversation_id must not be empty")
+    if len(value) > MAX_CONVERSATION_ID:
+        raise InvalidInputError(
+            f"conversation_id is {len(value)} characters; at most {MAX_CONVERSATION_ID}"
+        )
+    return value
+
+
+def check_text(name: str, value: Any, allow_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise InvalidInputError(f"{name} must not be empty")
+    return value
+
+
+def check_attributes(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"attributes must be a mapping, got {type(value).__name__}")
+    for key, item in value.items():
+        if not isinstance(key, str) or not isinstance(item, str):
+            raise InvalidInputError(
+                f"attributes must map strings to strings; {key!r}: {type(item).__name__}"
+            )
+    return dict(value)
+
+
+def check_size(what: str, payload: bytes, limit: int) -> bytes:
+    if len(payload) > limit:
+        raise InvalidInputError(
+            f"{what} is {len(payload):,} bytes encoded; the limit is {limit:,} "
+            "(GOAICORE_MAX_RECORD_BYTES)"
+        )
+    return payload
