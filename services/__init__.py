@@ -1,0 +1,1 @@
+"""The deployable stream processors built on the goaicore package."""

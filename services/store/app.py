@@ -1,0 +1,295 @@
+"""The ``goaicore-store`` Faust app: the fold agent, the chat agent and the HTTP views.
+
+The table's changelog topic IS ``<prefix>.snapshots`` (compacted, Avro
+ConversationSnapshot values, keyed by conversation id), so any consumer can
+read a conversation's latest snapshot from that topic, and a restarted
+worker recovers its table from it. Offsets of ``events`` are committed after
+the table's changelog writes; an event seen again after a crash is at or
+below the snapshot's last position and changes nothing (the fold is idempotent).
+
+The chat agent (``services.store.chat_agent``) answers ``requests`` from the
+same table, and the HTTP views (``services.store.views``) serve it.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import faust
+
+from goaicore.avro.api import decode_event
+from goaicore.avro.errors import DecodeError
+from goaicore.broker.profile import client_profile, faust_broker_urls
+from goaicore.clients.deadletter import DeadLetter
+from goaicore.config import Settings
+from goaicore.fold import fold
+from goaicore.net import free_loopback_port
+from goaicore.records import ConversationSnapshot, LogPosition
+from services.store.chat_agent import ChatAgent, ChatServices
+from services.store.codecs import SNAPSHOT_CODEC, register
+from services.store.idempotency import REPLIES_CODEC, register_codec
+from services.store.llm import Providers
+from services.store.replies import ReplyWaiters
+from services.store.tools_registry import load_tools
+from services.store.turns import TurnSettings
+from services.store.views import register_views
+from services.store.watermarks import FoldProgress, HighWatermarks
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StoreApp:
+    """The Faust app with handles on its topics and table, for tests and views."""
+
+    app: faust.App
+    settings: Settings
+    events: Any
+    snapshots: Any
+    dead_letters: Any
+    table: Any
+    web_port: int
+    requests: Any = None
+    replies: Any = None
+    replies_table: Any = None
+    progress: FoldProgress = field(default_factory=FoldProgress)
+    chat: ChatServices | None = None
+
+    @property
+    def web_url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    async def dead_letter(self, message: Any, reason: str, detail: str, force: bool = True) -> None:
+        """Set ``message`` aside on the dead-letter topic with the reason, and go on."""
+        await _dead_letter(self, message, reason, detail, force)
+
+
+def keyed_table(app: faust.App, name: str, changelog: Any, codec: str, partitions: int) -> Any:
+    """A table keyed by conversation id whose changelog is ``changelog``, values in ``codec``.
+
+    use_partitioner: a changelog record goes to its key's partition (the rule every
+    producer of ours uses), not to the partition of the event being handled. The table
+    writes its changelog with its own serializers (JSON by default), so they are set
+    to the changelog topic's: raw keys, ``codec`` values.
+    """
+    table: Any = app.Table(
+        name,
+        default=None,
+        changelog_topic=changelog,
+        partitions=partitions,
+        use_partitioner=True,
+    )
+    table.key_serializer = "raw"
+    table.value_serializer = codec
+    return table
+
+
+def app_id(settings: Settings) -> str:
+    """The consumer group and Faust app id; one per topic prefix."""
+    return f"{settings.prefix}.store"
+
+
+def create_app(
+    settings: Settings,
+    web_port: int | None = None,
+    data_dir: Path | None = None,
+    web_host: str = "127.0.0.1",
+    canonical_url: str | None = None,
+) -> StoreApp:
+    """The store app; ``web_host`` is where HTTP binds, ``canonical_url`` how peers reach it.
+
+    Workers forward requests to the owner of a conversation at its canonical URL, so in
+    a container it must be an address the other workers can resolve (the pod IP, the
+    compose service name), never 0.0.0.0.
+    """
+    register()
+    register_codec()
+    port = web_port or free_loopback_port()
+    url = canonical_url or default_canonical_url(web_host, port)
+    datadir = data_dir or settings.data_path / "store"
+    datadir.mkdir(parents=True, exist_ok=True)
+    partitions = settings.partition_count
+    app = faust.App(
+        app_id(settings),
+        broker=faust_broker_urls(settings),
+        store="memory://",
+        topic_partitions=partitions,
+        table_standby_replicas=1,
+        consumer_auto_offset_reset="earliest",
+        producer_acks=-1,
+        web_host=web_host,
+        web_port=port,
+        canonical_url=url,
+        datadir=str(datadir),
+        # Faust's own topics (the replies changelog, the assignor's) get the cluster's
+        # replication like ours; Faust's default of 1 would lose them with one broker.
+        topic_replication_factor=_replication(settings),
+        **client_profile(settings).faust,
+    )
+    events = app.topic(
+        settings.topic("events"),
+        key_serializer="raw",
+        value_serializer="raw",
+        partitions=partitions,
+        internal=False,
+    )
+    snapshots = app.topic(
+        settings.topic("snapshots"),
+        key_serializer="raw",
+        value_serializer=SNAPSHOT_CODEC,
+        partitions=partitions,
+        internal=False,
+    )
+    dead_letters = app.topic(
+        settings.topic("dead-letters"),
+        key_serializer="raw",
+        value_serializer="raw",
+        partitions=partitions,
+        internal=False,
+    )
+    table = keyed_table(app, "snapshots", snapshots, SNAPSHOT_CODEC, partitions)
+    store = StoreApp(app, settings, events, snapshots, dead_letters, table, port)
+    _add_chat(store)
+
+    @app.agent(events, name="fold")
+    async def fold_events(stream: Any) -> None:
+        async for batch in stream.take_events(FOLD_BATCH, within=FOLD_WITHIN):
+            await apply_batch(store, [event.message for event in batch])
+
+    return store
+
+
+def default_canonical_url(web_host: str, port: int) -> str:
+    """How peers reach a worker bound to ``web_host``: a wildcard bind means this host's name."""
+    host = socket.gethostname() if web_host in ("0.0.0.0", "::", "") else web_host
+    return f"http://{host}:{port}"
+
+
+def _replication(settings: Settings) -> int:
+    factor = settings.replication_factor or -1
+    return 1 if settings.embedded_broker or factor < 1 else factor
+
+
+# Events are folded in small batches and each touched conversation's snapshot is
+# written once per batch: encoding a snapshot costs more than folding an event.
+# Offsets are acknowledged only after the batch's table writes. The window trades
+# throughput for latency: read-your-writes waits for it (measured on the embedded
+# broker: 20 ms 1,291 events/s, 50 ms 1,741, 100 ms 2,745).
+FOLD_BATCH = 2000
+FOLD_WITHIN = 0.05
+
+
+async def apply_batch(store: StoreApp, messages: list[Any]) -> None:
+    """Fold records of ``events`` into the table; bad ones become dead letters."""
+    touched: dict[bytes, ConversationSnapshot] = {}
+    consumed: dict[int, int] = {}
+    for message in messages:
+        consumed[message.partition] = max(consumed.get(message.partition, 0), message.offset + 1)
+        try:
+            event = decode_event(message.value)
+        except DecodeError as err:
+            await _dead_letter(store, message, err.reason, err.message, False)
+            continue
+        key = message.key
+        if key is None or key != event.conversation_id.encode():
+            await _dead_letter(
+                store,
+                message,
+                "key-mismatch",
+                f"record key {key!r} is not the event's conversation id {event.conversation_id!r}",
+                False,
+            )
+            continue
+        current = touched[key] if key in touched else store.table.get(key)
+        position = LogPosition(partition=message.partition, offset=message.offset)
+        updated = fold(current, event, position)
+        if updated is not current:
+            touched[key] = updated
+    for key, snapshot in touched.items():
+        store.table[key] = snapshot
+    await store.progress.advance(consumed)  # read-your-writes waits on this
+
+
+async def _dead_letter(
+    store: StoreApp, message: Any, reason: str, detail: str, force: bool
+) -> None:
+    letter = DeadLetter(
+        reason=reason,
+        message=detail[:2000],
+        topic=message.topic,
+        partition=message.partition,
+        offset=message.offset,
+        consumer=app_id(store.settings),
+        key=message.key,
+        value=message.value,
+    )
+    log.warning(
+        "dead letter from %s[%d]@%d: %s", message.topic, message.partition, message.offset, reason
+    )
+    await store.dead_letters.send(
+        key=message.key, value=message.value, headers=letter.headers(), force=force
+    )
+
+
+def _add_chat(store: StoreApp) -> None:
+    """The chat agent on ``requests``, its replies table, and the HTTP views."""
+    app, settings = store.app, store.settings
+    partitions = settings.partition_count
+    store.requests = app.topic(
+        settings.topic("requests"),
+        key_serializer="raw",
+        value_serializer="raw",
+        partitions=partitions,
+        internal=False,
+    )
+    store.replies = app.topic(
+        settings.topic("replies"),
+        key_serializer="raw",
+        value_serializer="raw",
+        partitions=partitions,
+        internal=False,
+    )
+    # Keyed by conversation id and partitioned like every topic, so a conversation's
+    # replies recover on the worker that owns the conversation (see idempotency.py).
+    replies_changelog = app.topic(
+        f"{app_id(settings)}-replies-changelog",
+        key_serializer="raw",
+        value_serializer=REPLIES_CODEC,
+        partitions=partitions,
+        compacting=True,
+        internal=True,
+        allow_empty=True,
+    )
+    store.replies_table = keyed_table(app, "replies", replies_changelog, REPLIES_CODEC, partitions)
+    assert settings.turn_timeout is not None
+    assert settings.context_tokens is not None
+    assert settings.chat_concurrency is not None
+    assert settings.read_wait is not None
+    store.chat = ChatServices(
+        providers=Providers(settings),
+        registry=load_tools(settings.tools or ""),
+        turn=TurnSettings(
+            system_prompt=settings.system_prompt,
+            turn_timeout=settings.turn_timeout,
+            context_tokens=settings.context_tokens,
+        ),
+        progress=store.progress,
+        watermarks=HighWatermarks(settings),
+        waiters=ReplyWaiters(),
+        concurrency=settings.chat_concurrency,
+        read_wait=settings.read_wait,
+    )
+    agent = ChatAgent(store, store.chat)
+    watermarks = store.chat.watermarks
+
+    async def stop_watermarks(sender: Any, *args: Any, **kwargs: Any) -> None:
+        await watermarks.stop()
+
+    app.on_before_shutdown.connect(stop_watermarks)  # type: ignore[arg-type]
+
+    app.agent(store.requests, name="chat")(agent.consume)
+    register_views(store)

@@ -1,0 +1,194 @@
+"""The chat agent: answer each ChatRequest with an LLM turn, in order per conversation.
+
+For each request (see :class:`ChatAgent`):
+
+1. decode it; an undecodable one, or one under another conversation's key,
+   goes to the dead-letter topic (the latter is also answered ``rejected``);
+2. a request id already answered gets its stored reply again (idempotency);
+3. read-your-writes: wait until this worker's fold has applied what the
+   conversation's ``events`` partition held when the request was taken up;
+4. run the turn on the snapshot (or recover it from the log after a crash);
+5. append the turn's events, wait for the broker's acks, remember the reply,
+   publish the reply, and only then acknowledge the request's offset.
+
+Requests are read from a no-ack stream and dispatched per conversation
+(:mod:`services.store.dispatch`); Faust commits a partition's offset only up
+to the first request not yet finished, so a crash redelivers exactly the
+unfinished ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from goaicore.avro.api import decode_chat_request, encode_chat_reply, encode_event
+from goaicore.avro.errors import DecodeError
+from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyStatus
+from goaicore.tools import Tool
+from services.store.dispatch import KeyedDispatcher
+from services.store.idempotency import RecentReplies, recover_from_log
+from services.store.llm import Providers
+from services.store.replies import ReplyWaiters
+from services.store.turns import TurnOutcome, TurnSettings, failure, run_request
+from services.store.watermarks import FoldProgress, HighWatermarks
+
+if TYPE_CHECKING:
+    from services.store.app import StoreApp
+
+log = logging.getLogger(__name__)
+
+SEND_ATTEMPTS = 5
+
+
+@dataclass
+class ChatServices:
+    """What the chat agent uses besides the Faust app: LLM, tools, turn limits, progress."""
+
+    providers: Providers
+    registry: dict[str, Tool]
+    turn: TurnSettings
+    progress: FoldProgress
+    watermarks: HighWatermarks
+    waiters: ReplyWaiters
+    concurrency: int
+    read_wait: float
+
+
+class ChatAgent:
+    """Consumes ``requests`` (see the module docstring)."""
+
+    def __init__(self, store: StoreApp, services: ChatServices) -> None:
+        self.store = store
+        self.services = services
+
+    async def consume(self, stream: Any) -> None:
+        """The Faust agent body: dispatch each request to its conversation's queue."""
+        concurrency = self.services.concurrency
+        dispatcher: KeyedDispatcher[Any] = KeyedDispatcher(
+            self.handle, concurrency, max_waiting=concurrency * 8
+        )
+        try:
+            async for event in stream.noack().events():
+                await dispatcher.submit(event.message.key or b"", event)
+        finally:
+            await dispatcher.close()
+
+    async def handle(self, event: Any) -> None:
+        """Process one request event, then acknowledge it (so its offset may be committed)."""
+        app = self.store.app
+        if event.message.generation_id != app.consumer_generation_id:
+            # Queued before a rebalance: the partition's new owner reads it again.
+            return
+        try:
+            await self.process(event.message)
+        except Exception:
+            # Retries are exhausted (the broker is unreachable): give up on this one
+            # rather than hold the partition's commits and rebalances forever. The
+            # client's retry with the same request id is answered idempotently.
+            log.exception(
+                "chat request at %s[%d]@%d abandoned",
+                event.message.topic,
+                event.message.partition,
+                event.message.offset,
+            )
+        event.ack()
+
+    async def process(self, message: Any) -> None:
+        try:
+            request = decode_chat_request(message.value)
+        except DecodeError as err:
+            await self.store.dead_letter(message, err.reason, err.message)
+            return
+        key: bytes = request.conversation_id.encode()
+        if message.key != key:
+            detail = (
+                f"record key {message.key!r} is not the request's conversation id "
+                f"{request.conversation_id!r}"
+            )
+            await self.store.dead_letter(message, "key-mismatch", detail)
+            reply = failure(request, ReplyStatus.REJECTED, "key-mismatch", detail).reply
+            await self.publish_reply(reply)
+            return
+        stored = self._stored_replies(key).get(request.request_id)
+        if stored is not None:
+            log.info("request %s answered before: sending its reply again", request.request_id)
+            await self.publish_reply(stored)
+            return
+        await self._read_your_writes(request, message.partition, key)
+        outcome = await self._outcome(request, key)
+        await self.append(outcome.events)
+        self.store.replies_table[key] = self._stored_replies(key).with_reply(outcome.reply)
+        await self.publish_reply(outcome.reply)
+
+    async def _read_your_writes(self, request: ChatRequest, partition: int, key: bytes) -> None:
+        high = await self.services.watermarks.get(partition)
+        caught_up = await self.services.progress.wait_applied(
+            partition, high, lambda: self.store.table.get(key), self.services.read_wait
+        )
+        if not caught_up:
+            log.warning(
+                "request %s: events[%d] not folded up to %d after %.1f s; answering with the "
+                "snapshot as it is (GOAICORE_READ_WAIT)",
+                request.request_id,
+                partition,
+                high,
+                self.services.read_wait,
+            )
+
+    async def _outcome(self, request: ChatRequest, key: bytes) -> TurnOutcome:
+        snapshot = self.store.table.get(key)
+        recovered = recover_from_log(request, snapshot)
+        if recovered is not None:
+            log.warning("request %s: its turn is already in the log", request.request_id)
+            return recovered
+        try:
+            provider = self.services.providers.get(request.model)
+        except Exception as err:
+            return failure(
+                request, ReplyStatus.ERROR, "provider-config", f"{type(err).__name__}: {err}"
+            )
+        return await run_request(
+            request, snapshot, provider, self.services.registry, self.services.turn
+        )
+
+    def _stored_replies(self, key: bytes) -> RecentReplies:
+        stored = self.store.replies_table.get(key)
+        return stored if isinstance(stored, RecentReplies) else RecentReplies()
+
+    async def append(self, events: Sequence[ConversationEvent]) -> None:
+        """Append events in order and wait until the broker has them all."""
+        if not events:
+            return
+        topic = self.store.events
+        payloads = [(e.conversation_id.encode(), encode_event(e)) for e in events]
+        futures = [await _send(topic, key, value) for key, value in payloads]
+        for future in futures:
+            await future
+
+    async def publish_reply(self, reply: ChatReply) -> None:
+        """Publish the reply (after the turn's events) and wake a local HTTP waiter."""
+        value = encode_chat_reply(reply)
+        key = reply.conversation_id.encode()
+        await (await _send(self.store.replies, key, value))
+        self.services.waiters.resolve(reply)
+
+
+async def _send(topic: Any, key: bytes, value: bytes) -> Awaitable[Any]:
+    """Hand a record to the producer now (not attached to the current event's commit).
+
+    Returns the delivery future; records of one partition are delivered in order.
+    """
+    for attempt in range(1, SEND_ATTEMPTS + 1):
+        try:
+            future: Awaitable[Any] = await topic.send(key=key, value=value, force=True)
+            return future
+        except Exception:
+            if attempt == SEND_ATTEMPTS:
+                raise
+            log.warning("send failed (attempt %d of %d); retrying", attempt, SEND_ATTEMPTS)
+            await asyncio.sleep(0.2 * 2**attempt)
+    raise AssertionError("unreachable")

@@ -1,0 +1,152 @@
+"""Idempotency by request id: a repeated request gets the stored reply, never a new turn.
+
+Two stores, each for the case the other cannot cover:
+
+- the **replies table** (a Faust table keyed by conversation id, changelog
+  topic ``<app id>-replies-changelog``) keeps the latest replies of each
+  conversation, failures included. It lives with the conversation's partition,
+  so the worker that owns a conversation, or takes it over, has its replies
+  locally after recovery, and a lookup costs no I/O;
+- the **log** itself: a turn's events carry ids derived from the request id,
+  so after a crash between appending a turn and storing its reply, the
+  redelivered request finds its own turn in the snapshot and answers from it
+  (:func:`recover_from_log`) instead of calling the LLM again.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from faust.serializers import codecs
+
+from goaicore.avro.api import decode_chat_reply, encode_chat_reply
+from goaicore.records import (
+    ChatReply,
+    ChatRequest,
+    ConversationEvent,
+    ConversationSnapshot,
+    Message,
+    ReplyStatus,
+    ToolResult,
+    new_event,
+)
+from services.store.turns import SOURCE, TurnOutcome, failure, turn_event_id
+
+REPLIES_CODEC = "goaicore.recent-replies"
+# Replies kept per conversation: a retry comes seconds after its request, not
+# hundreds of requests later.
+KEEP_REPLIES = 256
+
+
+@dataclass(frozen=True)
+class RecentReplies:
+    """The latest replies of one conversation, oldest first, as Avro ChatReply bytes."""
+
+    entries: tuple[tuple[str, bytes], ...] = ()
+
+    def get(self, request_id: str) -> ChatReply | None:
+        for rid, payload in reversed(self.entries):
+            if rid == request_id:
+                return decode_chat_reply(payload)
+        return None
+
+    def with_reply(self, reply: ChatReply) -> RecentReplies:
+        kept = [(r, p) for r, p in self.entries if r != reply.request_id]
+        kept.append((reply.request_id, encode_chat_reply(reply)))
+        return RecentReplies(tuple(kept[-KEEP_REPLIES:]))
+
+
+class RecentRepliesCodec(codecs.Codec):
+    """RecentReplies <-> JSON with base64 Avro replies (readable with any JSON tool)."""
+
+    def _dumps(self, obj: Any) -> bytes:
+        assert isinstance(obj, RecentReplies)
+        entries = [[rid, base64.b64encode(p).decode()] for rid, p in obj.entries]
+        return json.dumps({"v": 1, "replies": entries}).encode()
+
+    def _loads(self, s: bytes) -> Any:
+        data = json.loads(s)
+        return RecentReplies(tuple((rid, base64.b64decode(p)) for rid, p in data["replies"]))
+
+
+def register_codec() -> None:
+    """Make the codec known to Faust by name (idempotent)."""
+    codecs.register(REPLIES_CODEC, RecentRepliesCodec())
+
+
+def recover_from_log(
+    request: ChatRequest, snapshot: ConversationSnapshot | None
+) -> TurnOutcome | None:
+    """The outcome of a turn already appended for ``request``, or None when there is none.
+
+    A complete turn gives its reply again, from the log. A turn cut short (the
+    worker stopped while appending it) is closed: error results answer its
+    unanswered tool calls, so the history stays valid to send, a TurnFailed
+    records it, and the reply says to ask again.
+    """
+    if snapshot is None:
+        return None
+    first = turn_event_id(request.request_id, 0)
+    messages = snapshot.messages
+    start = next((i for i, m in enumerate(messages) if m.event_id == first), None)
+    if start is None:
+        if first not in snapshot.recent_event_ids:
+            return None
+        return failure(
+            request,
+            ReplyStatus.ERROR,
+            "reply-unavailable",
+            "this request was answered before, but its turn is no longer in the history",
+        )
+    # A turn has at most one event per message after its start, plus its compactions.
+    span = range(len(messages) - start + 32)
+    ids = {turn_event_id(request.request_id, i) for i in span}
+    turn = [m for m in messages[start:] if m.event_id in ids]
+    unanswered = _unanswered(turn)
+    last = turn[-1]
+    if last.role == "assistant" and not last.tool_calls and not unanswered:
+        reply = ChatReply(
+            request_id=request.request_id,
+            conversation_id=request.conversation_id,
+            status=ReplyStatus.OK,
+            text=last.text,
+        )
+        return TurnOutcome(reply)
+    closing = [_interrupted_result(request, call_id, name) for call_id, name in unanswered]
+    outcome = failure(
+        request,
+        ReplyStatus.ERROR,
+        "interrupted",
+        "the worker stopped while this turn was being appended; the turn was closed, ask again",
+    )
+    outcome.events[:0] = closing
+    return outcome
+
+
+def _unanswered(turn: Iterable[Message]) -> list[tuple[str, str]]:
+    calls: dict[str, str] = {}
+    for message in turn:
+        for call in message.tool_calls:
+            calls[call.id] = call.name
+        if message.role == "tool" and message.tool_call_id is not None:
+            calls.pop(message.tool_call_id, None)
+    return list(calls.items())
+
+
+def _interrupted_result(request: ChatRequest, call_id: str, name: str) -> ConversationEvent:
+    return new_event(
+        request.conversation_id,
+        ToolResult(
+            tool_call_id=call_id,
+            name=name,
+            content="error: the turn was interrupted before this tool ran",
+            is_error=True,
+        ),
+        source=SOURCE,
+        causation_id=request.request_id,
+        event_id=turn_event_id(request.request_id, f"interrupted/{call_id}"),
+    )

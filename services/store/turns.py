@@ -1,0 +1,289 @@
+"""Run one chat request as a turn and say what to append to the log and what to reply.
+
+``run_request`` never raises for anything a request or the LLM can cause: each
+failure becomes a reply (``rejected``, ``timeout`` or ``error``) and a single
+``TurnFailed`` event, and a failed turn appends nothing else, so no half turn
+reaches the history. A successful turn appends its timeline (the user message,
+assistant turns, tool results and compactions, in the order they happened).
+
+Event ids of a turn are derived from the request id, so a turn appended twice
+(a redelivered request after a crash) is recognised by the fold as duplicates
+and, before that, by :func:`services.store.idempotency.recover_from_log`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from goaicore.chat import Chat
+from goaicore.compaction import (
+    EstimatedTokens,
+    KeepLastExchanges,
+    TokenBudget,
+    TriggeredCompactor,
+    to_compaction_applied,
+)
+from goaicore.compaction.record import CompactionRecord
+from goaicore.errors import (
+    ChatError,
+    ContentFilteredError,
+    ContextLengthError,
+    InvalidHistoryError,
+    ProviderError,
+    ReplyTruncatedError,
+    ToolLoopLimitError,
+)
+from goaicore.fold.history import UnreadableMessage, to_chat_messages, to_event_body
+from goaicore.messages import Message as ChatMessage
+from goaicore.providers.base import Completion, Provider
+from goaicore.records import (
+    AssistantTurn,
+    ChatReply,
+    ChatRequest,
+    ConversationEvent,
+    ConversationSnapshot,
+    ReplyStatus,
+    TurnFailed,
+    Usage,
+    new_event,
+    utc_now,
+)
+from goaicore.records.types import EventBody
+from goaicore.tools import Tool
+from goaicore.usage import Usage as TurnUsage
+from services.store.requests import (
+    DeadlinePassed,
+    Rejected,
+    check_deadline,
+    check_request,
+    tools_for,
+)
+
+log = logging.getLogger(__name__)
+
+SOURCE = "goaicore.store.chat"
+MAX_TOOL_ITERATIONS = 10
+_IDS = uuid.UUID("6d1c8f5e-3b0a-4f6e-9a51-0c2f7d9b8e41")
+
+
+def turn_event_id(request_id: str, part: int | str) -> str:
+    """The id of event ``part`` of the turn for ``request_id`` (stable across retries)."""
+    return uuid.uuid5(_IDS, f"{request_id}/{part}").hex
+
+
+@dataclass(frozen=True)
+class TurnSettings:
+    """What a turn needs besides the request: system prompt, limits, compaction budget."""
+
+    system_prompt: str | None
+    turn_timeout: float
+    context_tokens: int
+    max_tool_iterations: int = MAX_TOOL_ITERATIONS
+
+
+@dataclass
+class TurnOutcome:
+    """The events to append (in order) and then the reply to publish."""
+
+    reply: ChatReply
+    events: list[ConversationEvent] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.reply.status != ReplyStatus.OK
+
+
+def compactor_for(context_tokens: int) -> TriggeredCompactor:
+    """Keep requests under ``context_tokens``: drop the oldest exchanges, say so in a note."""
+    note = "Earlier messages of this conversation were removed to save space."
+    return TriggeredCompactor(
+        TokenBudget(context_tokens, note=note),
+        EstimatedTokens(context_tokens),
+        on_context_length=KeepLastExchanges(1, note=note),
+    )
+
+
+async def run_request(
+    request: ChatRequest,
+    snapshot: ConversationSnapshot | None,
+    provider: Provider,
+    registry: Mapping[str, Tool],
+    settings: TurnSettings,
+) -> TurnOutcome:
+    """Run ``request`` on the conversation's ``snapshot``; failures become replies."""
+    started = time.perf_counter()
+    try:
+        check_request(request, registry)
+        check_deadline(request, utc_now())
+        history = to_chat_messages(snapshot.messages if snapshot else ())
+        timeout = _time_left(request, settings.turn_timeout)
+        chat = Chat(
+            provider,
+            max_tool_iterations=settings.max_tool_iterations,
+            compactor=compactor_for(settings.context_tokens),
+        )
+        system = request.system if request.system is not None else settings.system_prompt
+        turn = await asyncio.wait_for(
+            chat.arun_turn(
+                history, user=request.text, system=system, tools=tools_for(request, registry)
+            ),
+            timeout,
+        )
+    except Rejected as err:
+        return _failed(request, started, ReplyStatus.REJECTED, err.kind, str(err))
+    except DeadlinePassed as err:
+        return _failed(request, started, ReplyStatus.TIMEOUT, "deadline", str(err))
+    except TimeoutError:
+        limit = _time_left(request, settings.turn_timeout)
+        return _failed(
+            request,
+            started,
+            ReplyStatus.TIMEOUT,
+            "timeout",
+            f"the turn did not finish in time (limit {limit:.1f} s: the request's deadline "
+            "or GOAICORE_TURN_TIMEOUT)",
+        )
+    except UnreadableMessage as err:
+        return _failed(request, started, ReplyStatus.ERROR, "unreadable-history", f"history: {err}")
+    except ChatError as err:
+        kind = _error_kind(err)
+        return _failed(request, started, ReplyStatus.ERROR, kind, f"{kind}: {err}", err.usage)
+    except Exception as err:  # a bug or an unexpected SDK error must not stop the worker
+        log.exception("chat request %s failed unexpectedly", request.request_id)
+        return _failed(
+            request, started, ReplyStatus.ERROR, "internal", f"{type(err).__name__}: {err}"
+        )
+    last_event = snapshot.recent_event_ids[-1] if snapshot and snapshot.recent_event_ids else None
+    events = _turn_events(request, turn.timeline, turn.completions, last_event)
+    reply = ChatReply(
+        request_id=request.request_id,
+        conversation_id=request.conversation_id,
+        status=ReplyStatus.OK,
+        text=turn.text,
+        usage=_record_usage(turn.usage),
+        latency_ms=_elapsed_ms(started),
+    )
+    return TurnOutcome(reply, events)
+
+
+def _time_left(request: ChatRequest, turn_timeout: float) -> float:
+    if request.deadline is None:
+        return turn_timeout
+    left = (request.deadline - utc_now()).total_seconds()
+    return max(min(turn_timeout, left), 0.001)
+
+
+def _turn_events(
+    request: ChatRequest,
+    timeline: tuple[ChatMessage | CompactionRecord, ...],
+    completions: list[Completion],
+    last_event: str | None,
+) -> list[ConversationEvent]:
+    """The turn's timeline as events, with stable ids and the request as their cause."""
+    by_message = {id(c.message): c for c in completions}
+    events: list[ConversationEvent] = []
+    for index, item in enumerate(timeline):
+        body: EventBody
+        if isinstance(item, CompactionRecord):
+            body = to_compaction_applied(item, basis_event_id=last_event)
+        else:
+            body = to_event_body(item)
+            completion = by_message.get(id(item))
+            if isinstance(body, AssistantTurn) and completion is not None:
+                body = _with_completion(body, completion)
+        event = new_event(
+            request.conversation_id,
+            body,
+            source=SOURCE,
+            causation_id=request.request_id,
+            event_id=turn_event_id(request.request_id, index),
+        )
+        events.append(event)
+        last_event = event.event_id
+    return events
+
+
+def _with_completion(body: AssistantTurn, completion: Completion) -> AssistantTurn:
+    return AssistantTurn(
+        text=body.text,
+        tool_calls=body.tool_calls,
+        finish_reason=completion.finish_reason,
+        usage=_record_usage(completion.usage),
+        provider=body.provider,
+        model=completion.model,
+        raw_json=body.raw_json,
+    )
+
+
+def _record_usage(usage: TurnUsage | None) -> Usage | None:
+    if usage is None:
+        return None
+    return Usage(
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_tokens=usage.total_tokens,
+        llm_calls=usage.llm_calls,
+    )
+
+
+def _error_kind(err: ChatError) -> str:
+    kinds: tuple[tuple[type[ChatError], str], ...] = (
+        (ContextLengthError, "context-length"),
+        (ProviderError, "provider"),
+        (ToolLoopLimitError, "tool-loop-limit"),
+        (ReplyTruncatedError, "truncated"),
+        (ContentFilteredError, "content-filtered"),
+        (InvalidHistoryError, "invalid-history"),
+    )
+    for cls, kind in kinds:
+        if isinstance(err, cls):
+            return kind
+    return "chat-error"
+
+
+def failure(
+    request: ChatRequest,
+    status: ReplyStatus,
+    kind: str,
+    message: str,
+    usage: TurnUsage | None = None,
+    latency_ms: int = 0,
+) -> TurnOutcome:
+    """A failed request: its reply and the one TurnFailed event that records it."""
+    reply = ChatReply(
+        request_id=request.request_id,
+        conversation_id=request.conversation_id,
+        status=status,
+        error=message,
+        usage=_record_usage(usage),
+        latency_ms=latency_ms,
+    )
+    event = new_event(
+        request.conversation_id,
+        TurnFailed(request_id=request.request_id, kind=kind, message=message[:2000]),
+        source=SOURCE,
+        causation_id=request.request_id,
+        event_id=turn_event_id(request.request_id, "failed"),
+    )
+    return TurnOutcome(reply, [event])
+
+
+def _failed(
+    request: ChatRequest,
+    started: float,
+    status: ReplyStatus,
+    kind: str,
+    message: str,
+    usage: TurnUsage | None = None,
+) -> TurnOutcome:
+    log.info("chat request %s: %s (%s)", request.request_id, status.value, message)
+    return failure(request, status, kind, message, usage, _elapsed_ms(started))
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
