@@ -1,0 +1,224 @@
+"""The projector: ``events`` and ``snapshots`` into PostgreSQL, every row exactly once.
+
+It reads every partition of both topics by assignment (no consumer group:
+Kafka's committed offsets are never the truth here). Its positions live in
+``projector_positions`` and move in the same transaction as the rows, and on
+start it seeks to them, so a crash at any moment neither loses nor repeats a
+row. One projector writes a schema at a time: it holds a session advisory lock
+on its connection, and a second one waits as a standby until the first stops.
+Records that do not decode go to the dead-letter topic and their position
+advances (a crash right before the commit can send one twice; each carries
+its origin topic, partition and offset).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from types import TracebackType
+from typing import Any
+
+import psycopg
+
+from goaicore.audit.db import Connection, PositionConflictError, connect, lock_key
+from goaicore.audit.migrations import migrate
+from goaicore.clients.connection import make_consumer, topic_partitions
+from goaicore.clients.deadletter import DeadLetterWriter
+from goaicore.config import Settings
+from services.projector.batch import Rejected, TopicPartitionKey, build_batch
+from services.projector.writer import load_positions, reset, write_batch
+
+log = logging.getLogger(__name__)
+
+CONSUMER_NAME = "goaicore-projector"
+DEFAULT_BATCH = 2000
+
+
+class Projector:
+    """Project one topic prefix into one PostgreSQL schema; a context manager.
+
+    ``crash_after_write_before_commit=N`` is a fault hook for tests: the process
+    kills itself (SIGKILL) after writing its N-th batch and before committing it.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        batch_size: int = DEFAULT_BATCH,
+        reset: bool = False,
+        crash_after_write_before_commit: int | None = None,
+    ) -> None:
+        self.settings = settings
+        self.batch_size = batch_size
+        self.events_topic = settings.topic("events")
+        self.snapshots_topic = settings.topic("snapshots")
+        self.positions: dict[TopicPartitionKey, int] = {}
+        self.projected = 0
+        self.dead_lettered = 0
+        self._reset = reset
+        self._crash_at = crash_after_write_before_commit
+        self._batches_written = 0
+        self._conn: Connection | None = None
+        self._consumer: Any = None
+        self._partitions: list[Any] = []
+        self._dead_letters: DeadLetterWriter | None = None
+
+    @property
+    def conn(self) -> Connection:
+        assert self._conn is not None, "start() the projector first"
+        return self._conn
+
+    def start(self, stop: threading.Event | None = None) -> Projector:
+        """Migrate, take the schema's lock (waiting as a standby), seek to stored positions."""
+        self._conn = connect(self.settings)
+        applied = migrate(self._conn, self.settings.schema)
+        if applied:
+            log.info("schema %s: applied migrations %s", self.settings.schema, applied)
+        if not self._take_lock(stop):
+            return self
+        if self._reset:
+            reset(self._conn)
+            log.info("schema %s: projection reset", self.settings.schema)
+        self._consumer = make_consumer(
+            self.settings, client_id=CONSUMER_NAME, auto_offset_reset="earliest"
+        )
+        self._partitions = [
+            *topic_partitions(self._consumer, self.events_topic),
+            *topic_partitions(self._consumer, self.snapshots_topic),
+        ]
+        self.positions = load_positions(
+            self._conn, [(tp.topic, tp.partition) for tp in self._partitions]
+        )
+        self._consumer.assign(self._partitions)
+        for tp in self._partitions:
+            self._consumer.seek(tp, self.positions[(tp.topic, tp.partition)])
+        self._dead_letters = DeadLetterWriter(self.settings, CONSUMER_NAME)
+        log.info(
+            "projecting %s and %s (%d partitions) into schema %s from %s",
+            self.events_topic,
+            self.snapshots_topic,
+            len(self._partitions),
+            self.settings.schema,
+            self.positions,
+        )
+        return self
+
+    def _take_lock(self, stop: threading.Event | None) -> bool:
+        key = lock_key(f"goaicore.projector:{self.settings.schema}")
+        waited = 0.0
+        while True:
+            row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            if row is not None and row[0]:
+                return True
+            if waited % 30 == 0:
+                log.info("another projector writes schema %s; waiting", self.settings.schema)
+            if stop is not None and stop.wait(1.0):
+                return False
+            if stop is None:
+                time.sleep(1.0)
+            waited += 1
+
+    @property
+    def started(self) -> bool:
+        return self._consumer is not None
+
+    def step(self, timeout_ms: int = 200) -> int:
+        """Poll once and write what came in one transaction; the number of records."""
+        polled = self._consumer.poll(timeout_ms=timeout_ms, max_records=self.batch_size)
+        if not polled:
+            return 0
+        batch = build_batch(polled, self.events_topic, self.snapshots_topic)
+        for rejected in batch.rejected:
+            self._dead_letter(rejected)
+        try:
+            write_batch(self.conn, batch, self.positions, self._before_commit)
+        except psycopg.errors.UniqueViolation as err:
+            raise PositionConflictError(
+                f"a row of this batch is already projected ({err.diag.message_detail}): the "
+                "log and the projection disagree (was a topic recreated?); run "
+                "`goaicore projector --reset`, or use another GOAICORE_DB_SCHEMA"
+            ) from err
+        except psycopg.DataError as err:
+            log.warning("PostgreSQL refused a batch (%s); writing it row by row", err)
+            write_batch(
+                self.conn,
+                batch,
+                self.positions,
+                self._before_commit,
+                row_by_row=True,
+                on_refused=lambda record, why: self._dead_letter(
+                    Rejected(record, "refused-by-database", why)
+                ),
+            )
+        self.positions.update(batch.positions)
+        self.projected += len(batch.events) + len(batch.snapshots)
+        return batch.records
+
+    def _before_commit(self) -> None:
+        self._batches_written += 1
+        if self._crash_at is not None and self._batches_written >= self._crash_at:
+            log.warning("fault hook: killed after writing batch %d, before commit", self._crash_at)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def _dead_letter(self, rejected: Rejected) -> None:
+        assert self._dead_letters is not None
+        record = rejected.record
+        self._dead_letters.forward(record, rejected.reason, rejected.message)
+        self.dead_lettered += 1
+        log.warning(
+            "dead letter from %s[%d]@%d: %s",
+            record.topic,
+            record.partition,
+            record.offset,
+            rejected.reason,
+        )
+
+    def caught_up(self) -> bool:
+        """True when every partition is read up to its high watermark (from fetches)."""
+        for tp in self._partitions:
+            highwater = self._consumer.highwater(tp)
+            if highwater is None or self._consumer.position(tp) < highwater:
+                return False
+        return True
+
+    def drain(self, timeout: float = 60.0) -> None:
+        """Project until caught up with every partition (as the fetches report it)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.step()
+            if self.caught_up():
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the projector did not catch up in {timeout:.0f} s")
+
+    def run(self, stop: threading.Event) -> None:
+        """Project until ``stop`` is set."""
+        if not self.started:
+            return
+        while not stop.is_set():
+            self.step(timeout_ms=500)
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+        if self._dead_letters is not None:
+            self._dead_letters.close()
+            self._dead_letters = None
+        if self._conn is not None:
+            self._conn.close()  # releases the advisory lock
+            self._conn = None
+
+    def __enter__(self) -> Projector:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,190 @@
+"""Kafka records to table rows: pure functions, no I/O.
+
+Bodies and snapshots become JSON for the ``jsonb`` columns. PostgreSQL text
+and jsonb cannot hold the NUL character, so it is written as U+FFFD there;
+the ``avro`` column keeps every record byte for byte, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from datetime import datetime
+from enum import Enum
+from typing import Any, NamedTuple
+
+from goaicore.records import (
+    AssistantTurn,
+    CompactionApplied,
+    ConversationEvent,
+    ConversationSnapshot,
+    EventBody,
+    GameEvent,
+    ToolResult,
+    TurnFailed,
+    UserMessage,
+)
+
+# Body types that add a message to the history (counted in conversations.message_count).
+MESSAGE_TYPES = frozenset({"UserMessage", "AssistantTurn", "ToolResult", "GameEvent"})
+
+
+def clean(text: str) -> str:
+    """Text PostgreSQL accepts: NUL becomes U+FFFD."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON data for a record: dataclasses as objects, times as ISO strings."""
+    if isinstance(value, str):
+        return clean(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, Enum):
+        return jsonable(value.value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {clean(str(k)): jsonable(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [jsonable(v) for v in value]
+    raise TypeError(f"no JSON form for {type(value).__name__}")
+
+
+def message_text(body: EventBody) -> str | None:
+    """The words of an event a reader searches for (None when it has none)."""
+    match body:
+        case UserMessage(text=text) | GameEvent(text=text) | AssistantTurn(text=text):
+            found: str | None = text
+        case ToolResult(content=content):
+            found = content
+        case CompactionApplied(summary=summary):
+            found = summary
+        case TurnFailed(message=message):
+            found = message
+        case _:
+            found = None
+    return clean(found) if found else None
+
+
+class EventRow(NamedTuple):
+    """A ``conversation_events`` row, in the table's column order."""
+
+    topic_partition: int
+    log_offset: int
+    event_id: str
+    conversation_id: str
+    body_type: str
+    occurred_at: datetime
+    source: str
+    causation_id: str | None
+    body: Any
+    message_text: str | None
+    avro: bytes
+
+
+EVENT_COLUMNS = EventRow._fields
+
+
+def event_row(partition: int, offset: int, event: ConversationEvent, avro: bytes) -> EventRow:
+    return EventRow(
+        partition,
+        offset,
+        clean(event.event_id),
+        clean(event.conversation_id),
+        type(event.body).__name__,
+        event.occurred_at,
+        clean(event.source),
+        clean(event.causation_id) if event.causation_id is not None else None,
+        jsonable(event.body),
+        message_text(event.body),
+        avro,
+    )
+
+
+class SnapshotRow(NamedTuple):
+    """A ``conversation_snapshots`` row."""
+
+    conversation_id: str
+    snapshot: Any
+    avro: bytes
+    last_partition: int | None
+    last_offset: int | None
+    event_count: int
+    message_count: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd_nanos: int
+    deleted: bool
+    updated_at: datetime | None
+    source_partition: int
+    source_offset: int
+
+
+SNAPSHOT_COLUMNS = SnapshotRow._fields
+
+
+def snapshot_row(
+    partition: int, offset: int, snapshot: ConversationSnapshot, avro: bytes
+) -> SnapshotRow:
+    last = snapshot.last_position
+    return SnapshotRow(
+        clean(snapshot.conversation_id),
+        jsonable(snapshot),
+        avro,
+        last.partition if last else None,
+        last.offset if last else None,
+        snapshot.event_count,
+        snapshot.message_count,
+        snapshot.prompt_tokens,
+        snapshot.completion_tokens,
+        snapshot.cost_usd_nanos,
+        snapshot.deleted,
+        snapshot.updated_at,
+        partition,
+        offset,
+    )
+
+
+@dataclasses.dataclass
+class ConversationTotals:
+    """What one batch adds to a ``conversations`` row."""
+
+    topic_partition: int
+    event_count: int
+    message_count: int
+    first_occurred_at: datetime
+    last_occurred_at: datetime
+    last_offset: int
+
+    @classmethod
+    def of(cls, row: EventRow) -> ConversationTotals:
+        return cls(
+            row.topic_partition,
+            1,
+            int(row.body_type in MESSAGE_TYPES),
+            row.occurred_at,
+            row.occurred_at,
+            row.log_offset,
+        )
+
+    def add(self, row: EventRow) -> None:
+        self.topic_partition = row.topic_partition
+        self.event_count += 1
+        self.message_count += int(row.body_type in MESSAGE_TYPES)
+        self.first_occurred_at = min(self.first_occurred_at, row.occurred_at)
+        self.last_occurred_at = max(self.last_occurred_at, row.occurred_at)
+        self.last_offset = max(self.last_offset, row.log_offset)
+
+
+def conversation_totals(rows: list[EventRow]) -> dict[str, ConversationTotals]:
+    totals: dict[str, ConversationTotals] = {}
+    for row in rows:
+        found = totals.get(row.conversation_id)
+        if found is None:
+            totals[row.conversation_id] = ConversationTotals.of(row)
+        else:
+            found.add(row)
+    return totals

@@ -1,0 +1,206 @@
+"""Write one batch in one transaction: rows and the projector's positions together.
+
+The positions table is the projector's only record of what it has read, and
+it changes in the same transaction as the rows: after a crash either both or
+neither are there, so a restart (which seeks to the stored positions) writes
+every row exactly once. Each position moves with a compare-and-set on the value
+this projector read at start, so a second writer on the same schema fails its
+transaction instead of writing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from goaicore.audit.db import Connection, ForeignProjectionError, PositionConflictError
+from services.projector.batch import Batch, TopicPartitionKey
+from services.projector.rows import (
+    EVENT_COLUMNS,
+    SNAPSHOT_COLUMNS,
+    EventRow,
+    conversation_totals,
+)
+
+
+def load_positions(
+    conn: Connection, partitions: Iterable[TopicPartitionKey]
+) -> dict[TopicPartitionKey, int]:
+    """The next offset to read per topic partition; new partitions start at 0."""
+    wanted = sorted(set(partitions))
+    topics = sorted({topic for topic, _ in wanted})
+    with conn.transaction():
+        foreign = [
+            row[0]
+            for row in conn.execute(
+                "SELECT DISTINCT topic FROM projector_positions WHERE NOT topic = ANY(%s)",
+                (topics,),
+            )
+        ]
+        if foreign:
+            raise ForeignProjectionError(
+                f"this PostgreSQL schema holds the projection of {', '.join(sorted(foreign))}; "
+                "set GOAICORE_DB_SCHEMA to another schema for these topics"
+            )
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO projector_positions (topic, topic_partition, next_offset)"
+                " VALUES (%s, %s, 0) ON CONFLICT DO NOTHING",
+                wanted,
+            )
+        rows = conn.execute(
+            "SELECT topic, topic_partition, next_offset FROM projector_positions"
+            " WHERE topic = ANY(%s)",
+            (topics,),
+        ).fetchall()
+    return {(str(t), int(p)): int(o) for t, p, o in rows}
+
+
+def reset(conn: Connection) -> None:
+    """Forget the whole projection (rows and positions): the next start reads from 0."""
+    conn.execute(
+        "TRUNCATE conversation_events, conversation_snapshots, conversations, projector_positions"
+    )
+
+
+def write_batch(
+    conn: Connection,
+    batch: Batch,
+    expected: dict[TopicPartitionKey, int],
+    before_commit: Callable[[], None] = lambda: None,
+    row_by_row: bool = False,
+    on_refused: Callable[[Any, str], None] = lambda record, why: None,
+) -> None:
+    """Write ``batch`` and move the positions from ``expected``, atomically.
+
+    ``row_by_row`` writes each row in a savepoint, and a row PostgreSQL refuses
+    is passed to ``on_refused`` and left out (the slow path, after a batch failed).
+    """
+    with conn.transaction():
+        events = batch.events
+        if row_by_row:
+            events = _insert_one_by_one(conn, events, batch, on_refused)
+        else:
+            _copy_events(conn, events)
+        _add_conversation_totals(conn, events)
+        _write_snapshots(conn, batch, row_by_row, on_refused)
+        _advance(conn, expected, batch.positions)
+        before_commit()
+
+
+def _copy_events(conn: Connection, rows: list[EventRow]) -> None:
+    if not rows:
+        return
+    columns = ", ".join(EVENT_COLUMNS)
+    with conn.cursor() as cur, cur.copy(f"COPY conversation_events ({columns}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row._replace(body=Jsonb(row.body)))
+
+
+_INSERT_EVENT = (
+    f"INSERT INTO conversation_events ({', '.join(EVENT_COLUMNS)})"
+    f" VALUES ({', '.join(['%s'] * len(EVENT_COLUMNS))})"
+)
+
+
+def _insert_one_by_one(
+    conn: Connection, rows: list[EventRow], batch: Batch, on_refused: Callable[[Any, str], None]
+) -> list[EventRow]:
+    import psycopg
+
+    kept: list[EventRow] = []
+    for row in rows:
+        try:
+            with conn.transaction():
+                conn.execute(_INSERT_EVENT, row._replace(body=Jsonb(row.body)))
+        except psycopg.DataError as err:
+            on_refused(batch.event_sources[(row.topic_partition, row.log_offset)], str(err))
+            continue
+        kept.append(row)
+    return kept
+
+
+def _add_conversation_totals(conn: Connection, rows: list[EventRow]) -> None:
+    totals = conversation_totals(rows)
+    if not totals:
+        return
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO conversations AS c (conversation_id, topic_partition, event_count,"
+            " message_count, first_occurred_at, last_occurred_at, last_offset)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (conversation_id) DO UPDATE SET"
+            " topic_partition = EXCLUDED.topic_partition,"
+            " event_count = c.event_count + EXCLUDED.event_count,"
+            " message_count = c.message_count + EXCLUDED.message_count,"
+            " first_occurred_at = least(c.first_occurred_at, EXCLUDED.first_occurred_at),"
+            " last_occurred_at = greatest(c.last_occurred_at, EXCLUDED.last_occurred_at),"
+            " last_offset = greatest(c.last_offset, EXCLUDED.last_offset),"
+            " projected_at = now()",
+            [
+                (
+                    conv,
+                    t.topic_partition,
+                    t.event_count,
+                    t.message_count,
+                    t.first_occurred_at,
+                    t.last_occurred_at,
+                    t.last_offset,
+                )
+                for conv, t in sorted(totals.items())
+            ],
+        )
+
+
+_UPSERT_SNAPSHOT = (
+    f"INSERT INTO conversation_snapshots ({', '.join(SNAPSHOT_COLUMNS)})"
+    f" VALUES ({', '.join(['%s'] * len(SNAPSHOT_COLUMNS))})"
+    " ON CONFLICT (conversation_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in SNAPSHOT_COLUMNS[1:])
+    + ", projected_at = now()"
+)
+
+
+def _write_snapshots(
+    conn: Connection, batch: Batch, row_by_row: bool, on_refused: Callable[[Any, str], None]
+) -> None:
+    snapshots = batch.snapshots
+    gone = sorted(conv for conv, row in snapshots.items() if row is None)
+    if gone:
+        conn.execute("DELETE FROM conversation_snapshots WHERE conversation_id = ANY(%s)", (gone,))
+    rows = [row._replace(snapshot=Jsonb(row.snapshot)) for row in snapshots.values() if row]
+    if not rows:
+        return
+    if not row_by_row:
+        with conn.cursor() as cur:
+            cur.executemany(_UPSERT_SNAPSHOT, rows)
+        return
+    import psycopg
+
+    for row in rows:
+        try:
+            with conn.transaction():
+                conn.execute(_UPSERT_SNAPSHOT, row)
+        except psycopg.DataError as err:  # the stored snapshot stays until the next one
+            on_refused(batch.snapshot_sources[row.conversation_id], str(err))
+
+
+def _advance(
+    conn: Connection,
+    expected: dict[TopicPartitionKey, int],
+    positions: dict[TopicPartitionKey, int],
+) -> None:
+    for (topic, partition), next_offset in sorted(positions.items()):
+        was = expected[(topic, partition)]
+        moved = conn.execute(
+            "UPDATE projector_positions SET next_offset = %s, updated_at = now()"
+            " WHERE topic = %s AND topic_partition = %s AND next_offset = %s",
+            (next_offset, topic, partition, was),
+        ).rowcount
+        if moved != 1:
+            raise PositionConflictError(
+                f"the stored position of {topic}[{partition}] is no longer {was}: "
+                "another projector writes this schema"
+            )
