@@ -1,0 +1,88 @@
+"""A short scripted game session through the store worker's HTTP API (``make run``).
+
+Two game events, then questions whose answers use them and the game's tools,
+so a developer sees the whole loop working: events in the log, the chat agent
+reading them back, tool calls, replies. With no API key the offline model
+answers (its replies start with ``[offline]``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+CONVERSATION = "demo-player"
+
+SESSION: tuple[tuple[str, str], ...] = (
+    ("event", "Player checked in at Harrogate Theatre"),
+    ("ask", "Where am I right now?"),
+    ("event", "Player solved the stage door riddle: +5 points for Leeds"),
+    ("ask", "What is the score_lookup for Leeds?"),
+    ("ask", "Give me the location_info for Royal Pump Room"),
+)
+
+
+@dataclass(frozen=True)
+class DemoStep:
+    """One step of the session as shown: who said what, and how long it took."""
+
+    kind: str  # "event", "ask" or "reply"
+    text: str
+    seconds: float = 0.0
+
+
+def run_session(http_url: str, conversation: str = CONVERSATION) -> list[DemoStep]:
+    """Play :data:`SESSION` against a running worker; raises on any HTTP error."""
+    base = f"{http_url}/conversations/{conversation}"
+    steps: list[DemoStep] = []
+    for kind, text in SESSION:
+        started = time.perf_counter()
+        if kind == "event":
+            post(f"{base}/events", {"text": text, "kind": "game"})
+            steps.append(DemoStep("event", text, time.perf_counter() - started))
+            continue
+        steps.append(DemoStep("ask", text))
+        reply = post(f"{base}/messages", {"text": text, "timeout": 60})
+        shown = reply.get("text") if reply.get("status") == "ok" else f"({reply.get('error')})"
+        steps.append(DemoStep("reply", str(shown), time.perf_counter() - started))
+    return steps
+
+
+def wait_ready(http_url: str, timeout: float = 90.0) -> None:
+    """Wait until the worker's web server answers and owns its partitions."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{http_url}/conversations/{CONVERSATION}", timeout=5)
+            return
+        except urllib.error.HTTPError as err:
+            if err.code == 404:  # answered by the owner: no conversation yet
+                return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"the store worker's HTTP server at {http_url} did not answer")
+
+
+def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST JSON and return the JSON answer; errors with a status other than 2xx/502/504."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=90) as response:
+            answer: dict[str, Any] = json.loads(response.read())
+            return answer
+    except urllib.error.HTTPError as err:
+        detail = err.read().decode(errors="replace")
+        if err.code in (502, 504):  # a reply with status error or timeout
+            failed: dict[str, Any] = json.loads(detail)
+            return failed
+        raise RuntimeError(f"POST {url}: HTTP {err.code}: {detail[:300]}") from None

@@ -1,0 +1,241 @@
+"""The auditor's commands over PostgreSQL, and ``goaicore projector`` that fills it.
+
+``goaicore projector``, ``conversations``, ``search`` and ``ledger`` live here;
+``history --from-db`` and ``verify --db`` are flags of the log commands and
+call into this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from goaicore.cli.render import clip, describe_event
+from goaicore.config import Settings
+from goaicore.records import EVENT_BODY_TYPES
+
+BODY_TYPE_NAMES = tuple(t.__name__ for t in EVENT_BODY_TYPES)
+
+
+def register(subparsers: Any) -> None:
+    projector: argparse.ArgumentParser = subparsers.add_parser(
+        "projector", help="project events and snapshots into PostgreSQL (runs until stopped)"
+    )
+    projector.add_argument(
+        "--batch-size", type=int, default=2000, metavar="N", help="records per transaction"
+    )
+    projector.add_argument(
+        "--reset",
+        action="store_true",
+        help="forget the schema's projection first and project the log from its start",
+    )
+    # Fault hook for tests: SIGKILL after writing the N-th batch, before its commit.
+    projector.add_argument(
+        "--crash-after-write-before-commit", type=int, metavar="N", help=argparse.SUPPRESS
+    )
+    projector.set_defaults(handler=handle_projector)
+
+    listing: argparse.ArgumentParser = subparsers.add_parser(
+        "conversations", help="conversations in PostgreSQL with counts and last activity"
+    )
+    listing.add_argument("--since", type=moment, metavar="TIME", help="active at or after")
+    listing.add_argument("--limit", type=int, default=None, metavar="N")
+    listing.set_defaults(handler=handle_conversations)
+
+    search: argparse.ArgumentParser = subparsers.add_parser(
+        "search", help="full-text search over message text in PostgreSQL"
+    )
+    search.add_argument("text", metavar="TEXT", help='words, "a phrase", or, -word')
+    search.add_argument("--conversation", metavar="CONV", help="only this conversation")
+    search.add_argument("--limit", type=int, default=20, metavar="N")
+    search.set_defaults(handler=handle_search)
+
+    ledger: argparse.ArgumentParser = subparsers.add_parser(
+        "ledger", help="tokens and cost per assistant turn (CONV) or per conversation"
+    )
+    ledger.add_argument("conversation", nargs="?", metavar="CONV")
+    ledger.add_argument("--since", type=moment, metavar="TIME", help="turns at or after")
+    ledger.set_defaults(handler=handle_ledger)
+
+
+def add_history_options(parser: argparse.ArgumentParser) -> None:
+    """``history``'s PostgreSQL flags: where to read, and filters by type and time."""
+    parser.add_argument(
+        "--from-db", action="store_true", help="read the PostgreSQL projection, not the log"
+    )
+    parser.add_argument(
+        "--type",
+        action="append",
+        default=[],
+        choices=BODY_TYPE_NAMES,
+        metavar="TYPE",
+        help=f"only this event type (repeatable; with --from-db): {', '.join(BODY_TYPE_NAMES)}",
+    )
+    parser.add_argument("--since", type=moment, metavar="TIME", help="occurred at or after")
+    parser.add_argument("--until", type=moment, metavar="TIME", help="occurred at or before")
+
+
+def moment(raw: str) -> datetime:
+    """An ISO time; without a zone it is UTC."""
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an ISO time, got {raw!r}") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _when(value: datetime | None) -> str:
+    return value.astimezone(UTC).isoformat(timespec="seconds") if value else "-"
+
+
+def _connect(settings: Settings) -> Any:
+    from goaicore.audit import connect, require_projection
+
+    conn = connect(settings)
+    try:
+        require_projection(conn, settings.schema)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def handle_projector(args: argparse.Namespace) -> int:
+    import logging
+    import signal
+    import threading
+
+    from goaicore.broker.topics import ensure_topics
+    from services.projector import Projector
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = Settings()
+    ensure_topics(settings)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    projector = Projector(
+        settings,
+        batch_size=args.batch_size,
+        reset=args.reset,
+        crash_after_write_before_commit=args.crash_after_write_before_commit,
+    )
+    try:
+        projector.start(stop)
+        projector.run(stop)
+    finally:
+        projector.close()
+    return 0
+
+
+def history_from_db(args: argparse.Namespace) -> int:
+    from goaicore.audit import history
+
+    with _connect(Settings()) as conn:
+        rows = history(conn, args.conversation, args.type, args.since, args.until)
+    for row in rows:
+        print(f"{row.offset:>8} {describe_event(row.event())}")
+    print(f"{len(rows)} events")
+    return 0
+
+
+def handle_conversations(args: argparse.Namespace) -> int:
+    from goaicore.audit import conversations
+
+    with _connect(Settings()) as conn:
+        rows = conversations(conn, args.since, args.limit)
+    print(f"{'conversation':<24} {'events':>7} {'messages':>8} {'tokens':>9}  last activity")
+    for row in rows:
+        tokens = (row.prompt_tokens or 0) + (row.completion_tokens or 0)
+        deleted = "  deleted" if row.deleted else ""
+        print(
+            f"{clip(row.conversation_id, 24):<24} {row.event_count:>7} {row.message_count:>8}"
+            f" {tokens:>9}  {_when(row.last_occurred_at)}{deleted}"
+        )
+    print(f"{len(rows)} conversations")
+    return 0
+
+
+def handle_search(args: argparse.Namespace) -> int:
+    from goaicore.audit import search
+
+    with _connect(Settings()) as conn:
+        hits = search(conn, args.text, args.conversation, args.limit)
+    for hit in hits:
+        print(
+            f"{hit.conversation_id} @{hit.offset} {_when(hit.occurred_at)} {hit.body_type}:"
+            f" {clip(hit.snippet, 120)}"
+        )
+    print(f"{len(hits)} matches")
+    return 0
+
+
+def _dollars(nanos: int) -> str:
+    """Exact: the ledger counts nano-dollars."""
+    return f"${nanos // 1_000_000_000}.{nanos % 1_000_000_000:09d}"
+
+
+def handle_ledger(args: argparse.Namespace) -> int:
+    from goaicore.audit import ledger, ledger_totals
+
+    with _connect(Settings()) as conn:
+        if args.conversation is None:
+            totals = ledger_totals(conn, args.since)
+            for t in totals:
+                print(
+                    f"{clip(t.conversation_id, 24):<24} turns {t.turns:>5}"
+                    f" prompt {t.prompt_tokens:>9} completion {t.completion_tokens:>9}"
+                    f" cost {_dollars(t.cost_usd_nanos)}"
+                )
+            print(f"{len(totals)} conversations")
+            return 0
+        book = ledger(conn, args.conversation)
+    for e in book.entries:
+        if args.since is not None and e.occurred_at < args.since:
+            continue
+        cost = _dollars(e.cost_usd_nanos) if e.cost_usd_nanos is not None else "unknown"
+        print(
+            f"{e.offset:>8} {_when(e.occurred_at)} {e.provider}/{e.model}"
+            f" prompt {e.prompt_tokens} completion {e.completion_tokens} calls {e.llm_calls}"
+            f" cost {cost}"
+        )
+    t = book.totals
+    unknown = f" ({t.turns_without_cost} turns without a cost)" if t.turns_without_cost else ""
+    print(
+        f"total: {t.turns} turns, prompt {t.prompt_tokens}, completion {t.completion_tokens},"
+        f" cost {_dollars(t.cost_usd_nanos)}{unknown}"
+    )
+    return 0
+
+
+def verify_from_db(args: argparse.Namespace) -> int:
+    from goaicore.audit import verify_db
+    from goaicore.clients.progress import ProgressBar
+
+    settings = Settings()
+    with _connect(settings) as conn:
+        count = (
+            len(args.conversations)
+            or conn.execute("SELECT count(*) FROM conversation_snapshots").fetchone()[0]
+        )
+        bar = ProgressBar(sys.stderr.isatty(), count, "verifying stored snapshots")
+        try:
+            report = verify_db(conn, settings.topic("events"), args.conversations, bar.advance)
+        finally:
+            bar.close()
+    for diff in report.differences:
+        print(
+            f"DIFFERENT {diff.conversation_id} {diff.field}: stored {clip(repr(diff.stored), 100)}"
+            f" refolded {clip(repr(diff.replayed), 100)}"
+        )
+    for conversation_id in report.pending:
+        print(f"PENDING {conversation_id}: its snapshot is ahead of the projected events")
+    bad = len(report.different)
+    equal = report.checked - bad - len(report.pending)
+    print(
+        f"verified {report.checked} stored snapshots against the stored events: {equal} equal,"
+        f" {bad} different, {len(report.pending)} pending"
+    )
+    return 1 if report.differences else 0

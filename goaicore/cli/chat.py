@@ -1,0 +1,49 @@
+"""``goaicore say``: ask a question in a conversation and print the reply."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    say: argparse.ArgumentParser = subparsers.add_parser(
+        "say", help="send a chat request and wait for the reply"
+    )
+    say.add_argument("conversation", metavar="CONV", help="conversation id")
+    say.add_argument("text", metavar="TEXT", help="the user's message")
+    say.add_argument("--system", help="system prompt for this turn (never stored)")
+    say.add_argument(
+        "--timeout", type=_positive, default=60.0, help="seconds to wait (default: %(default)s)"
+    )
+    say.set_defaults(handler=handle_say)
+
+
+def _positive(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {raw!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def handle_say(args: argparse.Namespace) -> int:
+    from goaicore.clients import ChatClient, ReplyTimeout
+    from goaicore.records import ReplyStatus
+
+    with ChatClient(source="cli") as client:
+        try:
+            reply = client.ask(
+                args.conversation, args.text, timeout=args.timeout, system=args.system
+            )
+        except ReplyTimeout as err:
+            print(f"goaicore: {err}", file=sys.stderr)
+            return 1
+    if reply.status is ReplyStatus.OK:
+        print(reply.text or "")
+        return 0
+    print(f"goaicore: {reply.status.value}: {reply.error or 'no detail'}", file=sys.stderr)
+    return 1

@@ -1,0 +1,129 @@
+"""``goaicore dev``: run the whole local stack until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from goaicore.config import Settings
+
+if TYPE_CHECKING:
+    from goaicore.devstack import LocalStack
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "dev",
+        help="start the local stack (broker, PostgreSQL, topics) and keep it running",
+        description="Start the local stack on embedded defaults, show it working, "
+        "write <data dir>/dev.json, and stop everything it started on Ctrl-C or SIGTERM.",
+    )
+    parser.add_argument(
+        "--check-only",
+        action="store_true",
+        help="start, run the round-trip check, then stop (no waiting)",
+    )
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from goaicore.devstack import LocalStack
+
+    console = Console()
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+
+    stack = LocalStack(Settings())
+    with console.status("starting the local stack ..."):
+        info = stack.start()
+    try:
+        table = Table(title="goaicore dev stack", show_header=False)
+        table.add_row("Kafka", f"{info.bootstrap_servers} ({_broker_label(info.broker_embedded)})")
+        table.add_row("PostgreSQL", f"{info.database_url} ({info.database_source})")
+        topics = ", ".join(f"{t.name} ({t.action})" for t in stack.topics)
+        table.add_row("topics", f"{topics} — {info.partitions} partitions each")
+        table.add_row(
+            "store worker", f"pid {info.worker_pid}, log {stack.settings.data_path / 'worker.log'}"
+        )
+        table.add_row(
+            "projector",
+            f"pid {info.projector_pid}, schema {stack.settings.schema}, "
+            f"log {stack.settings.data_path / 'projector.log'}",
+        )
+        table.add_row("dev.json", str(stack.dev_file))
+        console.print(table)
+
+        check = stack.check()
+        console.print(
+            f"[green]✓[/green] record through the broker: {check.topic} "
+            f"partition {check.partition} offset {check.offset} ({check.record_ms:.1f} ms)"
+        )
+        console.print(
+            f"[green]✓[/green] row through PostgreSQL: {check.table} id {check.row_id} "
+            f"({check.row_ms:.1f} ms)"
+        )
+        with console.status("waiting for the store worker to fold a first event ..."):
+            folded = stack.check_fold()
+        console.print(
+            f"[green]✓[/green] event folded by the store worker: {folded.conversation_id} "
+            f"offset {folded.offset} → snapshot with {folded.messages} messages "
+            f"({folded.seconds:.1f} s)"
+        )
+        with console.status("waiting for the projector to write it to PostgreSQL ..."):
+            projected = stack.check_projection(folded)
+        console.print(
+            f"[green]✓[/green] event projected to PostgreSQL: {projected.table} "
+            f"offset {projected.offset} ({projected.seconds:.1f} s)"
+        )
+        console.print(
+            "Connect with:\n"
+            f"  export KAFKA_BOOTSTRAP_SERVERS={info.bootstrap_servers}\n"
+            f"  export GOAICORE_BROKER_PROFILE={info.broker_profile}\n"
+            f"  export DATABASE_URL={info.database_url}\n"
+            "(goaicore commands run from this folder find them in dev.json by themselves)"
+        )
+        _show_chat_session(console, stack)
+        if not args.check_only:
+            console.print("[bold]running[/bold] — Ctrl-C to stop")
+            while not stop.wait(0.5):
+                pass
+    finally:
+        with console.status("stopping ..."):
+            stack.stop()
+        console.print("stopped everything the dev stack started")
+    return 0
+
+
+def _show_chat_session(console: Console, stack: LocalStack) -> None:
+    """Play the scripted game session through the worker's HTTP API and show it."""
+    from rich.markup import escape
+
+    from services.store.llm import Providers
+
+    assert stack.info is not None
+    label = Providers(stack.settings).label
+    console.print(f"[bold]chat[/bold] — HTTP {stack.info.http_url}, model: {label}")
+    with console.status("playing a short game session ..."):
+        steps = stack.chat_session()
+    for step in steps:
+        if step.kind == "event":
+            console.print(f"  [cyan]event[/cyan]  {escape(step.text)}")
+        elif step.kind == "ask":
+            console.print(f"  [yellow]player[/yellow] {escape(step.text)}")
+        else:
+            console.print(f"  [green]reply[/green]  {escape(step.text)}  ({step.seconds:.2f} s)")
+    console.print(
+        f"  try: curl -s -X POST {stack.info.http_url}/conversations/demo-player/messages "
+        "-H 'Content-Type: application/json' -d '{\"text\": \"What is the score_lookup "
+        "for York?\"}'"
+    )
+
+
+def _broker_label(embedded: bool) -> str:
+    return "embedded broker, memory only" if embedded else "KAFKA_BOOTSTRAP_SERVERS"

@@ -1,0 +1,145 @@
+"""``goaicore worker``, ``goaicore replay`` and ``goaicore verify``."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from typing import Any
+
+from goaicore.cli.render import clip
+
+
+def register(subparsers: Any) -> None:
+    worker: argparse.ArgumentParser = subparsers.add_parser(
+        "worker", help="run the store worker (the fold into snapshots)"
+    )
+    worker.add_argument("--web-port", type=int, default=None, help="HTTP port (default: free)")
+    worker.add_argument(
+        "--web-host",
+        default="127.0.0.1",
+        help="address HTTP binds to; 0.0.0.0 in a container (default: %(default)s)",
+    )
+    worker.add_argument(
+        "--canonical-url",
+        default=None,
+        metavar="URL",
+        help="URL other workers reach this one at, to forward requests to the owner of a "
+        "conversation (default: http://<web host, or this host's name for 0.0.0.0>:<port>)",
+    )
+    worker.add_argument("--loglevel", default="warning", help="default: %(default)s")
+    worker.set_defaults(handler=handle_worker)
+
+    replay: argparse.ArgumentParser = subparsers.add_parser(
+        "replay", help="fold a conversation from the log and print its state and transcript"
+    )
+    replay.add_argument("conversation", metavar="CONV")
+    until = replay.add_mutually_exclusive_group()
+    until.add_argument("--until-offset", type=int, metavar="N", help="last log offset to apply")
+    until.add_argument(
+        "--as-of", type=_moment, metavar="TIME", help="ISO time: events that occurred by then"
+    )
+    replay.set_defaults(handler=handle_replay)
+
+    verify: argparse.ArgumentParser = subparsers.add_parser(
+        "verify", help="check every stored snapshot against a replay of the log"
+    )
+    verify.add_argument("conversations", nargs="*", metavar="CONV", help="default: all")
+    verify.add_argument(
+        "--db",
+        action="store_true",
+        help="check the snapshots stored in PostgreSQL against the stored events instead",
+    )
+    verify.set_defaults(handler=handle_verify)
+
+
+def _moment(raw: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an ISO time, got {raw!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def handle_worker(args: argparse.Namespace) -> int:
+    import faust
+
+    from goaicore.broker.topics import ensure_topics
+    from goaicore.config import Settings
+    from services.store import create_app
+
+    settings = Settings()
+    ensure_topics(settings)
+    store = create_app(
+        settings,
+        web_port=args.web_port,
+        web_host=args.web_host,
+        canonical_url=args.canonical_url,
+    )
+    faust.Worker(store.app, loglevel=args.loglevel).execute_from_commandline()
+    return 0
+
+
+def handle_replay(args: argparse.Namespace) -> int:
+    from goaicore.clients import HistoryReader
+    from goaicore.fold.replay import replay
+
+    with HistoryReader() as reader:
+        result = replay(reader, args.conversation, args.until_offset, args.as_of)
+    snapshot = result.snapshot
+    if snapshot is None:
+        print(f"no events for {args.conversation}")
+        return 0
+    position = snapshot.last_position
+    print(f"conversation {snapshot.conversation_id}")
+    if position is not None:
+        print(f"  last applied: partition {position.partition} offset {position.offset}")
+    print(f"  events applied {snapshot.event_count}, duplicates {snapshot.duplicate_count}")
+    print(f"  messages in history {len(snapshot.messages)} (ever added {snapshot.message_count})")
+    print(f"  tokens prompt {snapshot.prompt_tokens} completion {snapshot.completion_tokens}")
+    if snapshot.deleted:
+        print("  deleted")
+    if snapshot.summary:
+        print(f"  summary: {clip(snapshot.summary)}")
+    for anomaly in snapshot.anomalies:
+        print(f"  anomaly: {anomaly}")
+    print("transcript:")
+    for message in snapshot.messages:
+        calls = "".join(f" →{c.name}({clip(c.arguments, 60)})" for c in message.tool_calls)
+        print(f"  {message.role:>9}: {clip(message.text)}{calls}")
+    return 0
+
+
+def handle_verify(args: argparse.Namespace) -> int:
+    if args.db:
+        from goaicore.cli.audit import verify_from_db
+
+        return verify_from_db(args)
+    import sys
+
+    from goaicore.clients import HistoryReader
+    from goaicore.clients.progress import ProgressBar
+    from goaicore.clients.snapshots import SnapshotReader
+    from goaicore.fold.replay import Difference, verify_snapshot
+
+    with SnapshotReader() as snapshots:
+        stored = snapshots.all()
+    wanted = args.conversations or sorted(stored)
+    differences: list[Difference] = []
+    bar = ProgressBar(sys.stderr.isatty(), len(wanted), "verifying snapshots")
+    with HistoryReader() as reader:
+        for conversation_id in wanted:
+            snapshot = stored.get(conversation_id)
+            if snapshot is None:
+                differences.append(Difference(conversation_id, "snapshot", None, "missing"))
+            else:
+                differences.extend(verify_snapshot(reader, snapshot))
+            bar.advance()
+    bar.close()
+    for diff in differences:
+        print(
+            f"DIFFERENT {diff.conversation_id} {diff.field}: stored {clip(repr(diff.stored), 100)}"
+            f" replayed {clip(repr(diff.replayed), 100)}"
+        )
+    bad = len({d.conversation_id for d in differences})
+    print(f"verified {len(wanted)} snapshots: {len(wanted) - bad} equal, {bad} different")
+    return 1 if differences else 0

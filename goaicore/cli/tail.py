@@ -1,0 +1,81 @@
+"""``goaicore tail``: follow a topic, one decoded line per record."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from goaicore.broker.topics import TOPICS
+from goaicore.cli.render import describe
+
+
+def register(subparsers: Any) -> None:
+    tail: argparse.ArgumentParser = subparsers.add_parser(
+        "tail", help="print a topic's records as they arrive, one line each"
+    )
+    tail.add_argument(
+        "--topic",
+        choices=[t.name for t in TOPICS],
+        default="events",
+        help="which topic (default: %(default)s)",
+    )
+    tail.add_argument("--from-beginning", action="store_true", help="start at the oldest record")
+    tail.add_argument("--max", type=int, default=None, metavar="N", help="stop after N records")
+    tail.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop after this long without a record (default: follow until Ctrl-C)",
+    )
+    tail.set_defaults(handler=handle_tail)
+
+
+def handle_tail(args: argparse.Namespace) -> int:
+    from goaicore.avro.api import decode
+    from goaicore.avro.errors import DecodeError
+    from goaicore.clients.connection import make_consumer, topic_partitions
+    from goaicore.clients.deadletter import DeadLetter
+    from goaicore.config import Settings
+
+    settings = Settings()
+    topic = settings.topic(args.topic)
+    consumer = make_consumer(settings)
+    try:
+        assigned = topic_partitions(consumer, topic)
+        consumer.assign(assigned)
+        if args.from_beginning:
+            consumer.seek_to_beginning(*assigned)
+        else:
+            consumer.seek_to_end(*assigned)
+        printed = 0
+        last = time.monotonic()
+        while args.max is None or printed < args.max:
+            batches = consumer.poll(timeout_ms=200)
+            for records in batches.values():
+                for record in records:
+                    if args.max is not None and printed >= args.max:
+                        break
+                    where = f"{record.partition}@{record.offset}"
+                    if args.topic == "dead-letters":
+                        letter = DeadLetter.from_record(record)
+                        line = (
+                            f"dead letter from {letter.topic}[{letter.partition}]@{letter.offset}"
+                            f" ({letter.reason}): {letter.message}"
+                        )
+                    else:
+                        try:
+                            line = describe(decode(record.value))
+                        except DecodeError as err:
+                            line = f"undecodable ({err.reason}): {err.message}"
+                    print(f"{where} {line}", flush=True)
+                    printed += 1
+                    last = time.monotonic()
+            if args.idle_timeout is not None and time.monotonic() - last > args.idle_timeout:
+                break
+    except KeyboardInterrupt:
+        pass
+    finally:
+        consumer.close()
+    return 0

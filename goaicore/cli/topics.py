@@ -1,0 +1,68 @@
+"""``goaicore create-topics``: create the prefix's topics and check existing ones.
+
+The compose stack and the Kubernetes Job run it once before the workers start, so
+topics get the configured partitions and replication factor from one place rather
+than from whichever process happens to start first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    create: argparse.ArgumentParser = subparsers.add_parser(
+        "create-topics",
+        help="create the topics under GOAICORE_TOPIC_PREFIX (safe to run again)",
+    )
+    create.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="retry while the brokers do not answer yet, up to this long (default: no retry)",
+    )
+    create.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="timeout of each admin request (default: %(default)g)",
+    )
+    create.set_defaults(handler=handle_create_topics)
+
+
+def handle_create_topics(args: argparse.Namespace) -> int:
+    from kafka.errors import KafkaError
+
+    from goaicore.broker.topics import ensure_topics
+    from goaicore.config import Settings
+
+    settings = Settings()
+    settings.require_bootstrap()
+    deadline = time.monotonic() + max(args.wait, 0.0)
+    while True:
+        try:
+            statuses = ensure_topics(settings, timeout_s=args.timeout)
+            break
+        except KafkaError as err:
+            if time.monotonic() >= deadline:
+                print(
+                    f"goaicore: the brokers at {settings.bootstrap_servers} did not answer ({err})",
+                    file=sys.stderr,
+                )
+                return 1
+            print(f"brokers not ready ({type(err).__name__}); retrying", flush=True)
+            time.sleep(2.0)
+    # As ensure_topics creates them: the embedded broker has one node.
+    factor = 1 if settings.embedded_broker else settings.replication_factor
+    replication = "the broker's default" if factor == -1 else str(factor)
+    for status in statuses:
+        line = f"{status.action:7} {status.name} partitions={status.partitions}"
+        if status.action == "created":
+            line += f" replication={replication}"
+        print(line)
+    return 0

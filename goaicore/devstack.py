@@ -1,0 +1,341 @@
+"""The local stack behind ``goaicore dev``: broker, PostgreSQL, topics, dev.json.
+
+It starts only what is not configured (the embedded broker when
+``KAFKA_BOOTSTRAP_SERVERS`` is unset; PostgreSQL by discovery), writes the
+endpoints to ``<data dir>/dev.json`` so other commands find them, and on
+``stop()`` removes dev.json and stops exactly what it started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goaicore.broker.embedded import EmbeddedBroker
+from goaicore.broker.profile import client_profile
+from goaicore.broker.topics import TopicStatus, ensure_topics
+from goaicore.config import DEV_FILE_NAME, ConfigError, Settings, read_dev_file
+from goaicore.database.discovery import (
+    LOCAL_SERVER,
+    DatabaseHandle,
+    discover_postgres,
+    ensure_database,
+)
+from goaicore.net import free_loopback_port
+from goaicore.projector_process import ProjectorProcess
+from goaicore.worker_process import WorkerProcess
+
+if TYPE_CHECKING:
+    from goaicore.chat_demo import DemoStep
+
+DEV_DATABASE = "goaicore"
+CHECK_TOPIC = "stack-check"
+
+
+@dataclass(frozen=True)
+class StackInfo:
+    """What dev.json holds: where each part of the running stack is."""
+
+    pid: int
+    bootstrap_servers: str
+    broker_profile: str
+    broker_embedded: bool
+    broker_pid: int | None
+    worker_pid: int | None
+    projector_pid: int | None
+    database_url: str
+    database_source: str
+    topic_prefix: str
+    partitions: int
+    http_url: str | None
+    started_at: str
+
+
+@dataclass(frozen=True)
+class StackCheck:
+    """The round-trip proof: one record through the broker, one row through PostgreSQL."""
+
+    topic: str
+    partition: int
+    offset: int
+    record_ms: float
+    table: str
+    row_id: int
+    row_ms: float
+
+
+class LocalStack:
+    """Start, describe and stop the local stack; a context manager."""
+
+    def __init__(self, settings: Settings, local_postgres: tuple[str, int] = LOCAL_SERVER) -> None:
+        self.settings = settings
+        self.local_postgres = local_postgres
+        self.broker: EmbeddedBroker | None = None
+        self.database: DatabaseHandle | None = None
+        self.info: StackInfo | None = None
+        self.topics: list[TopicStatus] = []
+        self.worker: WorkerProcess | None = None
+        self.projector: ProjectorProcess | None = None
+
+    @property
+    def dev_file(self) -> Path:
+        return self.settings.data_path / DEV_FILE_NAME
+
+    def start(self) -> StackInfo:
+        live = read_dev_file(self.settings.data_path)
+        if live is not None:
+            raise ConfigError(
+                f"a dev stack is already running (pid {live.get('pid')}, {self.dev_file}); "
+                "stop it first or use another GOAICORE_DATA_DIR"
+            )
+        self.settings.data_path.mkdir(parents=True, exist_ok=True)
+        try:
+            settings = self.settings
+            if settings.bootstrap_servers is None:
+                self.broker = EmbeddedBroker(log_path=settings.data_path / "broker.log").start()
+                settings = settings.with_overrides(
+                    bootstrap_servers=self.broker.bootstrap_servers, broker_profile="embedded"
+                )
+            # No live dev stack owns this data dir (checked above), so an embedded
+            # server still running on it was orphaned by a killed stack: ours to stop.
+            self.database = discover_postgres(
+                settings, local_server=self.local_postgres, adopt_orphan=True
+            )
+            url = self.database.url
+            if self.database.source != "DATABASE_URL":
+                url = ensure_database(url, DEV_DATABASE)
+            settings = settings.with_overrides(database_url=url)
+            self.topics = ensure_topics(settings)
+            self.settings = settings
+            web_port = free_loopback_port()
+            self.worker = WorkerProcess(
+                settings, settings.data_path / "worker.log", web_port=web_port
+            ).start()
+            # Its own memory-only broker starts an empty log: the projection kept in its
+            # own database from an earlier run describes a log that is gone.
+            fresh_log = self.broker is not None and self.database.source != "DATABASE_URL"
+            self.projector = ProjectorProcess(
+                settings, settings.data_path / "projector.log", reset=fresh_log
+            ).start()
+            self.info = StackInfo(
+                pid=os.getpid(),
+                bootstrap_servers=settings.require_bootstrap(),
+                broker_profile=settings.broker_profile or "standard",
+                broker_embedded=self.broker is not None,
+                broker_pid=self.broker.pid if self.broker else None,
+                worker_pid=self.worker.pid,
+                projector_pid=self.projector.pid,
+                database_url=url,
+                database_source=self.database.source,
+                topic_prefix=settings.prefix,
+                partitions=settings.partition_count,
+                http_url=f"http://127.0.0.1:{web_port}",
+                started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            )
+            self._write_dev_file(self.info)
+            return self.info
+        except BaseException:
+            self.stop()
+            raise
+
+    def _write_dev_file(self, info: StackInfo) -> None:
+        tmp = self.dev_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(info), indent=2) + "\n")
+        tmp.replace(self.dev_file)
+
+    def check(self) -> StackCheck:
+        """Send one record through the broker and one row through PostgreSQL."""
+        return check_stack(self.settings)
+
+    def check_fold(self, timeout: float = 90.0) -> FoldCheck:
+        """Publish one game event and wait until the worker has folded it into a snapshot."""
+        return fold_round_trip(self.settings, timeout, self.worker)
+
+    def chat_session(self) -> list[DemoStep]:
+        """Play the scripted game session through the store worker's HTTP API."""
+        from goaicore.chat_demo import run_session, wait_ready
+
+        assert self.info is not None
+        assert self.info.http_url is not None
+        wait_ready(self.info.http_url)
+        return run_session(self.info.http_url)
+
+    def check_projection(self, folded: FoldCheck, timeout: float = 60.0) -> ProjectionCheck:
+        """Wait until the projector has written the folded check event to PostgreSQL."""
+        return projection_round_trip(self.settings, folded, timeout, self.projector)
+
+    def stop(self) -> None:
+        """Remove dev.json (if ours) and stop what this stack started, nothing else."""
+        info = read_dev_file(self.settings.data_path)
+        if info is not None and info.get("pid") == os.getpid():
+            self.dev_file.unlink(missing_ok=True)
+        if self.projector is not None:
+            self.projector.stop()
+            self.projector = None
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+        if self.database is not None:
+            self.database.stop()
+            self.database = None
+        if self.broker is not None:
+            self.broker.stop()
+            self.broker = None
+
+    def __enter__(self) -> LocalStack:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+@dataclass(frozen=True)
+class FoldCheck:
+    """One event through the store worker: published, folded, read back as a snapshot."""
+
+    conversation_id: str
+    offset: int
+    messages: int
+    seconds: float
+
+
+def fold_round_trip(
+    settings: Settings, timeout: float, worker: WorkerProcess | None = None
+) -> FoldCheck:
+    """Publish a game event to the check conversation and wait for its snapshot."""
+    from goaicore.clients import EventPublisher
+    from goaicore.clients.snapshots import SnapshotReader
+
+    started = time.perf_counter()
+    conversation = "stack-check"
+    with EventPublisher(settings, source="goaicore dev") as publisher:
+        position = publisher.game_event(conversation, "The local stack started", kind="stack-check")
+    deadline = time.monotonic() + timeout
+    with SnapshotReader(settings) as reader:
+        while time.monotonic() < deadline:
+            if worker is not None and not worker.alive():
+                raise RuntimeError(f"the store worker stopped; see {worker.log_path}")
+            snapshot = reader.get(conversation)
+            last = snapshot.last_position if snapshot else None
+            if snapshot is not None and last is not None and last.offset >= position.offset:
+                return FoldCheck(
+                    conversation,
+                    position.offset,
+                    len(snapshot.messages),
+                    time.perf_counter() - started,
+                )
+            time.sleep(0.25)
+    raise RuntimeError(f"the store worker did not fold the check event in {timeout:.0f} s")
+
+
+@dataclass(frozen=True)
+class ProjectionCheck:
+    """The check event, read back from PostgreSQL as the projector wrote it."""
+
+    table: str
+    offset: int
+    seconds: float
+
+
+def projection_round_trip(
+    settings: Settings, folded: FoldCheck, timeout: float, projector: ProjectorProcess | None
+) -> ProjectionCheck:
+    """Wait for the check event's row in ``conversation_events``."""
+    import psycopg
+
+    from goaicore.audit.db import connect
+
+    started = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if projector is not None and not projector.alive():
+            raise RuntimeError(f"the projector stopped; see {projector.log_path}")
+        try:
+            with connect(settings) as conn:
+                row = conn.execute(
+                    "SELECT log_offset FROM conversation_events"
+                    " WHERE conversation_id = %s AND log_offset = %s",
+                    (folded.conversation_id, folded.offset),
+                ).fetchone()
+        except psycopg.errors.UndefinedTable:
+            row = None  # the projector has not created its tables yet
+        if row is not None:
+            return ProjectionCheck(
+                "conversation_events", int(row[0]), time.perf_counter() - started
+            )
+        time.sleep(0.25)
+    raise RuntimeError(f"the projector did not write the check event in {timeout:.0f} s")
+
+
+def check_stack(settings: Settings) -> StackCheck:
+    """Send one record through the broker and one row through PostgreSQL."""
+    return StackCheck(*record_round_trip(settings), *row_round_trip(settings))
+
+
+def record_round_trip(settings: Settings) -> tuple[str, int, int, float]:
+    """Produce one record to the check topic and consume it back."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    topic = settings.topic(CHECK_TOPIC)
+    admin = KafkaAdminClient(bootstrap_servers=settings.require_bootstrap())
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1 if settings.embedded_broker else -1)])
+    except TopicAlreadyExistsError:
+        pass
+    finally:
+        admin.close()
+    started = time.perf_counter()
+    profile = client_profile(settings)
+    producer = KafkaProducer(bootstrap_servers=settings.require_bootstrap(), **profile.producer)
+    token = uuid.uuid4().hex.encode()
+    try:
+        sent = producer.send(topic, key=b"stack-check", value=token).get(timeout=10)
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(
+        bootstrap_servers=settings.require_bootstrap(), enable_auto_commit=False
+    )
+    try:
+        partition = TopicPartition(topic, sent.partition)
+        consumer.assign([partition])
+        consumer.seek(partition, sent.offset)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for record in consumer.poll(timeout_ms=500).get(partition, []):
+                if record.value == token:
+                    elapsed = (time.perf_counter() - started) * 1000
+                    return topic, sent.partition, sent.offset, elapsed
+    finally:
+        consumer.close()
+    raise RuntimeError(f"the check record sent to {topic} did not come back in 10 s")
+
+
+def row_round_trip(settings: Settings) -> tuple[str, int, float]:
+    """Write one row to PostgreSQL and read it back."""
+    import psycopg
+
+    started = time.perf_counter()
+    table = "goaicore_stack_check"
+    with psycopg.connect(settings.require_database_url()) as conn:
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {table} ("
+            "id bigserial PRIMARY KEY, checked_at timestamptz NOT NULL DEFAULT now(), "
+            "pid integer NOT NULL)"
+        )
+        row = conn.execute(
+            f"INSERT INTO {table} (pid) VALUES (%s) RETURNING id", (os.getpid(),)
+        ).fetchone()
+        assert row is not None
+        back = conn.execute(f"SELECT id FROM {table} WHERE id = %s", (row[0],)).fetchone()
+    if back is None:
+        raise RuntimeError(f"the check row written to {table} could not be read back")
+    return table, int(back[0]), (time.perf_counter() - started) * 1000
