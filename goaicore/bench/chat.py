@@ -1,0 +1,137 @@
+"""Chat request-to-reply latency through the store worker, with an instant LLM.
+
+The LLM is the scripted OpenAI-compatible server answering at once
+(``openai_echo``), so the figures are the worker's own cost: Kafka round trips
+(request, events, reply), read-your-writes, the fold and the SDK call. Each of
+N concurrent conversations asks its questions one after another through
+``ChatClient`` (closed loop); the baseline asks the same server directly
+through the same SDK (``OpenAIProvider``) at the same concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from goaicore.bench.registry import Measurement, suite
+from goaicore.broker.embedded import EmbeddedBroker
+from goaicore.broker.topics import ensure_topics
+from goaicore.clients import ChatClient
+from goaicore.config import Settings
+from goaicore.messages import Message
+from goaicore.providers.base import CompletionRequest
+from goaicore.records import ReplyStatus
+from goaicore.testing import OpenAIServer, openai_echo
+from goaicore.worker_process import settings_env
+
+LEVELS = ((1, 60), (10, 15), (100, 4))  # (concurrent conversations, questions each)
+NOTE = "embedded broker (memory), one worker process, instant scripted LLM"
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _through_worker(client: ChatClient, conversations: int, questions: int) -> list[float]:
+    def converse(n: int) -> list[float]:
+        latencies = []
+        for q in range(questions):
+            started = time.perf_counter()
+            reply = client.ask(f"bench-{conversations}-{n}", f"question {q}", timeout=60)
+            latencies.append(time.perf_counter() - started)
+            if reply.status != ReplyStatus.OK:
+                raise RuntimeError(f"bench request failed: {reply.error}")
+        return latencies
+
+    with ThreadPoolExecutor(conversations) as pool:
+        return [x for part in pool.map(converse, range(conversations)) for x in part]
+
+
+def _direct(base_url: str, conversations: int, questions: int) -> list[float]:
+    from goaicore.providers import OpenAIProvider
+
+    provider = OpenAIProvider("bench", api_key="bench", base_url=base_url)
+
+    async def converse(n: int) -> list[float]:
+        latencies = []
+        for q in range(questions):
+            request = CompletionRequest(("Be brief",), [Message.user(f"question {q}")])
+            started = time.perf_counter()
+            await provider.complete(request)
+            latencies.append(time.perf_counter() - started)
+        return latencies
+
+    async def main() -> list[float]:
+        parts = await asyncio.gather(*(converse(n) for n in range(conversations)))
+        return [x for part in parts for x in part]
+
+    return asyncio.run(main())
+
+
+def _start_worker(settings: Settings, llm: OpenAIServer) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in settings_env(settings).items() if not k.startswith("ANTHROPIC_")}
+    env.update(OPENAI_API_KEY="bench", OPENAI_BASE_URL=llm.base_url)
+    with open(settings.data_path / "worker.log", "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "goaicore", "worker"], env=env, stdout=log, stderr=log
+        )
+
+
+def _rows(kind: str, conversations: int, latencies: list[float]) -> list[Measurement]:
+    params = {"conversations": conversations, "requests": len(latencies)}
+    return [
+        Measurement(
+            "chat", f"{kind} p{int(q * 100)}", _percentile(latencies, q) * 1000, "ms", params, NOTE
+        )
+        for q in (0.5, 0.99)
+    ]
+
+
+@suite("chat")
+def chat() -> list[Measurement]:
+    rows: list[Measurement] = []
+    with (
+        EmbeddedBroker() as broker,
+        OpenAIServer(responder=openai_echo) as llm,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        settings = Settings(
+            env={},
+            bootstrap_servers=broker.bootstrap_servers,
+            broker_profile="embedded",
+            topic_prefix="bench-chat",
+            partitions=6,
+            data_dir=Path(tmp),
+        )
+        ensure_topics(settings)
+        worker = _start_worker(settings, llm)
+        try:
+            with ChatClient(settings) as client:
+                client.ask("bench-warmup", "ready?", timeout=120)  # the worker is up
+                for conversations, questions in LEVELS:
+                    direct = _direct(llm.base_url, conversations, questions)
+                    through = _through_worker(client, conversations, questions)
+                    rows += _rows("request to reply", conversations, through)
+                    rows += _rows("LLM called directly", conversations, direct)
+                    overhead = statistics.median(through) - statistics.median(direct)
+                    rows.append(
+                        Measurement(
+                            "chat",
+                            "overhead of the worker (p50 difference)",
+                            overhead * 1000,
+                            "ms",
+                            {"conversations": conversations},
+                            NOTE,
+                        )
+                    )
+        finally:
+            worker.terminate()
+            worker.wait(60)
+    return rows

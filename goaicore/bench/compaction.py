@@ -1,0 +1,257 @@
+"""Benchmarks of compaction: tokens sent per turn over a long game session, and cost.
+
+A scripted 1,000-turn game session (a question every turn, game events every third turn,
+a tool call every fourth and a second tool every seventh, tool results of realistic
+size) runs through ``Chat.arun_turn`` on the ``OfflineProvider`` once per compaction
+policy and once without compaction. Every request the chat model receives is counted
+exactly (``OpenAITokenCounter``, gpt-4o / o200k_base, system prompt and tool schemas
+included): that is what a real provider would bill as prompt tokens. Compactors decide
+on the fast heuristic count, as they would in production. The summariser is an
+in-process extractive model (the first words of its transcript), so the run is
+deterministic and needs no network; its own tokens are not counted as chat tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from goaicore.bench.registry import Measurement, suite
+from goaicore.chat import Chat
+from goaicore.compaction import (
+    Always,
+    CompactionOutcome,
+    CompactionRequest,
+    Composite,
+    EstimatedTokens,
+    KeepLastExchanges,
+    MessageCount,
+    OpenAITokenCounter,
+    Summarize,
+    TokenBudget,
+    ToolExchangeSummary,
+    TriggeredCompactor,
+)
+from goaicore.messages import Message
+from goaicore.providers.base import STOP, Completion, CompletionRequest
+from goaicore.providers.offline import OfflineProvider
+from goaicore.tools import tool
+from goaicore.usage import Usage
+
+SUITE = "compaction"
+TURNS = 1000
+SYSTEM = (
+    "You are the guide of a city game in Harrogate. Answer in two sentences, use the tools "
+    "for scores and venues, and mention the player's recent check-ins when relevant."
+)
+_VOCABULARY = (
+    "the a of to and in is it for on at theatre venue ticket score player team Leeds York "
+    "Harrogate tonight show station park museum tea room garden points badge route walk "
+    "near open closed booked festival market bridge river castle abbey"
+)
+_WORDS = _VOCABULARY.split()
+
+
+@tool
+def get_score(team: str) -> dict[str, Any]:
+    """Current score of a team in the game."""
+    rng = random.Random(team)
+    return {"team": team, "points": rng.randint(0, 500), "rank": rng.randint(1, 40)}
+
+
+@tool
+def find_venue(near: str) -> dict[str, Any]:
+    """Venues near a place, with opening hours."""
+    rng = random.Random(near)
+    return {
+        "near": near,
+        "venues": [
+            {"name": f"{rng.choice(_WORDS).title()} {kind}", "opens": f"{rng.randint(8, 19)}:00"}
+            for kind in ("Theatre", "Tea Room", "Museum")
+        ],
+    }
+
+
+def _sentence(rng: random.Random, low: int, high: int) -> str:
+    return " ".join(rng.choices(_WORDS, k=rng.randint(low, high))).capitalize() + "."
+
+
+def session(turns: int = TURNS, seed: int = 7) -> list[tuple[list[str], str]]:
+    """The scripted session: per turn, the game events since the last turn and the question."""
+    rng = random.Random(seed)
+    script: list[tuple[list[str], str]] = []
+    for t in range(turns):
+        events = []
+        if t % 3 == 0:
+            events = [f"Game: {_sentence(rng, 6, 14)}" for _ in range(rng.randint(1, 2))]
+        if t % 7 == 3:
+            question = f"find_venue near {rng.choice(['Harrogate', 'York', 'Leeds'])} please"
+        elif t % 4 == 1:
+            question = f"get_score for team {rng.choice(['Leeds', 'York'])} now?"
+        else:
+            question = _sentence(rng, 8, 30)
+        script.append((events, question))
+    return script
+
+
+class ExtractiveSummarizer:
+    """A deterministic in-process summariser: the first ``words`` words of its prompt."""
+
+    name = "bench-summarizer"
+    model = "extractive"
+
+    def __init__(self, words: int = 120) -> None:
+        self.words = words
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        text = " ".join(request.messages[-1].text.split()[: self.words])
+        message = Message.from_provider("offline", {"role": "assistant", "content": text})
+        return Completion(message, STOP, STOP, Usage.of_call(0, 0), self.model)
+
+
+@dataclass
+class MeteredProvider:
+    """The offline model, with each request counted exactly as the chat model would bill it."""
+
+    counter: OpenAITokenCounter
+    inner: OfflineProvider = field(default_factory=OfflineProvider)
+    sent: list[int] = field(default_factory=list)
+    name: str = "offline"
+    model: str = "goaicore-offline"
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        self.sent.append(
+            self.counter.count_request(request.messages, system=request.system, tools=request.tools)
+        )
+        return await self.inner.complete(request)
+
+
+@dataclass
+class TimedCompactor:
+    """A compactor whose compactions (not its declined checks) are timed."""
+
+    inner: TriggeredCompactor
+    seconds: list[float] = field(default_factory=list)
+
+    async def compact_request(self, request: CompactionRequest) -> CompactionOutcome | None:
+        started = time.perf_counter()
+        outcome = await self.inner.compact_request(request)
+        if outcome is not None:
+            self.seconds.append(time.perf_counter() - started)
+        return outcome
+
+    def compact(
+        self, messages: Sequence[Message], *, provider: str, reason: Any
+    ) -> Any:  # the turn calls compact_request; this satisfies the protocol
+        return self.compact_request(CompactionRequest(tuple(messages), provider, reason))
+
+
+def policies() -> dict[str, TriggeredCompactor | None]:
+    """The compared policies (trigger above the strategy's target, as in production)."""
+    return {
+        "none": None,
+        "keep-last-exchanges": TriggeredCompactor(KeepLastExchanges(10), MessageCount(80)),
+        "token-budget": TriggeredCompactor(TokenBudget(3000), EstimatedTokens(4000)),
+        "tool-exchange-summary": TriggeredCompactor(ToolExchangeSummary(keep_last=2), Always()),
+        "summarize": TriggeredCompactor(
+            Summarize(ExtractiveSummarizer(), keep_last=4), EstimatedTokens(4000)
+        ),
+        "composite": TriggeredCompactor(
+            Composite(ToolExchangeSummary(keep_last=2), TokenBudget(3000)), EstimatedTokens(4000)
+        ),
+    }
+
+
+@dataclass
+class Run:
+    per_turn: list[int]
+    compaction_seconds: list[float]
+    final_messages: int
+
+
+async def play(
+    compactor: TriggeredCompactor | None, counter: OpenAITokenCounter, turns: int = TURNS
+) -> Run:
+    """The session (its first ``turns`` turns) with one policy."""
+    provider = MeteredProvider(counter)
+    timed = TimedCompactor(compactor) if compactor is not None else None
+    chat = Chat(provider, compactor=timed, max_tool_iterations=4)
+    history: list[Message] = []
+    per_turn: list[int] = []
+    for events, question in session(turns):
+        history.extend(Message.context(e) for e in events)
+        before = len(provider.sent)
+        result = await chat.arun_turn(
+            history, user=question, system=SYSTEM, tools=[get_score, find_venue]
+        )
+        per_turn.append(sum(provider.sent[before:]))
+        history = result.messages
+    return Run(per_turn, timed.seconds if timed else [], len(history))
+
+
+def _p99(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+
+
+@suite(SUITE)
+def compaction() -> list[Measurement]:
+    counter = OpenAITokenCounter("gpt-4o")
+    rows: list[Measurement] = []
+    note = (
+        f"{TURNS}-turn scripted game session on the offline model; prompt tokens of every "
+        "request counted exactly (o200k_base, system prompt and tool schemas included)"
+    )
+    for name, compactor in policies().items():
+        run = asyncio.run(play(compactor, counter))
+        params = {"policy": name, "compactor": repr(compactor), "turns": TURNS}
+        rows += [
+            Measurement(
+                SUITE,
+                "tokens per turn, mean",
+                statistics.fmean(run.per_turn),
+                "tokens",
+                params,
+                note,
+            ),
+            Measurement(SUITE, "tokens per turn, max", max(run.per_turn), "tokens", params, note),
+            Measurement(SUITE, "tokens, whole session", sum(run.per_turn), "tokens", params, note),
+            Measurement(
+                SUITE,
+                "history at the end",
+                run.final_messages,
+                "messages",
+                params,
+                "messages kept after the last turn",
+            ),
+        ]
+        if run.compaction_seconds:
+            timing = (
+                f"{len(run.compaction_seconds)} compactions; wall time of compact_request "
+                "(trigger, plan, record, replay, validation, token counts), declined checks "
+                "excluded"
+            )
+            rows += [
+                Measurement(
+                    SUITE,
+                    "time per compaction, median",
+                    statistics.median(run.compaction_seconds) * 1e6,
+                    "µs",
+                    params,
+                    timing,
+                ),
+                Measurement(
+                    SUITE,
+                    "time per compaction, p99",
+                    _p99(run.compaction_seconds) * 1e6,
+                    "µs",
+                    params,
+                    timing,
+                ),
+            ]
+    return rows

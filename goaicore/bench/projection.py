@@ -1,0 +1,167 @@
+"""Projection: events per second into PostgreSQL, and reading a long history back.
+
+Events are published first, then one projector (in this process) is timed
+from its first poll until it has caught up with every partition, so startup
+is not counted. The history figures read a 10,000-event conversation from
+``conversation_events`` (the query alone, then with every event decoded from
+its stored Avro bytes); each is the median of several runs. A fresh database
+on the PostgreSQL that discovery finds, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from goaicore.audit import connect, conversations, history, search
+from goaicore.bench.registry import Measurement, suite
+from goaicore.broker.embedded import EmbeddedBroker
+from goaicore.broker.topics import ensure_topics
+from goaicore.clients import EventPublisher
+from goaicore.config import Settings
+from goaicore.database.discovery import discover_postgres, drop_database, ensure_database
+from goaicore.records import (
+    AssistantTurn,
+    ConversationEvent,
+    EventBody,
+    GameEvent,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+    new_event,
+)
+from services.projector import Projector
+
+EVENTS = 20_000
+CONVERSATIONS = 200
+LONG = 10_000
+RUNS = 5
+NOTE = "embedded broker (memory), PostgreSQL over loopback, one projector"
+
+
+def _body(n: int) -> EventBody:
+    match n % 5:
+        case 0:
+            return GameEvent(kind="check-in", text=f"Player checked in at venue {n}")
+        case 1:
+            return UserMessage(text=f"Which theatres are open near the station tonight? ({n})")
+        case 2:
+            return AssistantTurn(
+                tool_calls=(ToolCall(id=f"c{n}", name="venues", arguments='{"near":"station"}'),),
+                finish_reason="tool_calls",
+                usage=Usage(prompt_tokens=300, completion_tokens=20, total_tokens=320),
+                provider="openai",
+                model="gpt-bench",
+                raw_json='{"role":"assistant","content":null}',
+                cost_usd_nanos=4_000,
+            )
+        case 3:
+            return ToolResult(tool_call_id=f"c{n - 1}", name="venues", content="Royal Hall; Odeon")
+    return AssistantTurn(
+        text="The Royal Hall and the Odeon are both open until eleven.",
+        finish_reason="stop",
+        usage=Usage(prompt_tokens=340, completion_tokens=30, total_tokens=370),
+        provider="openai",
+        model="gpt-bench",
+        cost_usd_nanos=5_000,
+    )
+
+
+def _events(count: int, conversation: Callable[[int], str]) -> list[ConversationEvent]:
+    return [new_event(conversation(n), _body(n), source="bench") for n in range(count)]
+
+
+def _publish(settings: Settings, events: list[ConversationEvent]) -> None:
+    with EventPublisher(settings, source="bench") as publisher:
+        publisher.publish_many((e.conversation_id, e) for e in events)
+
+
+def _median_ms(fn: Callable[[], object]) -> float:
+    fn()  # warm the cache: figures are for a server that has seen the table
+    times = []
+    for _ in range(RUNS):
+        started = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def _measure(settings: Settings) -> list[Measurement]:
+    _publish(settings, _events(EVENTS, lambda n: f"conv-{n % CONVERSATIONS}"))
+    projector = Projector(settings).start()
+    try:
+        started = time.perf_counter()
+        projector.drain(timeout=600)
+        elapsed = time.perf_counter() - started
+        _publish(settings, _events(LONG, lambda n: "long"))
+        projector.drain(timeout=600)
+    finally:
+        projector.close()
+    params = {"events": EVENTS, "conversations": CONVERSATIONS, "partitions": 6}
+    rows = [
+        Measurement("projection", "events projected", EVENTS / elapsed, "events/s", params, NOTE)
+    ]
+    with connect(settings) as conn:
+        conn.execute("ANALYZE")
+        long = {"events": LONG}
+        cases: list[tuple[str, Callable[[], object], dict[str, int]]] = [
+            ("history query, 10,000-event conversation", lambda: history(conn, "long"), long),
+            (
+                "history query + decode every event",
+                lambda: [e.event() for e in history(conn, "long")],
+                long,
+            ),
+            (
+                "history query, one type (2,000 rows)",
+                lambda: history(conn, "long", types=["UserMessage"]),
+                long,
+            ),
+            (
+                "conversation list (201 conversations)",
+                lambda: conversations(conn),
+                {"conversations": CONVERSATIONS + 1},
+            ),
+            (
+                "full-text search, top 20",
+                lambda: search(conn, "theatres station"),
+                {"rows": EVENTS + LONG},
+            ),
+        ]
+        for name, fn, case_params in cases:
+            rows.append(
+                Measurement(
+                    "projection", name, _median_ms(fn), "ms", case_params, f"median of {RUNS}"
+                )
+            )
+    return rows
+
+
+@suite("projection")
+def projection() -> list[Measurement]:
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedBroker() as broker:
+        env_url = os.environ.get("DATABASE_URL")
+        found = Settings(env={"DATABASE_URL": env_url} if env_url else {}, data_dir=Path(tmp))
+        server = discover_postgres(found)
+        database = f"goaicore_bench_{uuid.uuid4().hex[:8]}"
+        try:
+            settings = Settings(
+                env={},
+                bootstrap_servers=broker.bootstrap_servers,
+                broker_profile="embedded",
+                topic_prefix="bench-projection",
+                partitions=6,
+                database_url=ensure_database(server.url, database),
+                db_schema="bench",
+                data_dir=Path(tmp),
+            )
+            ensure_topics(settings)
+            return _measure(settings)
+        finally:
+            drop_database(server.url, database)
+            server.stop()
