@@ -1,0 +1,226 @@
+"""End to end: a real worker process, the embedded broker, the OpenAI SDK on a scripted server."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from goaicore.clients import EventPublisher, HistoryReader
+from goaicore.config import Settings
+from goaicore.records import (
+    AssistantTurn,
+    ReplyStatus,
+    ToolResult,
+    TurnFailed,
+    UserMessage,
+    new_chat_request,
+    utc_now,
+)
+from goaicore.testing import OpenAIServer
+from tests.chat_agent.helpers import ChatWorker, Replies, ScriptedLLM, snapshot_when
+
+
+def _bodies_with(llm: OpenAIServer, text: str) -> list[dict[str, Any]]:
+    """LLM request bodies whose last message is ``text``."""
+    return [b for b in llm.bodies if b["messages"][-1].get("content") == text]
+
+
+def test_a_question_gets_a_reply_and_its_turn_is_in_the_log(
+    topics: Settings, worker: ChatWorker, replies: Replies, llm: OpenAIServer
+) -> None:
+    request = new_chat_request("first", "hello there", system="Speak like a pirate")
+    replies.send(request)
+    reply = replies.wait(request.request_id)
+    assert (reply.status, reply.text) == (ReplyStatus.OK, "echo: hello there")
+    assert reply.usage is not None
+    assert reply.usage.llm_calls == 1
+    [body] = _bodies_with(llm, "hello there")
+    assert body["messages"][0] == {"role": "system", "content": "Speak like a pirate"}
+    with HistoryReader(topics) as history:
+        events = list(history.events("first"))
+    assert [type(e.body) for e in events] == [UserMessage, AssistantTurn]
+    assert {e.causation_id for e in events} == {request.request_id}
+    assistant = events[1].body
+    assert isinstance(assistant, AssistantTurn)
+    assert (assistant.model, assistant.finish_reason) == ("gpt-test", "stop")
+    # The system prompt is sent, never stored.
+    assert "pirate" not in json.dumps([str(e.body) for e in events])
+
+
+def test_an_event_published_just_before_a_question_is_in_its_prompt(
+    topics: Settings, worker: ChatWorker, replies: Replies, llm: OpenAIServer
+) -> None:
+    sent = []
+    with EventPublisher(topics) as publisher:
+        for n in range(10):
+            conversation = f"ryw-{n}"
+            publisher.game_event(conversation, f"Player {n} reached the stage door", kind="move")
+            request = new_chat_request(conversation, f"where am I, {n}?")
+            replies.send(request)  # straight after the event: no wait for the fold
+            sent.append((n, request))
+    for n, request in sent:
+        assert replies.wait(request.request_id).status == ReplyStatus.OK
+        [body] = _bodies_with(llm, f"where am I, {n}?")
+        contents = [m.get("content") for m in body["messages"]]
+        assert f"Player {n} reached the stage door" in contents
+
+
+def test_interleaved_requests_of_20_conversations_keep_order_and_run_concurrently(
+    topics: Settings, worker: ChatWorker, replies: Replies, llm: OpenAIServer, model: ScriptedLLM
+) -> None:
+    model.delay = 0.05
+    model.max_in_flight = 0
+    try:
+        requests = [
+            new_chat_request(f"order-{c}", f"order-{c} question {q}")
+            for q in range(5)
+            for c in range(20)
+        ]
+        for request in requests:
+            replies.send(request)
+        for request in requests:
+            reply = replies.wait(request.request_id, timeout=120)
+            assert reply.text == f"echo: {request.text}"
+    finally:
+        model.delay = 0.0
+    assert model.max_in_flight > 1, "conversations did not run concurrently"
+    for c in range(20):
+        # Question q saw every earlier question of its conversation and its answer, in order.
+        for q in range(5):
+            [body] = _bodies_with(llm, f"order-{c} question {q}")
+            users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+            assert users == [f"order-{c} question {k}" for k in range(q + 1)]
+    expected = [
+        text for q in range(5) for text in (f"order-7 question {q}", f"echo: order-7 question {q}")
+    ]
+    snapshot_when(topics, "order-7", lambda s: [m.text for m in s.messages] == expected)
+
+
+def test_a_tool_call_runs_the_registry_tool_and_the_chain_is_logged(
+    topics: Settings, worker: ChatWorker, replies: Replies, llm: OpenAIServer
+) -> None:
+    request = new_chat_request(
+        "tools", 'call score_lookup {"team": "Leeds"}', tools=["score_lookup"]
+    )
+    replies.send(request)
+    reply = replies.wait(request.request_id)
+    assert reply.status == ReplyStatus.OK
+    assert reply.text == 'tool said: {"team": "Leeds", "points": 42}'
+    [first, second] = [
+        b
+        for b in llm.bodies
+        if b["messages"][-1].get("role") in ("user", "tool")
+        and any(m.get("content") == request.text for m in b["messages"])
+    ]
+    assert [t["function"]["name"] for t in first["tools"]] == ["score_lookup"]
+    assert second["messages"][-1]["role"] == "tool"
+    with HistoryReader(topics) as history:
+        bodies = [e.body for e in history.events("tools")]
+    assert [type(b) for b in bodies] == [UserMessage, AssistantTurn, ToolResult, AssistantTurn]
+    assert bodies[1].tool_calls[0].name == "score_lookup"  # type: ignore[union-attr]
+    assert bodies[2].content == '{"team": "Leeds", "points": 42}'  # type: ignore[union-attr]
+
+
+def _turn_failed(topics: Settings, conversation: str, request_id: str) -> TurnFailed:
+    with HistoryReader(topics) as history:
+        events = [e for e in history.events(conversation) if e.causation_id == request_id]
+    assert [type(e.body) for e in events] == [TurnFailed], "a failed turn appends only TurnFailed"
+    body = events[0].body
+    assert isinstance(body, TurnFailed)
+    assert body.request_id == request_id
+    return body
+
+
+def test_an_llm_error_is_an_error_reply_and_leaves_no_half_turn(
+    topics: Settings, worker: ChatWorker, replies: Replies
+) -> None:
+    request = new_chat_request("fails", "fail")
+    replies.send(request)
+    reply = replies.wait(request.request_id)
+    assert reply.status == ReplyStatus.ERROR
+    assert reply.error is not None
+    assert "the test model refuses" in reply.error
+    assert _turn_failed(topics, "fails", request.request_id).kind == "provider"
+    # The conversation goes on, and the failed question is not in its history.
+    after = new_chat_request("fails", "still there?")
+    replies.send(after)
+    assert replies.wait(after.request_id).text == "echo: still there?"
+    snapshot = snapshot_when(topics, "fails", lambda s: len(s.messages) >= 2)
+    assert [m.text for m in snapshot.messages] == ["still there?", "echo: still there?"]
+    assert snapshot.events_by_type["TurnFailed"] == 1
+
+
+def test_a_passed_deadline_and_a_slow_llm_are_timeouts(
+    topics: Settings, worker: ChatWorker, replies: Replies
+) -> None:
+    late = new_chat_request("late", "hello", deadline=utc_now() - timedelta(seconds=1))
+    slow = new_chat_request("slow", "slow 3", deadline=utc_now() + timedelta(seconds=1))
+    replies.send(late)
+    replies.send(slow)
+    late_reply = replies.wait(late.request_id)
+    slow_reply = replies.wait(slow.request_id)
+    assert late_reply.status == ReplyStatus.TIMEOUT
+    assert late_reply.error is not None
+    assert "deadline passed" in late_reply.error
+    assert slow_reply.status == ReplyStatus.TIMEOUT
+    assert slow_reply.error is not None
+    assert "did not finish in time" in slow_reply.error
+    assert slow_reply.latency_ms < 2500
+    assert _turn_failed(topics, "late", late.request_id).kind == "deadline"
+    assert _turn_failed(topics, "slow", slow.request_id).kind == "timeout"
+
+
+def test_bad_requests_are_rejected_and_bad_records_become_dead_letters(
+    topics: Settings, worker: ChatWorker, replies: Replies
+) -> None:
+    unknown = new_chat_request("bad", "hi", tools=["teleport"])
+    empty = new_chat_request("bad", "   ")
+    replies.send(unknown)
+    replies.send(empty)
+    replies.send_raw(b"bad", b"\x00 not a request")
+    stray = new_chat_request("someone", "under another key")
+    replies.send(stray, key=b"bad")
+    assert replies.wait(unknown.request_id).status == ReplyStatus.REJECTED
+    assert "teleport" in (replies.wait(unknown.request_id).error or "")
+    assert replies.wait(empty.request_id).status == ReplyStatus.REJECTED
+    assert "empty" in (replies.wait(empty.request_id).error or "")
+    assert replies.wait(stray.request_id).status == ReplyStatus.REJECTED
+    assert _turn_failed(topics, "bad", unknown.request_id).kind == "unknown-tool"
+    assert _turn_failed(topics, "bad", empty.request_id).kind == "empty-text"
+    # The worker is alive and still answers.
+    ok = new_chat_request("bad", "and now?")
+    replies.send(ok)
+    assert replies.wait(ok.request_id).status == ReplyStatus.OK
+    assert worker.alive()
+    from goaicore.clients import DeadLetter
+    from goaicore.clients.connection import make_consumer, topic_partitions
+    from goaicore.clients.log_reader import read_to_end
+
+    consumer = make_consumer(topics)
+    try:
+        letters = [
+            DeadLetter.from_record(r)
+            for p in topic_partitions(consumer, topics.topic("dead-letters"))
+            for r in read_to_end(consumer, p, settings=topics)
+        ]
+    finally:
+        consumer.close()
+    reasons = {(letter.topic, letter.reason) for letter in letters}
+    assert (topics.topic("requests"), "bad-magic") in reasons
+    assert (topics.topic("requests"), "key-mismatch") in reasons
+
+
+def test_the_same_request_id_twice_runs_the_llm_once(
+    topics: Settings, worker: ChatWorker, replies: Replies, llm: OpenAIServer
+) -> None:
+    request = new_chat_request("twice", "only once please")
+    replies.send(request)
+    replies.send(request)
+    first = replies.wait(request.request_id, count=2)
+    again = replies.seen[request.request_id][1]
+    assert first == again
+    assert len(_bodies_with(llm, "only once please")) == 1
+    with HistoryReader(topics) as history:
+        users = [e for e in history.events("twice") if isinstance(e.body, UserMessage)]
+    assert len(users) == 1

@@ -1,0 +1,254 @@
+"""The chat agent's parts without a broker: dispatch order, checks, turns, recovery, tools."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from goaicore.config import Settings
+from goaicore.fold import fold
+from goaicore.fold.history import to_chat_messages
+from goaicore.history import validate_history
+from goaicore.providers import OfflineProvider
+from goaicore.records import (
+    AssistantTurn,
+    ChatRequest,
+    CompactionApplied,
+    ConversationEvent,
+    ConversationSnapshot,
+    GameEvent,
+    LogPosition,
+    ReplyStatus,
+    ToolResult,
+    TurnFailed,
+    UserMessage,
+    new_chat_request,
+    new_event,
+    utc_now,
+)
+from goaicore.testing import OpenAIServer
+from services.store import game_tools
+from services.store.dispatch import KeyedDispatcher
+from services.store.idempotency import RecentReplies, RecentRepliesCodec, recover_from_log
+from services.store.llm import Providers
+from services.store.tools_registry import ToolsConfigError, as_registry, load_tools
+from services.store.turns import TurnSettings, run_request, turn_event_id
+
+REGISTRY = load_tools("services.store.game_tools:registry")
+SETTINGS = TurnSettings(system_prompt="Be brief", turn_timeout=10, context_tokens=16000)
+
+
+def _folded(
+    events: list[ConversationEvent], snapshot: ConversationSnapshot | None = None
+) -> ConversationSnapshot:
+    offset = snapshot.last_position.offset + 1 if snapshot and snapshot.last_position else 0
+    for n, event in enumerate(events):
+        snapshot = fold(snapshot, event, LogPosition(partition=0, offset=offset + n))
+    assert snapshot is not None
+    return snapshot
+
+
+def test_dispatcher_keeps_each_keys_order_and_runs_keys_concurrently() -> None:
+    done: dict[str, list[int]] = {}
+    running = 0
+    most = 0
+
+    async def handle(item: tuple[str, int]) -> None:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.001 * ((item[1] * 7) % 5))  # later items often finish first
+        done.setdefault(item[0], []).append(item[1])
+        running -= 1
+
+    async def main() -> None:
+        dispatcher: KeyedDispatcher[tuple[str, int]] = KeyedDispatcher(handle, 4, 16)
+        for n in range(10):
+            for key in "abcdef":
+                await dispatcher.submit(key, (key, n))
+        await dispatcher.join()
+        assert dispatcher.waiting == 0
+
+    asyncio.run(main())
+    assert done == {key: list(range(10)) for key in "abcdef"}
+    assert 1 < most <= 4
+
+
+def test_dispatcher_survives_a_failing_item() -> None:
+    seen: list[int] = []
+
+    async def handle(item: int) -> None:
+        if item == 1:
+            raise RuntimeError("boom")
+        seen.append(item)
+
+    async def main() -> None:
+        dispatcher: KeyedDispatcher[int] = KeyedDispatcher(handle, 2, 8)
+        for n in range(3):
+            await dispatcher.submit("k", n)
+        await dispatcher.join()
+
+    asyncio.run(main())
+    assert seen == [0, 2]
+
+
+@pytest.mark.parametrize(
+    ("request_", "status", "kind"),
+    [
+        (new_chat_request("c", "  "), ReplyStatus.REJECTED, "empty-text"),
+        (new_chat_request("c", "hi", tools=["nope"]), ReplyStatus.REJECTED, "unknown-tool"),
+        (
+            new_chat_request("c", "hi", deadline=utc_now() - timedelta(seconds=5)),
+            ReplyStatus.TIMEOUT,
+            "deadline",
+        ),
+    ],
+)
+def test_bad_requests_fail_with_one_turn_failed_event(
+    request_: ChatRequest, status: ReplyStatus, kind: str
+) -> None:
+    outcome = asyncio.run(run_request(request_, None, OfflineProvider(), REGISTRY, SETTINGS))
+    assert outcome.reply.status == status
+    assert outcome.reply.error
+    [event] = outcome.events
+    assert isinstance(event.body, TurnFailed)
+    assert event.body.kind == kind
+    assert event.causation_id == request_.request_id
+
+
+def test_unknown_tool_message_names_what_is_offered() -> None:
+    request = new_chat_request("c", "hi", tools=["score_lookup", "teleport"])
+    outcome = asyncio.run(run_request(request, None, OfflineProvider(), REGISTRY, SETTINGS))
+    assert outcome.reply.error is not None
+    assert "teleport" in outcome.reply.error
+    assert "location_info, score_lookup" in outcome.reply.error
+
+
+def test_a_turn_becomes_events_with_stable_ids_usage_and_the_request_as_cause() -> None:
+    request = new_chat_request("c", "What's the score_lookup for Leeds?")
+    outcome = asyncio.run(run_request(request, None, OfflineProvider(), REGISTRY, SETTINGS))
+    assert outcome.reply.status == ReplyStatus.OK
+    bodies = [e.body for e in outcome.events]
+    assert [type(b) for b in bodies] == [UserMessage, AssistantTurn, ToolResult, AssistantTurn]
+    assert [e.event_id for e in outcome.events] == [
+        turn_event_id(request.request_id, i) for i in range(4)
+    ]
+    assert {e.causation_id for e in outcome.events} == {request.request_id}
+    result, final = bodies[2], bodies[3]
+    assert isinstance(result, ToolResult)
+    assert isinstance(final, AssistantTurn)
+    assert '"points": 42' in result.content
+    assert final.usage is not None
+    assert final.model == "goaicore-offline"
+    assert outcome.reply.text == final.text
+    assert outcome.reply.usage is not None
+    assert outcome.reply.usage.llm_calls == 2
+
+
+def test_compaction_is_appended_where_it_happened_and_the_fold_replays_it() -> None:
+    events = [new_event("c", GameEvent(kind="tick", text=f"tick {n} " * 40)) for n in range(30)]
+    snapshot = _folded(events)
+    tight = TurnSettings(system_prompt=None, turn_timeout=10, context_tokens=400)
+    request = new_chat_request("c", "hello")
+    outcome = asyncio.run(run_request(request, snapshot, OfflineProvider(), REGISTRY, tight))
+    assert outcome.reply.status == ReplyStatus.OK
+    kinds = [type(e.body) for e in outcome.events]
+    assert kinds == [UserMessage, CompactionApplied, AssistantTurn]
+    after = _folded(outcome.events, snapshot)
+    assert after.anomalies == ()
+    assert len(after.messages) < len(snapshot.messages)
+    assert after.messages[-1].text == outcome.reply.text
+
+
+def test_llm_error_fails_the_turn_and_keeps_its_usage_out_of_history() -> None:
+    with OpenAIServer() as server:
+        server.error(400, "no thanks")
+        provider = Providers(Settings(env={}, openai_base_url=server.base_url)).get()
+        request = new_chat_request("c", "hello")
+        outcome = asyncio.run(run_request(request, None, provider, REGISTRY, SETTINGS))
+    assert outcome.reply.status == ReplyStatus.ERROR
+    assert outcome.reply.error is not None
+    assert "no thanks" in outcome.reply.error
+    assert [type(e.body) for e in outcome.events] == [TurnFailed]
+
+
+def test_recovery_answers_a_complete_turn_from_the_log() -> None:
+    request = new_chat_request("c", "What's the score_lookup for Leeds?")
+    outcome = asyncio.run(run_request(request, None, OfflineProvider(), REGISTRY, SETTINGS))
+    snapshot = _folded(outcome.events)
+    recovered = recover_from_log(request, snapshot)
+    assert recovered is not None
+    assert recovered.reply.status == ReplyStatus.OK
+    assert recovered.reply.text == outcome.reply.text
+    assert recovered.events == []
+    assert recover_from_log(new_chat_request("c", "other"), snapshot) is None
+
+
+def test_recovery_closes_a_turn_cut_short_so_history_stays_valid() -> None:
+    request = new_chat_request("c", "What's the score_lookup for Leeds?")
+    outcome = asyncio.run(run_request(request, None, OfflineProvider(), REGISTRY, SETTINGS))
+    snapshot = _folded(outcome.events[:2])  # the user message and the call, no result
+    recovered = recover_from_log(request, snapshot)
+    assert recovered is not None
+    assert recovered.reply.status == ReplyStatus.ERROR
+    assert [type(e.body) for e in recovered.events] == [ToolResult, TurnFailed]
+    closed = _folded(recovered.events, snapshot)
+    assert closed.anomalies == ()
+    validate_history(to_chat_messages(closed.messages), "openai")
+    # Appending the closing events twice changes nothing: their ids are stable.
+    assert _folded(recovered.events, closed).messages == closed.messages
+
+
+def test_recent_replies_keep_the_latest_and_round_trip() -> None:
+    from goaicore.records import ChatReply
+
+    replies = RecentReplies()
+    for n in range(300):
+        replies = replies.with_reply(
+            ChatReply(request_id=f"r{n}", conversation_id="c", status=ReplyStatus.OK, text=str(n))
+        )
+    assert len(replies.entries) == 256
+    assert replies.get("r10") is None
+    codec = RecentRepliesCodec()
+    back = codec.loads(codec.dumps(replies))
+    assert back == replies
+    reply = back.get("r299")
+    assert reply is not None
+    assert reply.text == "299"
+
+
+def test_tools_registry_loads_lists_dicts_and_functions() -> None:
+    assert set(REGISTRY) == {"score_lookup", "location_info"}
+
+    def shout(text: str) -> str:
+        """Say it louder.
+
+        Args:
+            text: What to say.
+        """
+        return text.upper()
+
+    assert set(as_registry({"a": shout, "b": game_tools.score_lookup})) == {
+        "shout",
+        "score_lookup",
+    }
+    with pytest.raises(ToolsConfigError, match="cannot import"):
+        load_tools("no.such.module:registry")
+    with pytest.raises(ToolsConfigError, match="has no 'nothing'"):
+        load_tools("services.store.game_tools:nothing")
+    with pytest.raises(ToolsConfigError, match="two tools are named"):
+        as_registry([shout, shout])
+    with pytest.raises(ToolsConfigError, match="list, tuple or dict"):
+        as_registry("score_lookup")
+
+
+def test_provider_choice_follows_the_settings() -> None:
+    assert Providers(Settings(env={})).backend == "offline"
+    assert "offline" in Providers(Settings(env={})).label
+    assert Providers(Settings(env={}, anthropic_api_key="k")).backend == "anthropic"
+    both = Providers(Settings(env={}, anthropic_api_key="k", openai_api_key="o", model="m1"))
+    assert (both.backend, both.default_model) == ("openai", "m1")
+    assert both.get() is both.get()
+    assert both.get("other").model == "other"

@@ -1,0 +1,90 @@
+"""The CLI commands over the clients: publish-event, history, tail, say."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from goaicore.config import Settings
+from tests.clients.scripted_responder import ScriptedResponder
+
+
+def goaicore(
+    settings: Settings, *args: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
+        "KAFKA_BOOTSTRAP_SERVERS": settings.require_bootstrap(),
+        "GOAICORE_BROKER_PROFILE": "embedded",
+        "GOAICORE_TOPIC_PREFIX": settings.prefix,
+        "GOAICORE_PARTITIONS": str(settings.partition_count),
+        "GOAICORE_DATA_DIR": str(settings.data_path),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "goaicore", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_publish_event_then_history_and_tail(topics: Settings) -> None:
+    published = goaicore(
+        topics,
+        "publish-event",
+        "player-7",
+        "Player checked in at Harrogate Theatre",
+        "--kind",
+        "check-in",
+        "--attr",
+        "venue=Harrogate Theatre",
+        "--attr",
+        "tier=gold",
+    )
+    assert published.returncode == 0, published.stderr
+    assert published.stdout.startswith(f"published to {topics.prefix}.events[")
+
+    history = goaicore(topics, "history", "player-7")
+    assert history.returncode == 0, history.stderr
+    lines = history.stdout.splitlines()
+    assert "player-7 game[check-in]: Player checked in at Harrogate Theatre" in lines[0]
+    assert "tier=gold venue=Harrogate Theatre" in lines[0]
+    assert lines[-1] == "1 events"
+
+    tail = goaicore(topics, "tail", "--from-beginning", "--max", "1", "--idle-timeout", "5")
+    assert tail.returncode == 0, tail.stderr
+    assert "game[check-in]: Player checked in at Harrogate Theatre" in tail.stdout
+
+
+def test_say_prints_the_reply(topics: Settings) -> None:
+    with ScriptedResponder(topics):
+        said = goaicore(topics, "say", "player-7", "What's my score?", "--timeout", "30")
+    assert said.returncode == 0, said.stderr
+    assert said.stdout == "echo: What's my score?\n"
+
+
+def test_say_without_a_worker_exits_1_with_a_reason(topics: Settings) -> None:
+    said = goaicore(topics, "say", "player-7", "hello?", "--timeout", "1")
+    assert said.returncode == 1
+    assert "no reply to request" in said.stderr
+
+
+def test_bad_arguments_give_one_line_errors(topics: Settings) -> None:
+    empty = goaicore(topics, "publish-event", "", "text")
+    assert (empty.returncode, empty.stderr) == (2, "goaicore: conversation_id must not be empty\n")
+    bad_attr = goaicore(topics, "publish-event", "c", "text", "--attr", "novalue")
+    assert bad_attr.returncode == 2
+    assert "expected KEY=VALUE, got 'novalue'" in bad_attr.stderr
+    bad_timeout = goaicore(topics, "say", "c", "hi", "--timeout", "-1")
+    assert bad_timeout.returncode == 2
+    assert "must be more than 0" in bad_timeout.stderr
+
+
+def test_missing_topics_are_a_clear_error(settings: Settings) -> None:
+    result = goaicore(settings, "history", "c")
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"goaicore: topic {settings.prefix}.events does not exist (is `goaicore dev` running?)\n"
+    )

@@ -1,0 +1,100 @@
+"""ChatClient and ReplySubscriber against a real broker and a scripted responder."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from goaicore.avro.api import encode_chat_reply
+from goaicore.clients import (
+    ChatClient,
+    DeadLetter,
+    InvalidInputError,
+    ReplySubscriber,
+    ReplyTimeout,
+)
+from goaicore.clients.log_reader import read_to_end
+from goaicore.config import Settings
+from goaicore.records import ChatReply, ReplyStatus
+from tests.clients.scripted_responder import ScriptedResponder
+
+
+def test_fifty_concurrent_asks_each_get_their_own_reply(topics: Settings) -> None:
+    with ScriptedResponder(topics) as responder, ChatClient(topics) as client:
+
+        def ask(n: int) -> tuple[int, ChatReply]:
+            return n, client.ask(f"conv-{n % 20}", f"question {n}", timeout=60)
+
+        with ThreadPoolExecutor(max_workers=50) as pool:
+            answers = list(pool.map(ask, range(50)))
+    assert len(responder.seen) == 50
+    for n, reply in answers:
+        assert reply.status is ReplyStatus.OK
+        assert reply.text == f"echo: question {n}"
+        assert reply.conversation_id == f"conv-{n % 20}"
+    assert len({reply.request_id for _, reply in answers}) == 50
+
+
+def test_request_carries_system_tools_and_a_deadline(topics: Settings) -> None:
+    with ScriptedResponder(topics) as responder, ChatClient(topics) as client:
+        reply = client.ask("c", "hello", timeout=30, system="Be brief", tools=["get_score"])
+    request = responder.seen[0]
+    assert (request.system, request.tools) == ("Be brief", ("get_score",))
+    assert request.deadline is not None
+    assert reply.request_id == request.request_id
+
+
+def test_ask_without_a_worker_times_out_clearly(topics: Settings) -> None:
+    with ChatClient(topics) as client, pytest.raises(ReplyTimeout, match="is a store worker"):
+        client.ask("c", "anyone there?", timeout=1)
+
+
+def test_send_refuses_bad_input(topics: Settings) -> None:
+    with ChatClient(topics) as client:
+        with pytest.raises(InvalidInputError, match="conversation_id must not be empty"):
+            client.send("", "hi")
+        with pytest.raises(InvalidInputError, match="text must be a string"):
+            client.send("c", None)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="limit"):
+            ChatClient(topics.with_overrides(max_record_bytes=1024)).send("c", "x" * 4096)
+
+
+def test_subscriber_forwards_undecodable_replies_and_goes_on(topics: Settings) -> None:
+    replies = topics.topic("replies")
+    good = [
+        ChatReply(request_id=f"r{n}", conversation_id="c", status=ReplyStatus.OK, text=f"t{n}")
+        for n in range(2)
+    ]
+    producer = KafkaProducer(bootstrap_servers=topics.require_bootstrap())
+    producer.send(replies, key=b"c", value=encode_chat_reply(good[0])).get(10)
+    bad = producer.send(replies, key=b"c", value=b"\xc3\x01garbage").get(10)
+    producer.send(replies, key=b"c", value=encode_chat_reply(good[1])).get(10)
+    producer.close()
+
+    with ReplySubscriber(topics, group_id="gateway", from_beginning=True) as subscriber:
+        received = list(subscriber.replies(idle_timeout=3))
+        assert subscriber.dead_letters == 1
+    assert received == good
+
+    consumer = KafkaConsumer(bootstrap_servers=topics.require_bootstrap())
+    letters = [
+        DeadLetter.from_record(record)
+        for p in range(topics.partition_count)
+        for record in read_to_end(
+            consumer, TopicPartition(topics.topic("dead-letters"), p), settings=topics
+        )
+    ]
+    consumer.close()
+    assert len(letters) == 1
+    letter = letters[0]
+    assert (letter.topic, letter.partition, letter.offset) == (replies, bad.partition, bad.offset)
+    assert letter.reason == "truncated" or letter.reason == "unknown-fingerprint"
+    assert letter.value == b"\xc3\x01garbage"
+    assert letter.key == b"c"
+    assert letter.consumer == "replies:gateway"
+
+    # The group committed its position: a new member starts after what was read.
+    with ReplySubscriber(topics, group_id="gateway") as again:
+        assert list(again.replies(idle_timeout=2)) == []

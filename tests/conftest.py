@@ -1,0 +1,92 @@
+"""Shared test fixtures: a real broker and a real PostgreSQL over TCP.
+
+- ``kafka_broker``: one embedded broker for the whole session.
+- ``postgres_url``: a fresh database for the session on the PostgreSQL that
+  discovery finds (DATABASE_URL, 127.0.0.1:5432, else embedded), dropped after.
+- ``settings``: per test, a unique topic prefix on that broker and database,
+  a data dir of its own, and none of the developer's environment or dev.json.
+- tests marked ``docker`` are skipped, with the reason, when no Docker engine answers.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from goaicore.broker import EmbeddedBroker
+from goaicore.config import Settings
+from goaicore.database import discover_postgres, ensure_database
+from goaicore.database.discovery import drop_database
+
+
+def docker_unavailable_reason() -> str | None:
+    """None when a Docker engine answers, else why not."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=3)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as err:
+        return f"no Docker engine answers ({type(err).__name__}: {str(err)[:160]})"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    docker_items = [item for item in items if item.get_closest_marker("docker")]
+    if not docker_items:
+        return
+    reason = docker_unavailable_reason()
+    if reason is not None:
+        for item in docker_items:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    log = tmp_path_factory.mktemp("broker") / "broker.log"
+    with EmbeddedBroker(log_path=log) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    env_url = os.environ.get("DATABASE_URL")
+    base = Settings(
+        env={"DATABASE_URL": env_url} if env_url else {},
+        data_dir=tmp_path_factory.mktemp("data"),
+    )
+    handle = discover_postgres(base)
+    name = f"goaicore_test_{uuid.uuid4().hex[:10]}"
+    url = ensure_database(handle.url, name)
+    try:
+        yield url
+    finally:
+        drop_database(handle.url, name)
+        handle.stop()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def settings(kafka_broker: EmbeddedBroker, postgres_url: str, data_dir: Path) -> Settings:
+    return Settings(
+        env={},
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        broker_profile="embedded",
+        topic_prefix=f"t{uuid.uuid4().hex[:12]}",
+        partitions=3,
+        database_url=postgres_url,
+        data_dir=data_dir,
+    )

@@ -1,0 +1,113 @@
+"""The neutral view over raw provider JSON, and the stored form of messages."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from goaicore import Message, ToolCall
+
+OPENAI_RAW: dict[str, Any] = {
+    "role": "assistant",
+    "content": None,
+    "refusal": None,
+    "annotations": [{"type": "url_citation", "url_citation": {"url": "https://x"}}],
+    "reasoning_content": "think first",
+    "tool_calls": [
+        {
+            "id": "call_a",
+            "type": "function",
+            "function": {"name": "get_score", "arguments": '{"team": "Leeds"}'},
+        }
+    ],
+}
+
+ANTHROPIC_RAW: dict[str, Any] = {
+    "role": "assistant",
+    "content": [
+        {"type": "thinking", "thinking": "hmm", "signature": "sig=="},
+        {"type": "text", "text": "Let me ", "citations": None},
+        {"type": "text", "text": "check.", "future_field": 1},
+        {"type": "tool_use", "id": "toolu_1", "name": "get_score", "input": {"team": "York"}},
+        {"type": "some_future_block", "data": [1, 2]},
+    ],
+}
+
+
+def test_openai_neutral_view_keeps_raw_untouched() -> None:
+    raw = copy.deepcopy(OPENAI_RAW)
+    m = Message.from_provider("openai", raw)
+    assert m.role == "assistant"
+    assert m.text == ""
+    assert m.tool_calls == (ToolCall("call_a", "get_score", '{"team": "Leeds"}'),)
+    assert m.raw is raw
+    assert raw == OPENAI_RAW
+
+
+def test_anthropic_neutral_view_joins_text_and_reads_tool_use() -> None:
+    m = Message.from_provider("anthropic", copy.deepcopy(ANTHROPIC_RAW))
+    assert m.text == "Let me check."
+    assert m.tool_calls == (ToolCall("toolu_1", "get_score", '{"team":"York"}'),)
+    assert m.raw == ANTHROPIC_RAW
+
+
+def test_openai_array_content_gives_text_of_the_text_parts() -> None:
+    raw = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "a "},
+            {"type": "image_url", "image_url": {"url": "https://img"}},
+            {"type": "text", "text": "b"},
+        ],
+    }
+    assert Message.from_provider("openai", raw).text == "a b"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        Message.from_provider("openai", copy.deepcopy(OPENAI_RAW)),
+        Message.from_provider("anthropic", copy.deepcopy(ANTHROPIC_RAW)),
+        Message.user("hello"),
+        Message.user([{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {}}]),
+        Message.context("Player checked in at Harrogate Theatre"),
+        Message.assistant("hi", [ToolCall("c1", "f", "{}")]),
+        Message.tool_result("c1", "", name="f"),
+        Message.tool_result("c1", "error: no", name="f", is_error=True),
+    ],
+)
+def test_stored_form_round_trips(message: Message) -> None:
+    back = Message.from_json(message.to_json())
+    assert back == message
+    assert back.raw == message.raw
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "not an object",
+        {"role": "wizard", "text": "x"},
+        {"role": "assistant", "provider": "openai", "raw": "nope"},
+        {"role": "user", "raw": {"content": "x"}, "provider": "openai"},
+        {"role": "assistant", "provider": "openai", "raw": {"content": 5}},
+        {"role": "assistant", "provider": "anthropic", "raw": {"content": [{"type": "text"}]}},
+        {"role": "assistant", "provider": "openai", "raw": {"tool_calls": [{"id": "x"}]}},
+        {"role": "system", "content": [{"type": "text", "text": "x"}]},
+        {"role": "user", "content": ["not a part"]},
+        {"role": "tool", "text": 3},
+        {"role": "assistant", "tool_calls": [{"id": "a", "name": "b"}]},
+    ],
+)
+def test_unreadable_stored_messages_raise_value_error(data: Any) -> None:
+    with pytest.raises(ValueError):  # noqa: PT011 - each case has its own message
+        Message.from_json(data)
+
+
+def test_neutral_drops_provider_private_fields() -> None:
+    m = Message.from_provider("openai", copy.deepcopy(OPENAI_RAW)).neutral()
+    assert m.raw is None
+    assert m.provider is None
+    assert m.tool_calls[0].name == "get_score"
+    assert "reasoning_content" not in str(m.to_json())

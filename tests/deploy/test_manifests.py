@@ -1,0 +1,423 @@
+"""deploy/ checked without Docker: the files parse, and they agree with the code and each other.
+
+- every process the system needs is there (3 Kafka brokers in one KRaft quorum,
+  PostgreSQL, the topic job, 2 store workers, the projector, each with a health check);
+- each goaicore process gets every variable the code passes to that process, only
+  variables the code knows, values its settings parser accepts, and the standard
+  broker profile (never the embedded one);
+- one image name and version, one HTTP port, and probes on routes the worker serves.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from goaicore.config import VARIABLES, Settings
+from goaicore.projector_process import ProjectorProcess
+from goaicore.worker_process import WorkerProcess
+from tests.conftest import docker_unavailable_reason
+from tests.deploy.manifests import (
+    COMPOSE,
+    DEPLOY,
+    DOCKERFILE,
+    ROOT,
+    compose,
+    container_env,
+    dockerfile,
+    dockerfile_args,
+    dockerfile_env,
+    final_stage,
+    healthcheck_command,
+    interpolate,
+    k8s_object,
+    k8s_objects,
+    option,
+    pod_spec,
+    project_version,
+    pyproject,
+    url_port_and_path,
+)
+
+VARIABLE_NAMES = frozenset(v.name for v in VARIABLES)
+# Variables of the image itself, not goaicore settings.
+RUNTIME_VARIABLES = frozenset({"PATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"})
+WEB_PORT = 6066
+IMAGE = f"goaicore:{project_version()}"
+KAFKA_SERVICES = ("kafka-1", "kafka-2", "kafka-3")
+
+
+# --- what the code says ----------------------------------------------------------------
+
+
+def _child_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, process: type[WorkerProcess]
+) -> set[str]:
+    """The goaicore variables the dev stack passes to this kind of child process."""
+    for name in VARIABLE_NAMES:
+        monkeypatch.delenv(name, raising=False)
+    captured: dict[str, Any] = {}
+
+    class Capture:
+        def __init__(self, command: list[str], env: dict[str, str], **_: Any) -> None:
+            captured.update(env)
+
+    monkeypatch.setattr(subprocess, "Popen", Capture)
+    settings = Settings(
+        env={},
+        bootstrap_servers="kafka:9092",
+        broker_profile="standard",
+        database_url="postgresql://u@db:5432/d" if process is ProjectorProcess else None,
+        data_dir=tmp_path,
+    )
+    process(settings, tmp_path / "log").start()
+    return set(captured) & VARIABLE_NAMES
+
+
+@pytest.fixture(scope="module")
+def needed() -> dict[str, set[str]]:
+    """Per process kind, the variables it must be given in a deployment."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        tmp = Path(tempfile.mkdtemp())
+        worker = _child_env(monkeypatch, tmp, WorkerProcess)
+        projector = _child_env(monkeypatch, tmp, ProjectorProcess)
+    # The dev stack's broker has one node; a cluster needs the replication spelled out.
+    deployed = {"GOAICORE_REPLICATION_FACTOR"}
+    return {
+        "worker": worker | deployed,
+        "projector": projector | deployed,
+        "create-topics": worker | deployed,
+    }
+
+
+@pytest.fixture(scope="module")
+def routes(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    """The worker's HTTP route table, from the app itself (nothing is started)."""
+    from services.store import create_app
+
+    settings = Settings(
+        env={},
+        bootstrap_servers="kafka:9092",
+        broker_profile="standard",
+        data_dir=tmp_path_factory.mktemp("routes"),
+    )
+    store = create_app(settings, web_port=WEB_PORT)
+    return set(store.app.web.views)
+
+
+def test_needed_variables_are_derived_from_the_code(needed: dict[str, set[str]]) -> None:
+    assert {"KAFKA_BOOTSTRAP_SERVERS", "GOAICORE_BROKER_PROFILE"} <= needed["worker"]
+    assert {"DATABASE_URL", "GOAICORE_DB_SCHEMA"} <= needed["projector"]
+    assert "DATABASE_URL" not in needed["worker"]
+
+
+def test_the_worker_serves_health_and_readiness(routes: set[str]) -> None:
+    assert {"/health", "/ready", "/conversations/{conversation_id}"} <= routes
+
+
+# --- the Dockerfile ------------------------------------------------------------------
+
+
+def test_image_is_slim_non_root_and_runs_goaicore() -> None:
+    final = final_stage()
+    (base,) = [i.args for i in final if i.keyword == "FROM"]
+    base = base.replace("${PYTHON_IMAGE}", dockerfile_args()["PYTHON_IMAGE"])
+    assert base == "python:3.11-slim"
+    (user,) = [i.args for i in final if i.keyword == "USER"]
+    assert user.split(":")[0] not in ("root", "0")
+    (entrypoint,) = [i.exec_form() for i in final if i.keyword == "ENTRYPOINT"]
+    assert entrypoint == ["goaicore"]
+    (command,) = [i.exec_form() for i in final if i.keyword == "CMD"]
+    assert command[0] == "worker"
+    assert option(command, "--web-host") == "0.0.0.0"
+    labels = " ".join(i.args for i in final if i.keyword == "LABEL")
+    assert f'org.opencontainers.image.version="{project_version()}"' in labels
+
+
+def test_image_finds_the_schemas_and_the_services_package() -> None:
+    env = dockerfile_env()
+    copies = [i.exec_form() for i in final_stage() if i.keyword == "COPY"]
+    assert ["schemas", env["GOAICORE_SCHEMAS_DIR"]] in copies
+    assert (ROOT / "schemas" / "ConversationEvent.avsc").is_file()
+    build = [i.exec_form() for i in dockerfile() if i.keyword == "COPY" and i.stage == 0]
+    assert ["services", "./services"] in build
+    assert "services*" in pyproject()["tool"]["setuptools"]["packages"]["find"]["include"]
+    ignore = (ROOT / ".dockerignore").read_text().splitlines()
+    assert {"!goaicore/", "!services/", "!schemas/", "!pyproject.toml"} <= set(ignore)
+
+
+def test_image_build_fetches_nothing_but_python_packages() -> None:
+    assert not DOCKERFILE.read_text().startswith("# syntax=")  # a frontend image pull
+    for instruction in dockerfile():
+        assert instruction.keyword != "ADD", "ADD can fetch URLs; COPY cannot"
+        if instruction.keyword == "RUN":
+            for tool in ("curl", "wget", "apt-get", "git "):
+                assert tool not in instruction.args, f"RUN uses {tool.strip()}"
+
+
+def test_image_environment_is_known_to_the_code() -> None:
+    env = dockerfile_env()
+    assert set(env) <= VARIABLE_NAMES | RUNTIME_VARIABLES
+    assert env["GOAICORE_BROKER_PROFILE"] == "standard"
+
+
+def test_image_port_and_health_check_agree_with_the_worker(routes: set[str]) -> None:
+    final = final_stage()
+    (expose,) = [i.args for i in final if i.keyword == "EXPOSE"]
+    assert int(expose) == WEB_PORT
+    (command,) = [i.exec_form() for i in final if i.keyword == "CMD"]
+    assert option(command, "--web-port") == str(WEB_PORT)
+    port, path = url_port_and_path(healthcheck_command())
+    assert (port, path) == (WEB_PORT, "/health")
+    assert path in routes
+
+
+# --- the compose stack ---------------------------------------------------------------
+
+
+def _services() -> dict[str, Any]:
+    services: dict[str, Any] = compose()["services"]
+    return services
+
+
+def _goaicore_services() -> dict[str, dict[str, Any]]:
+    return {n: s for n, s in _services().items() if str(s.get("image", "")).startswith("goaicore")}
+
+
+def _role(service: dict[str, Any]) -> str:
+    return str(service["command"][0])
+
+
+def _env(service: dict[str, Any]) -> dict[str, str]:
+    return {k: interpolate(v) for k, v in (service.get("environment") or {}).items()}
+
+
+def test_compose_has_every_process_the_system_needs() -> None:
+    services = _services()
+    kafka = [n for n, s in services.items() if str(s["image"]).startswith("apache/kafka:")]
+    assert sorted(kafka) == list(KAFKA_SERVICES)
+    assert str(services["postgres"]["image"]).startswith("postgres:")
+    roles = [_role(s) for s in _goaicore_services().values() if "profiles" not in s]
+    assert sorted(roles) == ["create-topics", "projector", "worker", "worker"]
+    for name, service in services.items():
+        if name == "create-topics" or "profiles" in service:
+            continue
+        assert "test" in service["healthcheck"], f"{name} has no health check"
+
+
+def test_compose_kafka_is_one_kraft_quorum_of_three() -> None:
+    services = _services()
+    envs = {name: _env(services[name]) for name in KAFKA_SERVICES}
+    voters = {env["KAFKA_CONTROLLER_QUORUM_VOTERS"] for env in envs.values()}
+    assert len(voters) == 1
+    (quorum,) = voters
+    assert {v.split("@")[0] for v in quorum.split(",")} == {"1", "2", "3"}
+    assert len({env["CLUSTER_ID"] for env in envs.values()}) == 1
+    assert sorted(int(env["KAFKA_NODE_ID"]) for env in envs.values()) == [1, 2, 3]
+    for name, env in envs.items():
+        assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
+        voter = f"{env['KAFKA_NODE_ID']}@{name}:"
+        assert voter in quorum, f"{name} is not the voter of its node id"
+        assert env["KAFKA_ADVERTISED_LISTENERS"] == f"PLAINTEXT://{name}:9092"
+        assert env["KAFKA_DEFAULT_REPLICATION_FACTOR"] == "3"
+        assert env["KAFKA_MIN_INSYNC_REPLICAS"] == "2"
+        assert env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"] == "3"
+        assert env["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"
+        assert services[name]["volumes"], f"{name} keeps no data"
+
+
+def test_compose_starts_things_in_order() -> None:
+    services = _services()
+    topics = services["create-topics"]
+    assert {n: d["condition"] for n, d in topics["depends_on"].items()} == dict.fromkeys(
+        KAFKA_SERVICES, "service_healthy"
+    )
+    for name, service in _goaicore_services().items():
+        if name == "create-topics":
+            continue
+        depends = service["depends_on"]
+        assert depends["create-topics"]["condition"] == "service_completed_successfully"
+        if _role(service) == "projector":
+            assert depends["postgres"]["condition"] == "service_healthy"
+
+
+def test_compose_gives_each_process_what_the_code_needs(needed: dict[str, set[str]]) -> None:
+    bootstrap = ",".join(f"{n}:9092" for n in KAFKA_SERVICES)
+    image_env = dockerfile_env()
+    for name, service in _goaicore_services().items():
+        env = _env(service)
+        assert set(env) <= VARIABLE_NAMES, f"{name}: unknown {set(env) - VARIABLE_NAMES}"
+        role = _role(service) if "profiles" not in service else "worker"
+        missing = needed[role] - set(env) - set(image_env)
+        assert not missing, f"{name} ({role}) lacks {sorted(missing)}"
+        settings = Settings(env={**image_env, **env})  # every value parses
+        assert settings.broker_profile == "standard", name
+        assert settings.replication_factor == 3, name
+        assert settings.bootstrap_servers == bootstrap, name
+        if role == "projector":
+            assert settings.require_database_url().endswith("@postgres:5432/goaicore")
+        assert not any("embedded" in value for value in env.values()), name
+
+
+def test_compose_workers_use_the_image_port_and_reach_each_other(routes: set[str]) -> None:
+    workers = {n: s for n, s in _goaicore_services().items() if _role(s) == "worker"}
+    assert len(workers) == 2
+    partitions = Settings(env=_env(next(iter(workers.values())))).partition_count
+    assert partitions >= len(workers)
+    for name, service in workers.items():
+        command = [str(part) for part in service["command"]]
+        assert option(command, "--web-port") == str(WEB_PORT)
+        assert option(command, "--web-host") == "0.0.0.0"
+        assert option(command, "--canonical-url") == f"http://{name}:{WEB_PORT}"
+        assert [p.split(":")[-1] for p in service["ports"]] == [str(WEB_PORT)]
+        port, path = url_port_and_path(service["healthcheck"]["test"])
+        assert (port, path) == (WEB_PORT, "/ready")
+        assert path in routes
+
+
+def test_compose_builds_and_names_one_image() -> None:
+    for name, service in _goaicore_services().items():
+        assert service["image"] == IMAGE, name
+        build = service["build"]
+        assert (COMPOSE.parent / build["context"]).resolve() == ROOT
+        assert (ROOT / build["dockerfile"]).resolve() == (DEPLOY / "Dockerfile").resolve()
+
+
+def test_docker_compose_accepts_the_file() -> None:
+    reason = docker_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    if shutil.which("docker") is None:
+        pytest.skip("no docker CLI on PATH")
+    done = subprocess.run(
+        ["docker", "compose", "-f", str(COMPOSE), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+# --- Kubernetes ----------------------------------------------------------------------
+
+
+def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    containers: list[dict[str, Any]] = pod_spec(obj)["containers"]
+    return containers
+
+
+def _workloads() -> list[dict[str, Any]]:
+    return [o for o in k8s_objects() if o["kind"] in ("Deployment", "StatefulSet", "Job")]
+
+
+def test_kustomization_lists_every_object_the_system_needs() -> None:
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in k8s_objects()}
+    assert {
+        ("Namespace", "goaicore"),
+        ("ConfigMap", "goaicore-config"),
+        ("Secret", "goaicore-secrets"),
+        ("Job", "goaicore-create-topics"),
+        ("Deployment", "goaicore-worker"),
+        ("Service", "goaicore-worker"),
+        ("PodDisruptionBudget", "goaicore-worker"),
+        ("Deployment", "goaicore-projector"),
+    } <= kinds
+    roles = sorted(_containers(w)[0]["args"][0] for w in _workloads())
+    assert roles == ["create-topics", "projector", "worker"]
+
+
+def test_k8s_replicas_fit_the_partitions_and_one_projector_writes() -> None:
+    worker = k8s_object("Deployment", "goaicore-worker")
+    settings = Settings(env=container_env(worker, _containers(worker)[0]))
+    assert 2 <= worker["spec"]["replicas"] <= settings.partition_count
+    assert k8s_object("Deployment", "goaicore-projector")["spec"]["replicas"] == 1
+    budget = k8s_object("PodDisruptionBudget", "goaicore-worker")["spec"]
+    assert budget["selector"]["matchLabels"] == worker["spec"]["selector"]["matchLabels"]
+    assert budget["maxUnavailable"] == 1
+
+
+def test_k8s_gives_each_process_what_the_code_needs(needed: dict[str, set[str]]) -> None:
+    image_env = dockerfile_env()
+    secret = k8s_object("Secret", "goaicore-secrets")["stringData"]
+    for workload in _workloads():
+        for container in _containers(workload):
+            role = container["args"][0]
+            env = container_env(workload, container)
+            own = set(env) - {"POD_IP"}
+            assert own <= VARIABLE_NAMES, f"{role}: unknown {own - VARIABLE_NAMES}"
+            missing = needed[role] - set(env) - set(image_env)
+            assert not missing, f"{role} lacks {sorted(missing)}"
+            settings = Settings(env={**image_env, **{k: env[k] for k in own}})
+            assert settings.broker_profile == "standard", role
+            assert settings.replication_factor == 3, role
+            assert not any("embedded" in value for value in env.values()), role
+            for item in container.get("env", []):
+                ref = item.get("valueFrom", {}).get("secretKeyRef")
+                if ref:
+                    assert ref["key"] in secret, f"{role}: no {ref['key']} in the Secret"
+
+
+def test_k8s_images_are_the_one_image() -> None:
+    for workload in _workloads():
+        for container in _containers(workload):
+            assert container["image"] == IMAGE, workload["metadata"]["name"]
+    kustomization = yaml.safe_load((DEPLOY / "k8s" / "kustomization.yaml").read_text())
+    assert kustomization["images"] == [{"name": "goaicore", "newTag": project_version()}]
+
+
+def test_k8s_pods_are_non_root_with_requests_and_limits() -> None:
+    for workload in _workloads():
+        pod = pod_spec(workload)
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["runAsUser"] != 0
+        for container in pod["containers"]:
+            resources = container["resources"]
+            assert {"cpu", "memory"} <= set(resources["requests"])
+            assert {"cpu", "memory"} <= set(resources["limits"])
+
+
+def test_k8s_worker_port_and_probes_hit_real_routes(routes: set[str]) -> None:
+    worker = k8s_object("Deployment", "goaicore-worker")
+    (container,) = _containers(worker)
+    args = [str(a) for a in container["args"]]
+    assert option(args, "--web-port") == str(WEB_PORT)
+    assert option(args, "--web-host") == "0.0.0.0"
+    assert option(args, "--canonical-url") == f"http://$(POD_IP):{WEB_PORT}"
+    assert any(e["name"] == "POD_IP" for e in container["env"])
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"http": WEB_PORT}
+    paths = {}
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        get = container[probe]["httpGet"]
+        port = ports.get(get["port"], get["port"])
+        assert port == WEB_PORT, probe
+        assert get["path"] in routes, probe
+        paths[probe] = get["path"]
+    assert paths == {
+        "startupProbe": "/health",
+        "livenessProbe": "/health",
+        "readinessProbe": "/ready",
+    }
+    service = k8s_object("Service", "goaicore-worker")["spec"]
+    assert service["selector"] == worker["spec"]["selector"]["matchLabels"]
+    assert [p["targetPort"] for p in service["ports"]] == ["http"]
+
+
+def test_operations_guide_is_linked_and_its_commands_exist() -> None:
+    guide = (ROOT / "docs" / "operations.md").read_text()
+    assert "docs/operations.md" in (ROOT / "README.md").read_text()
+    assert "docs/operations.md" in (DEPLOY / "README.md").read_text()
+    from goaicore.cli import build_parser
+
+    parser = build_parser()
+    # The commands the guide tells an operator to run parse as written.
+    for command in ("goaicore create-topics", "goaicore projector --reset", "goaicore verify --db"):
+        assert command in guide, command
+        parser.parse_args(command.split()[1:])
+    parser.parse_args(["worker", "--web-port", "6066", "--web-host", "0.0.0.0"])

@@ -1,0 +1,78 @@
+"""Hypothesis strategies for well-formed conversation logs, as a chat worker writes them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import strategies as st
+
+from goaicore.records import (
+    AssistantTurn,
+    ConversationEvent,
+    ConversationReset,
+    EventBody,
+    GameEvent,
+    LogPosition,
+    ToolCall,
+    ToolResult,
+    TurnFailed,
+    Usage,
+    UserMessage,
+)
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+words = st.text(alphabet="abcdefghij ", min_size=1, max_size=12)
+
+
+@st.composite
+def step(draw: st.DrawFn, n: int) -> list[EventBody]:
+    """One thing that happens in a conversation, as the bodies it appends."""
+    kind = draw(st.sampled_from(["user", "game", "turn", "tools", "failed", "reset"]))
+    if kind == "user":
+        return [UserMessage(text=draw(words))]
+    if kind == "game":
+        return [GameEvent(kind="game", text=draw(words), attributes={"n": str(n)})]
+    if kind == "failed":
+        return [TurnFailed(request_id=f"r{n}", kind="error", message="boom")]
+    if kind == "reset":
+        return [ConversationReset(reason="player asked")]
+    usage = Usage(prompt_tokens=draw(st.integers(0, 500)), completion_tokens=3, total_tokens=0)
+    if kind == "turn":
+        return [UserMessage(text=draw(words)), AssistantTurn(text=draw(words), usage=usage)]
+    calls = [
+        ToolCall(id=f"call-{n}-{i}", name="lookup", arguments="{}")
+        for i in range(draw(st.integers(1, 3)))
+    ]
+    bodies: list[EventBody] = [
+        UserMessage(text=draw(words)),
+        AssistantTurn(text="", tool_calls=tuple(calls), usage=usage, provider="openai"),
+    ]
+    for call in calls:
+        if draw(st.booleans()):  # another producer's event lands inside the tool chain
+            bodies.append(GameEvent(kind="game", text=draw(words)))
+        bodies.append(ToolResult(tool_call_id=call.id, name="lookup", content=draw(words)))
+    bodies.append(AssistantTurn(text=draw(words), usage=usage, provider="openai"))
+    return bodies
+
+
+@st.composite
+def conversation_log(
+    draw: st.DrawFn, conversation_id: str = "c", max_steps: int = 12
+) -> list[tuple[ConversationEvent, LogPosition]]:
+    """A conversation's events with increasing (gapped) offsets in partition 0."""
+    bodies: list[EventBody] = []
+    for n in range(draw(st.integers(0, max_steps))):
+        bodies.extend(draw(step(n)))
+    log: list[tuple[ConversationEvent, LogPosition]] = []
+    offset = draw(st.integers(0, 5))
+    for i, body in enumerate(bodies):
+        event = ConversationEvent(
+            event_id=f"{conversation_id}-{i}",
+            conversation_id=conversation_id,
+            occurred_at=START + timedelta(seconds=i),
+            source="test",
+            body=body,
+        )
+        log.append((event, LogPosition(partition=0, offset=offset)))
+        offset += draw(st.integers(1, 3))
+    return log

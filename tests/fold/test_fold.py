@@ -1,0 +1,260 @@
+"""The fold, one body type and one rule at a time."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from goaicore.fold import fold, fold_all
+from goaicore.fold.history import to_chat_messages, to_event_body
+from goaicore.messages import Message
+from goaicore.records import (
+    AssistantTurn,
+    CompactionApplied,
+    ConversationDeleted,
+    ConversationEvent,
+    ConversationReset,
+    ConversationSnapshot,
+    EventBody,
+    GameEvent,
+    LogPosition,
+    ToolCall,
+    ToolResult,
+    TurnFailed,
+    Usage,
+    UserMessage,
+)
+
+T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def run(*bodies: EventBody, conversation: str = "c") -> ConversationSnapshot:
+    snapshot = fold_all(
+        [
+            (
+                ConversationEvent(
+                    event_id=f"e{i}",
+                    conversation_id=conversation,
+                    occurred_at=T0 + timedelta(minutes=i),
+                    body=body,
+                ),
+                LogPosition(partition=2, offset=10 + i),
+            )
+            for i, body in enumerate(bodies)
+        ]
+    )
+    assert snapshot is not None
+    return snapshot
+
+
+def test_every_body_type_is_applied() -> None:
+    raw = {
+        "role": "assistant",
+        "content": None,
+        "refusal": None,
+        "tool_calls": [
+            {"id": "k1", "type": "function", "function": {"name": "score", "arguments": "{}"}}
+        ],
+    }
+    s = run(
+        GameEvent(kind="check-in", text="Checked in at Harrogate Theatre"),
+        UserMessage(text="Score?"),
+        AssistantTurn(
+            tool_calls=(ToolCall(id="k1", name="score", arguments="{}"),),
+            usage=Usage(prompt_tokens=100, completion_tokens=7, total_tokens=107),
+            provider="openai",
+            raw_json=json.dumps(raw),
+            cost_usd_nanos=1500,
+        ),
+        ToolResult(tool_call_id="k1", name="score", content='{"home": 2}'),
+        AssistantTurn(
+            text="2-0.",
+            usage=Usage(prompt_tokens=130, completion_tokens=4, total_tokens=134),
+            provider="openai",
+        ),
+        TurnFailed(request_id="r9", kind="timeout", message="LLM did not answer"),
+    )
+    assert [m.role for m in s.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert s.messages[0].text == "Checked in at Harrogate Theatre"
+    assert s.messages[2].raw_json == json.dumps(raw)
+    assert (s.prompt_tokens, s.completion_tokens, s.cost_usd_nanos) == (230, 11, 1500)
+    assert s.event_count == 6
+    assert s.message_count == 5
+    assert s.events_by_type == {
+        "GameEvent": 1,
+        "UserMessage": 1,
+        "AssistantTurn": 2,
+        "ToolResult": 1,
+        "TurnFailed": 1,
+    }
+    assert s.last_position == LogPosition(partition=2, offset=15)
+    assert (s.started_at, s.updated_at) == (T0, T0 + timedelta(minutes=5))
+    assert s.anomalies == ()
+    history = to_chat_messages(s.messages)
+    assert history[2].raw == raw  # provider JSON comes back untouched
+    assert [m.role for m in history] == ["system", "user", "assistant", "tool", "assistant"]
+
+
+def test_redelivery_changes_nothing_and_republishing_only_counts() -> None:
+    event = ConversationEvent(
+        event_id="x", conversation_id="c", occurred_at=T0, body=UserMessage(text="hi")
+    )
+    once = fold(None, event, LogPosition(partition=0, offset=4))
+    assert fold(once, event, LogPosition(partition=0, offset=4)) is once
+    assert fold(once, event, LogPosition(partition=0, offset=3)) is once
+    again = fold(once, event, LogPosition(partition=0, offset=9))
+    assert again.messages == once.messages
+    assert again.event_count == 1
+    assert again.duplicate_count == 1
+    assert again.last_position == LogPosition(partition=0, offset=9)
+
+
+def test_tool_result_without_a_call_is_an_anomaly_not_applied() -> None:
+    s = run(UserMessage(text="hi"), ToolResult(tool_call_id="nope", name="x", content="?"))
+    assert [m.role for m in s.messages] == ["user"]
+    assert len(s.anomalies) == 1
+    assert "answers no pending tool call" in s.anomalies[0]
+    assert "event e1 at 2@11" in s.anomalies[0]
+
+
+def test_assistant_before_its_tools_are_answered_is_an_anomaly() -> None:
+    s = run(
+        UserMessage(text="hi"),
+        AssistantTurn(tool_calls=(ToolCall(id="k", name="t", arguments="{}"),)),
+        AssistantTurn(text="too early"),
+    )
+    assert [m.role for m in s.messages] == ["user", "assistant"]
+    assert "unanswered" in s.anomalies[0]
+
+
+def test_message_from_another_producer_inside_a_tool_chain_goes_before_the_call() -> None:
+    s = run(
+        UserMessage(text="score?"),
+        AssistantTurn(tool_calls=(ToolCall(id="k", name="t", arguments="{}"),)),
+        GameEvent(kind="goal", text="Goal for Leeds"),
+        ToolResult(tool_call_id="k", name="t", content="1-0"),
+        AssistantTurn(text="1-0"),
+    )
+    assert [m.role for m in s.messages] == ["user", "system", "assistant", "tool", "assistant"]
+    assert s.anomalies == ()
+
+
+def test_reset_clears_the_history_and_keeps_the_counts() -> None:
+    s = run(
+        UserMessage(text="a"),
+        AssistantTurn(text="b"),
+        ConversationReset(reason="new game"),
+        UserMessage(text="c"),
+    )
+    assert [m.text for m in s.messages] == ["c"]
+    assert s.event_count == 4
+    assert s.message_count == 3
+
+
+def test_events_after_deletion_are_anomalies() -> None:
+    s = run(UserMessage(text="a"), ConversationDeleted(reason="GDPR"), UserMessage(text="b"))
+    assert s.deleted
+    assert s.messages == ()
+    assert "after the conversation was deleted" in s.anomalies[0]
+
+
+def test_compaction_removes_exactly_its_range() -> None:
+    s = run(
+        UserMessage(text="q1"),
+        AssistantTurn(text="a1"),
+        UserMessage(text="q2"),
+        AssistantTurn(text="a2"),
+        CompactionApplied(
+            strategy="keep-last",
+            first_index=0,
+            last_index=1,
+            removed_count=2,
+            summary="Earlier: q1/a1",
+        ),
+    )
+    assert [(m.role, m.text) for m in s.messages] == [
+        ("system", "Earlier: q1/a1"),
+        ("user", "q2"),
+        ("assistant", "a2"),
+    ]
+    assert s.summary == "Earlier: q1/a1"
+    bad = run(
+        UserMessage(text="q1"), CompactionApplied(strategy="keep-last", first_index=0, last_index=5)
+    )
+    assert [m.text for m in bad.messages] == ["q1"]
+    assert "compaction not applied" in bad.anomalies[0]
+
+
+def test_an_event_of_another_conversation_is_an_anomaly() -> None:
+    first = fold(
+        None,
+        ConversationEvent(
+            event_id="1", conversation_id="c", occurred_at=T0, body=UserMessage(text="a")
+        ),
+        LogPosition(partition=0, offset=0),
+    )
+    other = fold(
+        first,
+        ConversationEvent(
+            event_id="2", conversation_id="d", occurred_at=T0, body=UserMessage(text="b")
+        ),
+        LogPosition(partition=0, offset=1),
+    )
+    assert [m.text for m in other.messages] == ["a"]
+    assert "conversation 'd'" in other.anomalies[0]
+
+
+def test_library_messages_become_event_bodies_and_back() -> None:
+    s = run(
+        UserMessage(text="hi"),
+        AssistantTurn(
+            text="hello", provider="openai", raw_json='{"role": "assistant", "content": "hello"}'
+        ),
+    )
+    history = to_chat_messages(s.messages)
+    bodies = [to_event_body(m) for m in history]
+    assert bodies[0] == UserMessage(text="hi")
+    assert isinstance(bodies[1], AssistantTurn)
+    assert json.loads(bodies[1].raw_json or "") == {"role": "assistant", "content": "hello"}
+
+
+def test_the_fold_replays_chat_compactions_exactly() -> None:
+    """Events appended from a turn's timeline fold to the history Chat keeps."""
+    from goaicore import Chat, CompactionRecord, tool
+    from goaicore.compaction import (
+        Composite,
+        KeepLastExchanges,
+        MessageCount,
+        ToolExchangeSummary,
+        TriggeredCompactor,
+        to_compaction_applied,
+    )
+    from goaicore.providers import OfflineProvider
+
+    @tool
+    def get_score(team: str) -> dict[str, object]:
+        """Current score of a team."""
+        return {"team": team, "score": 3}
+
+    compactor = TriggeredCompactor(
+        Composite(ToolExchangeSummary(keep_last=1), KeepLastExchanges(2)), MessageCount(8)
+    )
+    chat = Chat(OfflineProvider(), compactor=compactor)
+    history: list[Message] = []
+    bodies: list[EventBody] = []
+    compactions = 0
+    for i in range(8):
+        result = chat.run_turn(
+            history, user=f"get_score for team Leeds, turn {i}", tools=[get_score]
+        )
+        for item in result.timeline:
+            if isinstance(item, CompactionRecord):
+                bodies.append(to_compaction_applied(item))
+                compactions += 1
+            else:
+                bodies.append(to_event_body(item))
+        history = result.messages
+    assert compactions > 0
+    folded = run(*bodies)
+    assert folded.anomalies == ()
+    assert to_chat_messages(folded.messages) == list(history)

@@ -1,0 +1,151 @@
+"""Settings: environment variables, dev.json fallback, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from goaicore.config import LOADER_VARIABLES, VARIABLES, ConfigError, Settings
+
+
+def test_defaults_without_environment(tmp_path: Path) -> None:
+    settings = Settings(env={}, data_dir=tmp_path)
+    assert settings.topic_prefix == "goaicore"
+    assert settings.partitions == 6
+    assert settings.replication_factor == -1
+    assert settings.bootstrap_servers is None
+    assert settings.database_url is None
+    assert settings.broker_profile == "standard"
+    assert settings.topic("events") == "goaicore.events"
+    assert Settings(env={}).data_dir == Path(".goaicore")
+
+
+def test_every_variable_is_read() -> None:
+    env = {
+        "KAFKA_BOOTSTRAP_SERVERS": "k1:9092, k2:9093",
+        "GOAICORE_BROKER_PROFILE": "embedded",
+        "GOAICORE_TOPIC_PREFIX": "game.prod",
+        "GOAICORE_PARTITIONS": "12",
+        "GOAICORE_REPLICATION_FACTOR": "3",
+        "DATABASE_URL": "postgresql://u@db:5432/app",
+        "GOAICORE_DB_SCHEMA": "audit_prod",
+        "GOAICORE_MAX_RECORD_BYTES": "2048",
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_BASE_URL": "http://127.0.0.1:8000/v1",
+        "GOAICORE_MODEL": "gpt-4o-mini",
+        "ANTHROPIC_API_KEY": "ak-test",
+        "GOAICORE_DATA_DIR": "/tmp/goaicore-data",
+        "GOAICORE_CHAT_CONCURRENCY": "8",
+        "GOAICORE_READ_WAIT": "2.5",
+        "GOAICORE_TURN_TIMEOUT": "30",
+        "GOAICORE_SYSTEM_PROMPT": "Be brief",
+        "GOAICORE_TOOLS": "mygame.tools:registry",
+        "GOAICORE_CONTEXT_TOKENS": "4000",
+    }
+    s = Settings(env=env)
+    assert s.bootstrap_servers == "k1:9092,k2:9093"
+    assert s.embedded_broker
+    assert (s.topic_prefix, s.partitions, s.replication_factor) == ("game.prod", 12, 3)
+    assert s.database_url == "postgresql://u@db:5432/app"
+    assert s.schema == "audit_prod"
+    assert s.max_record_bytes == 2048
+    assert (s.openai_api_key, s.openai_base_url) == ("sk-test", "http://127.0.0.1:8000/v1")
+    assert (s.model, s.anthropic_api_key) == ("gpt-4o-mini", "ak-test")
+    assert s.data_dir == Path("/tmp/goaicore-data")
+    assert (s.chat_concurrency, s.read_wait, s.turn_timeout) == (8, 2.5, 30.0)
+    assert (s.system_prompt, s.tools) == ("Be brief", "mygame.tools:registry")
+    assert s.context_tokens == 4000
+    assert {v.name for v in VARIABLES} - LOADER_VARIABLES == set(env)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("GOAICORE_PARTITIONS", "many", "must be a whole number"),
+        ("GOAICORE_PARTITIONS", "0", "must be from 1 to 10000"),
+        ("GOAICORE_REPLICATION_FACTOR", "0", "must be -1 or from 1 to 32"),
+        ("KAFKA_BOOTSTRAP_SERVERS", "localhost", "expected host:port"),
+        ("KAFKA_BOOTSTRAP_SERVERS", "a:1,b:99999", "expected host:port"),
+        ("DATABASE_URL", "mysql://x/y", "must start with postgresql://"),
+        ("OPENAI_BASE_URL", "ftp://x", "must be an http:// or https:// URL"),
+        ("GOAICORE_TOPIC_PREFIX", "bad prefix!", "Kafka topic names"),
+        ("GOAICORE_BROKER_PROFILE", "fast", "must be 'standard' or 'embedded'"),
+        ("GOAICORE_DB_SCHEMA", "Audit-1", "use 1 to 63 of a-z 0-9 _"),
+        ("GOAICORE_CHAT_CONCURRENCY", "0", "must be from 1 to 10000"),
+        ("GOAICORE_READ_WAIT", "soon", "must be a number of seconds"),
+        ("GOAICORE_TOOLS", "mygame.tools", "expected package.module:attribute"),
+    ],
+)
+def test_bad_value_names_the_variable_in_one_line(name: str, value: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Settings(env={name: value})
+    message = str(caught.value)
+    assert message.startswith(f"{name}=")
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_data_dir_that_is_a_file_is_an_error(tmp_path: Path) -> None:
+    file = tmp_path / "file"
+    file.write_text("x")
+    with pytest.raises(ConfigError, match=r"GOAICORE_DATA_DIR=.*not a directory"):
+        Settings(env={"GOAICORE_DATA_DIR": str(file)})
+
+
+def _write_dev_file(data_dir: Path, pid: int) -> None:
+    (data_dir / "dev.json").write_text(
+        json.dumps(
+            {
+                "pid": pid,
+                "bootstrap_servers": "127.0.0.1:1111",
+                "broker_profile": "embedded",
+                "database_url": "postgresql://postgres@127.0.0.1:2222/goaicore",
+            }
+        )
+    )
+
+
+def test_dev_file_of_a_live_stack_fills_what_the_environment_leaves_out(tmp_path: Path) -> None:
+    _write_dev_file(tmp_path, os.getpid())
+    s = Settings(env={"GOAICORE_DATA_DIR": str(tmp_path)})
+    assert s.bootstrap_servers == "127.0.0.1:1111"
+    assert s.embedded_broker
+    assert s.database_url == "postgresql://postgres@127.0.0.1:2222/goaicore"
+
+
+def test_environment_wins_over_dev_file(tmp_path: Path) -> None:
+    _write_dev_file(tmp_path, os.getpid())
+    s = Settings(env={"GOAICORE_DATA_DIR": str(tmp_path), "KAFKA_BOOTSTRAP_SERVERS": "k:9092"})
+    assert s.bootstrap_servers == "k:9092"
+    assert not s.embedded_broker  # the dev stack's profile goes with its broker only
+    assert s.database_url == "postgresql://postgres@127.0.0.1:2222/goaicore"
+    assert Settings(env={}, data_dir=tmp_path, partitions=2).partitions == 2
+
+
+def test_dev_file_of_a_dead_stack_is_ignored(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    _write_dev_file(tmp_path, dead.pid)
+    s = Settings(env={}, data_dir=tmp_path)
+    assert s.bootstrap_servers is None
+    with pytest.raises(ConfigError, match="KAFKA_BOOTSTRAP_SERVERS is not set"):
+        s.require_bootstrap()
+
+
+def test_cli_stops_with_one_line_on_a_bad_variable(tmp_path: Path) -> None:
+    env = {**os.environ, "GOAICORE_PARTITIONS": "-3", "GOAICORE_DATA_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "goaicore.cli", "dev", "--check-only"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr == "goaicore: GOAICORE_PARTITIONS='-3': must be from 1 to 10000\n"
+    assert not (tmp_path / "dev.json").exists()

@@ -1,0 +1,45 @@
+"""The README's configuration table says what the code reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from goaicore.config import VARIABLES
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_readme_documents_every_variable_as_the_code_does() -> None:
+    text = README.read_text()
+    for variable in VARIABLES:
+        row = f"| `{variable.name}` | {variable.default} | "
+        assert row in text, f"README row for {variable.name} is missing or differs"
+        meaning = variable.meaning.replace("(see the README)", "(below)")
+        assert meaning in text, f"README meaning of {variable.name} differs"
+
+
+def _python_blocks(section: str) -> list[str]:
+    text = README.read_text()
+    start = text.index(f"## {section}\n")
+    end = text.find("\n## ", start + 1)
+    body = text[start : end if end != -1 else None]
+    blocks = body.split("```python\n")[1:]
+    return [block.split("```", 1)[0] for block in blocks]
+
+
+def test_library_and_records_examples_run_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    for section in (
+        "Conversation library",
+        "Records and encoding",
+        "Compaction: bounded cost, never a broken history",
+    ):
+        blocks = _python_blocks(section)
+        assert blocks, f"no example under {section}"
+        for block in blocks:
+            exec(compile(block, f"README:{section}", "exec"), {"__name__": "readme"})
+    printed = capsys.readouterr().out
+    assert "[offline]" in printed
+    assert "bad-magic" in printed
+    assert " -> " in printed  # the compaction example compacted at least once

@@ -1,0 +1,53 @@
+"""Topic admin: the five topics, idempotent creation, mismatches are errors."""
+
+from __future__ import annotations
+
+import pytest
+from kafka import KafkaAdminClient
+
+from goaicore.broker import TOPICS, TopicMismatchError, ensure_topics
+from goaicore.config import Settings
+
+
+def _partition_counts(settings: Settings) -> dict[str, int]:
+    admin = KafkaAdminClient(bootstrap_servers=settings.require_bootstrap())
+    try:
+        names = [n for n in admin.list_topics() if n.startswith(settings.prefix + ".")]
+        return {t["name"]: len(t["partitions"]) for t in admin.describe_topics(names)}
+    finally:
+        admin.close()
+
+
+def test_creates_the_five_topics_under_the_prefix(settings: Settings) -> None:
+    statuses = ensure_topics(settings)
+    expected = {
+        f"{settings.prefix}.{name}"
+        for name in ("events", "snapshots", "requests", "replies", "dead-letters")
+    }
+    assert {s.name for s in statuses} == expected
+    assert all(s.action == "created" for s in statuses)
+    assert _partition_counts(settings) == dict.fromkeys(expected, 3)
+
+
+def test_creating_twice_changes_nothing(settings: Settings) -> None:
+    ensure_topics(settings)
+    again = ensure_topics(settings)
+    assert [s.action for s in again] == ["exists"] * len(TOPICS)
+    assert set(_partition_counts(settings).values()) == {3}
+
+
+def test_other_partition_count_is_a_clear_error(settings: Settings) -> None:
+    ensure_topics(settings)
+    with pytest.raises(TopicMismatchError) as caught:
+        ensure_topics(settings.with_overrides(partitions=5))
+    message = str(caught.value)
+    assert f"{settings.prefix}.events has 3 partitions" in message
+    assert "GOAICORE_PARTITIONS is 5" in message
+    assert set(_partition_counts(settings).values()) == {3}  # nothing was changed
+
+
+def test_snapshots_topic_is_compacted_and_the_log_never_expires() -> None:
+    specs = {spec.name: spec.configs for spec in TOPICS}
+    assert specs["snapshots"]["cleanup.policy"] == "compact"
+    assert specs["events"]["retention.ms"] == "-1"
+    assert specs["events"]["cleanup.policy"] == "delete"

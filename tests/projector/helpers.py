@@ -1,0 +1,117 @@
+"""Publish conversations, fold them as the store worker does, run the projector."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from goaicore.audit.db import connect
+from goaicore.avro.api import encode_snapshot
+from goaicore.clients import EventPublisher
+from goaicore.clients.connection import make_producer
+from goaicore.config import Settings
+from goaicore.fold import fold
+from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
+from goaicore.worker_process import settings_env
+from services.projector import Projector
+
+
+def publish(
+    settings: Settings, events: Sequence[ConversationEvent]
+) -> list[tuple[ConversationEvent, LogPosition]]:
+    """Publish events in order; each with the log position it got."""
+    with EventPublisher(settings, source="test") as publisher:
+        positions = publisher.publish_many((e.conversation_id, e) for e in events)
+    return [
+        (event, LogPosition(partition=p.partition, offset=p.offset))
+        for event, p in zip(events, positions, strict=True)
+    ]
+
+
+def fold_logged(
+    logged: Sequence[tuple[ConversationEvent, LogPosition]],
+) -> dict[str, ConversationSnapshot]:
+    """The snapshots the store worker would write for these logged events."""
+    table: dict[str, ConversationSnapshot] = {}
+    for event, position in logged:
+        table[event.conversation_id] = fold(table.get(event.conversation_id), event, position)
+    return table
+
+
+def publish_snapshots(settings: Settings, snapshots: Sequence[ConversationSnapshot]) -> None:
+    """Write snapshots to the snapshots topic as the store worker does (Avro, keyed by id)."""
+    produce(
+        settings,
+        "snapshots",
+        [(s.conversation_id.encode(), encode_snapshot(s)) for s in snapshots],
+    )
+
+
+def produce(settings: Settings, topic: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+    """Raw records (key, value) to one of the prefix's topics."""
+    producer = make_producer(settings)
+    try:
+        for key, value in records:
+            producer.send(settings.topic(topic), key=key, value=value)
+        producer.flush(30)
+    finally:
+        producer.close()
+
+
+def project(settings: Settings, timeout: float = 60.0, **options: Any) -> Projector:
+    """Run a projector in this process until it has caught up, then stop it."""
+    projector = Projector(settings, **options).start()
+    try:
+        projector.drain(timeout)
+    finally:
+        projector.close()
+    return projector
+
+
+def query(settings: Settings, text: str, *params: Any) -> list[tuple[Any, ...]]:
+    with connect(settings) as conn:
+        return conn.execute(text, params).fetchall()
+
+
+class ProjectorProcess:
+    """``goaicore projector`` as a child process, its output in a log file."""
+
+    def __init__(self, settings: Settings, *args: str, name: str = "projector") -> None:
+        self.settings = settings
+        self.args = args
+        self.log_path: Path = settings.data_path / f"{name}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ProjectorProcess:
+        env = {**settings_env(self.settings), "GOAICORE_DB_SCHEMA": self.settings.schema}
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "goaicore", "projector", *self.args],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        return self
+
+    def wait(self, timeout: float = 60) -> int:
+        assert self.process is not None
+        return self.process.wait(timeout)
+
+    def stop(self) -> int:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.kill(self.process.pid, signal.SIGKILL)
+            return self.process.wait(30)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")

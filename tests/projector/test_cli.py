@@ -1,0 +1,178 @@
+"""The auditor's commands: history --from-db, conversations, search, ledger, verify --db."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from datetime import timedelta
+
+import pytest
+
+from goaicore.audit import connect
+from goaicore.avro.api import decode_snapshot, encode_snapshot
+from goaicore.cli import main
+from goaicore.config import Settings
+from goaicore.records import UserMessage, new_event
+from tests.projector.helpers import (
+    ProjectorProcess,
+    fold_logged,
+    project,
+    publish,
+    publish_snapshots,
+)
+from tests.projector.sessions import START, game_session
+from tests.store.workers import StoreWorker, wait_folded
+
+
+@pytest.fixture
+def cli(projection: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """The environment a `goaicore` command run here reads: the test's topics and schema."""
+    for name, value in {
+        "KAFKA_BOOTSTRAP_SERVERS": projection.require_bootstrap(),
+        "GOAICORE_BROKER_PROFILE": "embedded",
+        "GOAICORE_TOPIC_PREFIX": projection.prefix,
+        "GOAICORE_PARTITIONS": str(projection.partition_count),
+        "DATABASE_URL": projection.require_database_url(),
+        "GOAICORE_DB_SCHEMA": projection.schema,
+        "GOAICORE_DATA_DIR": str(projection.data_path),
+    }.items():
+        monkeypatch.setenv(name, value)
+    return projection
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out.splitlines() + captured.err.splitlines()
+
+
+@pytest.fixture
+def projected(cli: Settings) -> Settings:
+    logged = publish(
+        cli,
+        [
+            *game_session("p1"),
+            new_event("p2", UserMessage(text="Meet at the stage door"), occurred_at=START),
+        ],
+    )
+    publish_snapshots(cli, list(fold_logged(logged).values()))
+    project(cli)
+    return cli
+
+
+def test_history_from_db_matches_the_log(
+    projected: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, from_db = run(capsys, "history", "p1", "--from-db")
+    assert code == 0
+    code, from_log = run(capsys, "history", "p1")
+    assert code == 0
+    assert from_db == from_log
+    assert from_db[-1] == "7 events"
+
+    code, turns = run(
+        capsys,
+        "history",
+        "p1",
+        "--from-db",
+        "--type",
+        "ToolResult",
+        "--since",
+        (START + timedelta(minutes=1)).isoformat(),
+    )
+    assert code == 0
+    assert len(turns) == 2
+    assert "tool venues: Royal Hall; Harrogate Theatre" in turns[0]
+
+    with pytest.raises(SystemExit):
+        main(["history", "p1", "--from-db", "--type", "Nonsense"])
+    with pytest.raises(SystemExit, match="need --from-db"):
+        main(["history", "p1", "--type", "UserMessage"])
+
+
+def test_conversations_search_and_ledger(
+    projected: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = run(capsys, "conversations")
+    assert code == 0
+    assert lines[1].split()[:4] == ["p1", "7", "6", "302"]
+    assert lines[2].split()[:3] == ["p2", "1", "1"]
+    assert lines[-1] == "2 conversations"
+    code, lines = run(
+        capsys, "conversations", "--since", (START + timedelta(minutes=3)).isoformat()
+    )
+    assert lines[-1] == "1 conversations"
+
+    code, lines = run(capsys, "search", "stage doors")
+    assert code == 0
+    assert lines[0].startswith("p2 @")
+    assert "[stage] [door]" in lines[0]
+    assert lines[-1] == "1 matches"
+
+    code, lines = run(capsys, "ledger", "p1")
+    assert code == 0
+    assert "openai/gpt-test prompt 120 completion 12 calls 1 cost $0.000001500" in lines[0]
+    assert lines[-1] == (
+        "total: 3 turns, prompt 270, completion 32, cost $0.000003500 (1 turns without a cost)"
+    )
+    code, lines = run(capsys, "ledger")
+    assert lines[0].startswith("p1")
+    assert lines[-1] == "1 conversations"
+
+
+def test_verify_db_passes_then_names_a_tampered_field(
+    projected: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = run(capsys, "verify", "--db")
+    assert code == 0, lines
+    assert lines[-1].endswith(": 2 equal, 0 different, 0 pending")
+
+    with connect(projected) as conn:
+        row = conn.execute(
+            "SELECT avro FROM conversation_snapshots WHERE conversation_id = 'p2'"
+        ).fetchone()
+        assert row is not None
+        snapshot = decode_snapshot(bytes(row[0]))
+        tampered = dataclasses.replace(snapshot, event_count=99)
+        conn.execute(
+            "UPDATE conversation_snapshots SET avro = %s WHERE conversation_id = 'p2'",
+            (encode_snapshot(tampered),),
+        )
+    code, lines = run(capsys, "verify", "--db", "p2")
+    assert code == 1
+    assert lines[0].startswith("DIFFERENT p2 event_count: stored 99 refolded 1")
+    assert lines[-1].endswith(": 0 equal, 1 different, 0 pending")
+
+
+def test_audit_commands_before_any_projection_stop_with_one_line(
+    cli: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = run(capsys, "conversations")
+    assert code == 2
+    assert lines == [
+        f"goaicore: no projection in PostgreSQL schema {cli.schema!r} "
+        "(start `goaicore projector`, or set GOAICORE_DB_SCHEMA)"
+    ]
+
+
+def test_store_worker_and_projector_agree(
+    cli: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """End to end: the store worker's snapshots, projected, equal a fold of the projected events."""
+    logged = publish(cli, game_session("p1") + game_session("p2"))
+    last = {event.conversation_id: position.offset for event, position in logged}
+    worker = StoreWorker(cli).start()
+    projector = ProjectorProcess(cli).start()
+    try:
+        wait_folded(cli, last, workers=(worker,))
+        lines: list[str] = []
+        for _ in range(100):
+            code, lines = run(capsys, "verify", "--db", "p1", "p2")
+            if code == 0 and lines[-1].endswith("2 equal, 0 different, 0 pending"):
+                break
+            time.sleep(0.3)
+        else:
+            raise AssertionError(f"{lines}\n{projector.log()}")
+    finally:
+        worker.stop()
+        assert projector.stop() == 0, projector.log()

@@ -1,0 +1,316 @@
+"""The projector writes every event and the latest snapshot, once, and never stops on bad input."""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+import pytest
+
+from goaicore.audit import LATEST_VERSION, MIGRATIONS, connect, migrate
+from goaicore.avro.api import encode_event
+from goaicore.clients.deadletter import DeadLetter
+from goaicore.clients.log_reader import read_to_end
+from goaicore.config import Settings
+from goaicore.records import ConversationDeleted, UserMessage, new_event
+from services.projector import ForeignProjectionError, PositionConflictError, Projector
+from tests.projector.helpers import (
+    ProjectorProcess,
+    fold_logged,
+    produce,
+    project,
+    publish,
+    publish_snapshots,
+    query,
+)
+from tests.projector.sessions import game_session
+
+
+def test_events_and_latest_snapshots_become_rows(projection: Settings) -> None:
+    logged = publish(projection, game_session("p1") + game_session("p2"))
+    snapshots = fold_logged(logged)
+    publish_snapshots(projection, list(snapshots.values()))
+    project(projection)
+
+    rows = query(
+        projection,
+        "SELECT topic_partition, log_offset, event_id, conversation_id, body_type, occurred_at,"
+        " source, body, avro FROM conversation_events ORDER BY conversation_id, log_offset",
+    )
+    assert len(rows) == 14
+    by_position = {(r[0], r[1]): r for r in rows}
+    for event, position in logged:
+        row = by_position[(position.partition, position.offset)]
+        assert row[2:7] == (
+            event.event_id,
+            event.conversation_id,
+            type(event.body).__name__,
+            event.occurred_at,
+            "game",
+        )
+        assert bytes(row[8]) == encode_event(event)
+    tool_call = next(r for r in rows if r[4] == "AssistantTurn" and r[7]["tool_calls"])
+    assert tool_call[7]["tool_calls"] == [
+        {"id": "c1", "name": "venues", "arguments": '{"near": "station"}'}
+    ]
+    assert tool_call[7]["usage"]["prompt_tokens"] == 120
+
+    stored = query(
+        projection,
+        "SELECT conversation_id, last_partition, last_offset, event_count"
+        " FROM conversation_snapshots ORDER BY 1",
+    )
+    assert [(s[0], s[2], s[3]) for s in stored] == [
+        (conv, snapshots[conv].last_position.offset, 7)  # type: ignore[union-attr]
+        for conv in ("p1", "p2")
+    ]
+    listing = query(
+        projection, "SELECT conversation_id, event_count, message_count FROM conversations"
+    )
+    assert sorted(listing) == [("p1", 7, 6), ("p2", 7, 6)]
+
+
+def test_a_later_snapshot_replaces_the_row_and_a_tombstone_deletes_it(projection: Settings) -> None:
+    logged = publish(projection, game_session("p1") + game_session("gone"))
+    first = fold_logged(logged[:3])["p1"]
+    publish_snapshots(projection, [first, *fold_logged(logged).values()])
+    project(projection)
+    produce(projection, "snapshots", [(b"gone", None)])
+    project(projection)
+    assert query(projection, "SELECT conversation_id, event_count FROM conversation_snapshots") == [
+        ("p1", 7)
+    ]
+
+
+def test_positions_move_with_the_rows_and_a_restart_writes_nothing_twice(
+    projection: Settings,
+) -> None:
+    publish(projection, game_session("p1"))
+    project(projection)
+    publish(projection, game_session("p1"))  # the same words, new event ids
+    project(projection)
+    project(projection)
+    assert query(
+        projection, "SELECT count(*), count(DISTINCT event_id) FROM conversation_events"
+    ) == [(14, 14)]
+    assert query(projection, "SELECT event_count FROM conversations") == [(14,)]
+    positions = dict(
+        (p, o)
+        for t, p, o in query(
+            projection, "SELECT topic, topic_partition, next_offset FROM projector_positions"
+        )
+        if t == projection.topic("events")
+    )
+    assert sum(positions.values()) == 14
+
+
+def test_a_republished_event_is_a_second_row_at_its_own_position(projection: Settings) -> None:
+    event = new_event("p1", UserMessage(text="once"))
+    publish(projection, [event, event])
+    project(projection)
+    rows = query(projection, "SELECT event_id, log_offset FROM conversation_events ORDER BY 2")
+    assert [r[0] for r in rows] == [event.event_id, event.event_id]
+    assert rows[0][1] != rows[1][1]
+
+
+def test_bad_records_go_to_dead_letters_and_the_projection_goes_on(projection: Settings) -> None:
+    before = publish(projection, game_session("p1"))
+    good = new_event("p1", UserMessage(text="after the bad ones"))
+    produce(
+        projection,
+        "events",
+        [
+            (b"p1", b"not avro"),
+            (b"p1", b""),
+            (b"someone-else", encode_event(good)),  # key is not the conversation id
+        ],
+    )
+    produce(projection, "snapshots", [(b"p1", b"\xc3\x01 unknown schema")])
+    after = publish(projection, [good, new_event("p1", UserMessage(text="nul \x00 inside"))])
+    publish_snapshots(projection, list(fold_logged(before + after).values()))
+    projector = project(projection)
+
+    assert projector.dead_lettered == 4
+    texts = [
+        r[0]
+        for r in query(
+            projection,
+            "SELECT message_text FROM conversation_events WHERE body_type = 'UserMessage'"
+            " ORDER BY log_offset",
+        )
+    ]
+    assert texts[-2:] == ["after the bad ones", "nul \ufffd inside"]
+    assert query(projection, "SELECT event_count FROM conversations") == [(9,)]
+    assert query(projection, "SELECT event_count FROM conversation_snapshots") == [(9,)]
+
+    letters = _dead_letters(projection)
+    assert sorted(letter.reason for letter in letters) == [
+        "bad-magic",
+        "empty",
+        "key-mismatch",
+        "unknown-fingerprint",
+    ]
+    assert {letter.consumer for letter in letters} == {"goaicore-projector"}
+    assert {letter.topic for letter in letters} == {
+        projection.topic("events"),
+        projection.topic("snapshots"),
+    }
+    assert any(letter.value == b"not avro" for letter in letters)
+
+
+def _dead_letters(settings: Settings) -> list[DeadLetter]:
+    from goaicore.clients.connection import make_consumer, topic_partitions
+
+    consumer = make_consumer(settings)
+    try:
+        return [
+            DeadLetter.from_record(record)
+            for partition in topic_partitions(consumer, settings.topic("dead-letters"))
+            for record in read_to_end(consumer, partition, settings=settings)
+        ]
+    finally:
+        consumer.close()
+
+
+def test_migrations_run_twice_and_concurrently_apply_once(projection: Settings) -> None:
+    with connect(projection) as conn:
+        assert migrate(conn, projection.schema) == [m.version for m in MIGRATIONS]
+        assert migrate(conn, projection.schema) == []
+    other = projection.with_overrides(db_schema=f"{projection.schema}_b")
+    results: list[list[int]] = []
+
+    def start() -> None:
+        with connect(other) as conn:
+            results.append(migrate(conn, other.schema))
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    try:
+        assert sorted(results) == [[], [], [], [m.version for m in MIGRATIONS]]
+        assert query(other, "SELECT max(version), count(*) FROM schema_migrations") == [
+            (LATEST_VERSION, len(MIGRATIONS))
+        ]
+    finally:
+        with psycopg.connect(projection.require_database_url(), autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {other.schema} CASCADE")
+
+
+def test_a_schema_holding_other_topics_is_refused(projection: Settings, settings: Settings) -> None:
+    publish(projection, game_session("p1"))
+    project(projection)
+    stranger = projection.with_overrides(topic_prefix=f"{projection.prefix}-other")
+    from goaicore.broker import ensure_topics
+
+    ensure_topics(stranger)
+    with pytest.raises(ForeignProjectionError, match="GOAICORE_DB_SCHEMA"):
+        Projector(stranger).start()
+
+
+def test_reset_projects_the_log_again_from_its_start(projection: Settings) -> None:
+    publish(projection, game_session("p1"))
+    project(projection)
+    project(projection, reset=True)
+    assert query(projection, "SELECT count(*) FROM conversation_events") == [(7,)]
+    assert query(projection, "SELECT event_count FROM conversations") == [(7,)]
+
+
+def test_a_second_projector_waits_until_the_first_stops(projection: Settings) -> None:
+    publish(projection, game_session("p1"))
+    first = Projector(projection).start()
+    stop = threading.Event()
+    second = Projector(projection)
+    waiting = threading.Thread(target=second.start, args=(stop,))
+    waiting.start()
+    try:
+        waiting.join(2.5)
+        assert waiting.is_alive(), "the second projector did not wait for the lock"
+        first.drain()
+        first.close()
+        waiting.join(10)
+        assert not waiting.is_alive()
+        assert second.started
+        second.drain()
+    finally:
+        stop.set()
+        first.close()
+        second.close()
+    assert query(projection, "SELECT count(*) FROM conversation_events") == [(7,)]
+
+
+def test_deleted_conversations_keep_their_rows(projection: Settings) -> None:
+    logged = publish(projection, [*game_session("p1"), new_event("p1", ConversationDeleted())])
+    publish_snapshots(projection, list(fold_logged(logged).values()))
+    project(projection)
+    assert query(projection, "SELECT deleted, event_count FROM conversation_snapshots") == [
+        (True, 8)
+    ]
+    assert query(projection, "SELECT count(*) FROM conversation_events") == [(8,)]
+
+
+def test_projector_process_stops_cleanly_on_sigterm(projection: Settings) -> None:
+    publish(projection, game_session("p1"))
+    process = ProjectorProcess(projection).start()
+    try:
+        _wait_for_rows(projection, 7, process)
+    finally:
+        code = process.stop()
+    assert code == 0, process.log()
+
+
+def _wait_for_rows(
+    settings: Settings, count: int, process: ProjectorProcess, timeout: float = 60
+) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.process is not None
+        if process.process.poll() is not None:
+            raise AssertionError(f"projector exited {process.process.returncode}:\n{process.log()}")
+        try:
+            if query(settings, "SELECT count(*) FROM conversation_events") == [(count,)]:
+                return
+        except psycopg.errors.UndefinedTable:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"not {count} rows in {timeout} s:\n{process.log()}")
+
+
+def test_a_row_postgresql_refuses_is_set_aside_and_the_batch_goes_on(
+    projection: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import services.projector.rows
+
+    monkeypatch.setattr(services.projector.rows, "clean", lambda text: text)  # let NUL through
+    publish(
+        projection,
+        [
+            new_event("p1", UserMessage(text="before")),
+            new_event("p1", UserMessage(text="nul \x00 inside")),
+            new_event("p1", UserMessage(text="after")),
+        ],
+    )
+    projector = project(projection)
+    assert projector.dead_lettered == 1
+    assert [letter.reason for letter in _dead_letters(projection)] == ["refused-by-database"]
+    rows = query(projection, "SELECT message_text FROM conversation_events ORDER BY log_offset")
+    assert rows == [("before",), ("after",)]
+    assert query(projection, "SELECT event_count FROM conversations") == [(2,)]
+
+
+def test_a_log_that_disagrees_with_the_projection_stops_it_with_a_clear_error(
+    projection: Settings,
+) -> None:
+    publish(projection, game_session("p1"))
+    project(projection)
+    with connect(projection) as conn:  # as if the topic had been recreated
+        conn.execute("UPDATE projector_positions SET next_offset = 0")
+    projector = Projector(projection).start()
+    try:
+        with pytest.raises(PositionConflictError, match="--reset"):
+            projector.drain()
+    finally:
+        projector.close()

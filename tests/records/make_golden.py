@@ -1,0 +1,59 @@
+"""Write golden payloads for released schema versions: ``python -m tests.records.make_golden``.
+
+For each released version whose wire form equals the current schema (the version just
+released), encode every sample of ``records_samples`` and store the hex bytes in
+``golden/<Name>.v<N>.json``. Existing golden files are never rewritten: they are the
+proof that bytes written by that release still decode.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from goaicore.avro import default_codecs
+from goaicore.avro.schemas import load_released
+from tests.records.records_samples import SAMPLES_BY_SCHEMA
+
+GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+
+
+def golden_path(name: str, version: int) -> Path:
+    """Where the golden payloads of ``name`` version ``version`` live."""
+    return GOLDEN_DIR / f"{name}.v{version}.json"
+
+
+def load_golden(name: str, version: int) -> dict[str, bytes]:
+    """Sample name -> payload bytes written by that release."""
+    data = json.loads(golden_path(name, version).read_text(encoding="utf-8"))
+    return {sample: bytes.fromhex(hex_) for sample, hex_ in data["samples"].items()}
+
+
+def write_missing() -> list[Path]:
+    """Golden files for released versions equal to the current schema, when missing."""
+    codecs = default_codecs()
+    written = []
+    for name, samples in SAMPLES_BY_SCHEMA.items():
+        codec = codecs.by_name(name)
+        for released in load_released(name):
+            assert released.version is not None
+            path = golden_path(name, released.version)
+            if path.exists() or codec.writer.version != released.version:
+                continue
+            document = {
+                "schema": name,
+                "version": released.version,
+                "fingerprint": codec.writer.fingerprint.hex(),
+                "samples": {key: codec.encode(record).hex() for key, record in samples.items()},
+            }
+            GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+            written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for path in write_missing():
+        print(f"wrote {path}")
+    sys.exit(0)

@@ -1,0 +1,236 @@
+"""Fixed sample records, one or more per record and body type.
+
+The golden files under ``golden/`` hold these samples as encoded by each released
+schema version, and the evolution tests expect each golden payload to decode to the
+sample of the same name. So: never change or remove a sample; add new ones instead.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from goaicore.records import (
+    AssistantTurn,
+    ChatReply,
+    ChatRequest,
+    CompactedRange,
+    CompactionApplied,
+    ConversationDeleted,
+    ConversationEvent,
+    ConversationReset,
+    ConversationSnapshot,
+    EventBody,
+    GameEvent,
+    LogPosition,
+    Message,
+    Record,
+    ReplyStatus,
+    ToolCall,
+    ToolResult,
+    TurnFailed,
+    Usage,
+    UserMessage,
+)
+
+AT = datetime(2025, 3, 14, 15, 9, 26, 535000, tzinfo=UTC)
+RAW_OPENAI = (
+    '{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",'
+    '"function":{"name":"lookup_venue","arguments":"{\\"city\\": \\"Harrogate\\"}"}}],'
+    '"refusal":null,"x_unknown_field":{"kept":true}}'
+)
+
+
+def _event(n: int, body: EventBody, causation_id: str | None = None) -> ConversationEvent:
+    return ConversationEvent(
+        event_id=f"{n:032x}",
+        conversation_id="player-42",
+        occurred_at=AT,
+        source="game:harrogate",
+        causation_id=causation_id,
+        body=body,
+    )
+
+
+EVENT_SAMPLES: dict[str, ConversationEvent] = {
+    "user_message": _event(1, UserMessage(text="Where should I go tonight? 🎭")),
+    "user_message_multimodal": _event(
+        2,
+        UserMessage(
+            text="What is this building?",
+            content_json='[{"type":"text","text":"What is this building?"},'
+            '{"type":"image_url","image_url":{"url":"https://example.org/x.png"}}]',
+            name="Ada",
+        ),
+    ),
+    "assistant_tool_call": _event(
+        3,
+        AssistantTurn(
+            text="",
+            tool_calls=(
+                ToolCall(id="call_1", name="lookup_venue", arguments='{"city": "Harrogate"}'),
+            ),
+            finish_reason="tool_calls",
+            usage=Usage(prompt_tokens=812, completion_tokens=24, total_tokens=836, llm_calls=1),
+            provider="openai",
+            model="gpt-4o-mini",
+            raw_json=RAW_OPENAI,
+            cost_usd_nanos=136_200,
+        ),
+        causation_id="a" * 32,
+    ),
+    "assistant_text": _event(
+        4,
+        AssistantTurn(text="Try the Harrogate Theatre.", finish_reason="stop", provider="offline"),
+        causation_id="a" * 32,
+    ),
+    "tool_result": _event(
+        5,
+        ToolResult(tool_call_id="call_1", name="lookup_venue", content='{"venue": "Theatre"}'),
+        causation_id="a" * 32,
+    ),
+    "tool_error": _event(
+        6,
+        ToolResult(tool_call_id="call_2", name="book", content="sold out", is_error=True),
+    ),
+    "game_event": _event(
+        7,
+        GameEvent(
+            kind="check-in",
+            text="The player checked in at Harrogate Theatre.",
+            attributes={"venue_id": "hgt-theatre", "points": "50"},
+        ),
+    ),
+    "compaction": _event(
+        8,
+        CompactionApplied(
+            strategy="summarize",
+            first_index=0,
+            last_index=11,
+            removed_count=12,
+            tokens_before=9000,
+            tokens_after=1200,
+            summary="The player explored Harrogate and likes theatre.",
+            basis_event_id=f"{7:032x}",
+        ),
+    ),
+    # Added with ConversationEvent v2: several ranges, each replaced by its own note.
+    "compaction_ranges": _event(
+        12,
+        CompactionApplied(
+            strategy="tool-exchange-summary",
+            first_index=2,
+            last_index=9,
+            removed_count=5,
+            tokens_before=640,
+            tokens_after=410,
+            basis_event_id=f"{11:032x}",
+            replacements=(
+                CompactedRange(
+                    first_index=2, last_index=3, note='[tools] get_score({"team":"Leeds"}) -> 3'
+                ),
+                CompactedRange(first_index=7, last_index=9, note=None),
+            ),
+            basis_message_count=14,
+        ),
+    ),
+    "turn_failed": _event(
+        9, TurnFailed(request_id="b" * 32, kind="provider-error", message="HTTP 503")
+    ),
+    "reset": _event(10, ConversationReset(reason="malformed state: bad JSON")),
+    "deleted": _event(11, ConversationDeleted(reason="user request")),
+}
+
+CHAT_REQUEST_SAMPLES: dict[str, ChatRequest] = {
+    "minimal": ChatRequest(request_id="c" * 32, conversation_id="player-42", text="Hello"),
+    "full": ChatRequest(
+        request_id="d" * 32,
+        conversation_id="player-42",
+        text="Book me a seat",
+        system="You are a tour guide for Harrogate.",
+        tools=("lookup_venue", "book"),
+        model="claude-sonnet-4",
+        deadline=AT,
+    ),
+}
+
+CHAT_REPLY_SAMPLES: dict[str, ChatReply] = {
+    "ok": ChatReply(
+        request_id="d" * 32,
+        conversation_id="player-42",
+        status=ReplyStatus.OK,
+        text="Booked: row F, seat 12.",
+        usage=Usage(prompt_tokens=1500, completion_tokens=40, total_tokens=1540, llm_calls=2),
+        latency_ms=2310,
+    ),
+    "error": ChatReply(
+        request_id="e" * 32,
+        conversation_id="player-42",
+        status=ReplyStatus.ERROR,
+        error="provider unavailable",
+        latency_ms=30_000,
+    ),
+    "timeout": ChatReply(
+        request_id="f" * 32, conversation_id="player-7", status=ReplyStatus.TIMEOUT
+    ),
+    "rejected": ChatReply(
+        request_id="0" * 32,
+        conversation_id="player-7",
+        status=ReplyStatus.REJECTED,
+        error="unknown tool 'teleport'",
+    ),
+}
+
+SNAPSHOT_SAMPLES: dict[str, ConversationSnapshot] = {
+    "empty": ConversationSnapshot(conversation_id="player-42"),
+    "full": ConversationSnapshot(
+        conversation_id="player-42",
+        format_version=1,
+        messages=(
+            Message(role="system", text="The player's history so far: ..."),
+            Message(role="user", text="Where should I go tonight?", event_id=f"{1:032x}"),
+            Message(
+                role="assistant",
+                tool_calls=(ToolCall(id="call_1", name="lookup_venue", arguments="{}"),),
+                raw_json=RAW_OPENAI,
+                provider="openai",
+                event_id=f"{3:032x}",
+            ),
+            Message(
+                role="tool",
+                text='{"venue": "Theatre"}',
+                tool_call_id="call_1",
+                name="lookup_venue",
+                event_id=f"{5:032x}",
+            ),
+            Message(role="user", text="Thanks", name="Ada", content_json='[{"type":"text"}]'),
+        ),
+        summary="The player explored Harrogate.",
+        last_position=LogPosition(partition=3, offset=1_234_567),
+        recent_event_ids=tuple(f"{n:032x}" for n in range(1, 12)),
+        event_count=11,
+        duplicate_count=2,
+        events_by_type={"UserMessage": 2, "AssistantTurn": 2, "ToolResult": 2},
+        message_count=17,
+        prompt_tokens=15_000,
+        completion_tokens=900,
+        cost_usd_nanos=2_400_000,
+        anomalies=("tool result call_9 has no matching call",),
+        deleted=False,
+        started_at=datetime(2025, 3, 1, tzinfo=UTC),
+        updated_at=AT,
+    ),
+    "deleted": ConversationSnapshot(conversation_id="player-9", deleted=True, event_count=3),
+}
+
+SAMPLES_BY_SCHEMA: dict[str, dict[str, Record]] = {
+    "ConversationEvent": dict(EVENT_SAMPLES),
+    "ChatRequest": dict(CHAT_REQUEST_SAMPLES),
+    "ChatReply": dict(CHAT_REPLY_SAMPLES),
+    "ConversationSnapshot": dict(SNAPSHOT_SAMPLES),
+}
+
+ALL_SAMPLES: list[tuple[str, Record]] = [
+    (f"{schema}/{name}", record)
+    for schema, samples in SAMPLES_BY_SCHEMA.items()
+    for name, record in samples.items()
+]

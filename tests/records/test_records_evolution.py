@@ -1,0 +1,221 @@
+"""Schema evolution: every released version stays readable, in both directions.
+
+- Golden bytes written by each release (``golden/``) decode with the current reader.
+- Each release, used as the reader, reads what the current schema writes.
+- A synthetic v2 (fields added with defaults, a body branch appended, an enum symbol
+  added) reads v1 bytes, and the current reader reads v2 bytes: the rules of
+  ``schemas/README.md`` hold for our schemas as they stand.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import io
+import json
+from typing import Any
+
+import pytest
+from fastavro import parse_schema, schemaless_writer
+
+from goaicore.avro import (
+    MAGIC,
+    Codec,
+    Codecs,
+    DecodeError,
+    SchemaRegistry,
+    decode,
+    default_codecs,
+    encode,
+    fingerprint,
+)
+from goaicore.avro.codec import read_body
+from goaicore.avro.schemas import SCHEMA_NAMES, load_current, load_released
+from goaicore.records import ChatReply, ReplyStatus, UserMessage, convert
+from tests.records.make_golden import golden_path, load_golden
+from tests.records.records_samples import EVENT_SAMPLES, SAMPLES_BY_SCHEMA
+
+RELEASES = [
+    (name, f.version) for name in SCHEMA_NAMES for f in load_released(name) if f.version is not None
+]
+
+
+def test_every_schema_has_a_released_v1() -> None:
+    assert {name for name, version in RELEASES if version == 1} == set(SCHEMA_NAMES)
+
+
+@pytest.mark.parametrize(("name", "version"), RELEASES, ids=[f"{n}-v{v}" for n, v in RELEASES])
+def test_golden_bytes_of_every_release_decode_with_the_current_reader(
+    name: str, version: int
+) -> None:
+    path = golden_path(name, version)
+    assert path.is_file(), f"{path} is missing: run python -m tests.records.make_golden"
+    golden = load_golden(name, version)
+    samples = SAMPLES_BY_SCHEMA[name]
+    # a release holds the samples that existed when it was made; the latest holds all
+    assert set(golden) <= set(samples)
+    if version == load_released(name)[-1].version:
+        assert set(golden) == set(samples)
+    released = next(f for f in load_released(name) if f.version == version)
+    for sample, data in golden.items():
+        assert data[2:10] == fingerprint(released.parsed), sample
+        assert decode(data) == samples[sample], sample
+        assert default_codecs().by_name(name).decode(data) == samples[sample], sample
+
+
+@pytest.mark.parametrize(("name", "version"), RELEASES, ids=[f"{n}-v{v}" for n, v in RELEASES])
+def test_every_release_reads_what_the_current_schema_writes(name: str, version: int) -> None:
+    released = next(f for f in load_released(name) if f.version == version)
+    current = load_current(name)
+    registry = SchemaRegistry(readers={name: released.parsed}, writers={name: []})
+    writer = SchemaRegistry(readers={name: current.parsed}, writers={}).current(name)
+    for record in SAMPLES_BY_SCHEMA[name].values():
+        data = encode(record)
+        as_released = read_body(data, writer, registry.reader(name))
+        as_current = read_body(data, writer, None)
+        assert as_released == _known_part(as_released, as_current)
+
+
+def _known_part(known: Any, value: Any) -> Any:
+    """``value`` restricted, at every depth, to the record fields ``known`` has."""
+    if isinstance(known, dict) and isinstance(value, dict):
+        return {key: _known_part(known[key], value[key]) for key in known if key in value}
+    if isinstance(known, tuple) and isinstance(value, tuple) and len(known) == len(value):
+        return tuple(_known_part(k, v) for k, v in zip(known, value, strict=True))
+    if isinstance(known, list) and isinstance(value, list) and len(known) == len(value):
+        return [_known_part(k, v) for k, v in zip(known, value, strict=True)]
+    return value
+
+
+# -- a synthetic next version -----------------------------------------------------------
+
+
+def _raw(name: str) -> dict[str, Any]:
+    raw: dict[str, Any] = copy.deepcopy(load_current(name).raw)
+    return raw
+
+
+def _event_v2() -> dict[str, Any]:
+    """ConversationEvent as a careful v2 would change it."""
+    raw = _raw("ConversationEvent")
+    raw["fields"].insert(
+        4, {"name": "priority", "type": "int", "default": 0, "doc": "Added in v2."}
+    )
+    body = next(f for f in raw["fields"] if f["name"] == "body")
+    user_message = body["type"][0]
+    assert user_message["name"] == "UserMessage"
+    user_message["fields"].append(
+        {"name": "language", "type": ["null", "string"], "default": None, "doc": "Added in v2."}
+    )
+    body["type"].append(
+        {
+            "type": "record",
+            "name": "Reaction",
+            "doc": "Added in v2.",
+            "fields": [{"name": "emoji", "type": "string", "doc": "Added in v2."}],
+        }
+    )
+    return raw
+
+
+def _reply_v2() -> dict[str, Any]:
+    raw = _raw("ChatReply")
+    status = next(f for f in raw["fields"] if f["name"] == "status")
+    status["type"]["symbols"].append("cancelled")
+    raw["fields"].append({"name": "model", "type": ["null", "string"], "default": None})
+    return raw
+
+
+def _write(raw_schema: dict[str, Any], datum: dict[str, Any]) -> bytes:
+    parsed = parse_schema(raw_schema)
+    out = io.BytesIO()
+    out.write(MAGIC + fingerprint(parsed))
+    schemaless_writer(out, parsed, datum)
+    return out.getvalue()
+
+
+def test_a_v2_reader_reads_v1_bytes_filling_defaults() -> None:
+    name = "ConversationEvent"
+    v1 = next(f for f in load_released(name) if f.version == 1)
+    registry = SchemaRegistry(
+        readers={name: parse_schema(_event_v2())}, writers={name: [(1, v1.parsed)]}
+    )
+    codec = Codec(
+        name,
+        type(EVENT_SAMPLES["user_message"]),
+        registry,
+        convert.event_to_avro,
+        convert.event_from_avro,
+    )
+    for sample, data in load_golden(name, 1).items():
+        datum = codec.decode_datum(data)
+        assert datum["priority"] == 0
+        if datum["body"][0] == "goaicore.UserMessage":
+            assert datum["body"][1]["language"] is None
+        # Fields the records do not know yet are ignored: the typed record is unchanged.
+        assert codec.decode(data) == EVENT_SAMPLES[sample]
+    assert codec.writer.version is None  # v2 is not released: labelled as such
+
+
+def _current_registry_knowing(name: str, v2: dict[str, Any]) -> Codecs:
+    """The current readers, plus a v2 writer as if a newer producer had released it."""
+    files = {n: load_current(n) for n in SCHEMA_NAMES}
+    writers = {n: [(f.version, f.parsed) for f in load_released(n)] for n in SCHEMA_NAMES}
+    writers[name].append((2, parse_schema(v2)))
+    return Codecs.for_registry(
+        SchemaRegistry(readers={n: f.parsed for n, f in files.items()}, writers=writers)
+    )
+
+
+def test_the_current_reader_reads_v2_bytes_ignoring_new_fields() -> None:
+    codecs = _current_registry_knowing("ConversationEvent", _event_v2())
+    expected = EVENT_SAMPLES["user_message"]
+    datum = convert.event_to_avro(expected)
+    datum["priority"] = 7
+    datum["body"] = ("goaicore.UserMessage", {**datum["body"][1], "language": "en"})
+    assert codecs.event.decode(_write(_event_v2(), datum)) == expected
+
+
+def test_an_unknown_enum_symbol_reads_as_the_enum_default() -> None:
+    codecs = _current_registry_knowing("ChatReply", _reply_v2())
+    reply = ChatReply(request_id="r", conversation_id="c", status=ReplyStatus.OK, text="hi")
+    datum = convert.chat_reply_to_avro(reply)
+    datum.update(status="cancelled", model="m")
+    decoded = codecs.chat_reply.decode(_write(_reply_v2(), datum))
+    assert decoded.status is ReplyStatus.ERROR
+    assert decoded.text == "hi"
+
+
+def test_a_body_branch_the_reader_lacks_is_a_typed_incompatible_schema_error() -> None:
+    codecs = _current_registry_knowing("ConversationEvent", _event_v2())
+    datum = convert.event_to_avro(EVENT_SAMPLES["user_message"])
+    datum["priority"] = 0
+    datum["body"] = ("goaicore.Reaction", {"emoji": "🎉"})
+    with pytest.raises(DecodeError) as caught:
+        codecs.event.decode(_write(_event_v2(), datum))
+    assert caught.value.reason == "incompatible-schema"
+    assert len(caught.value.message) < 400
+    # Without the v2 schema at all, the same bytes name an unknown writer.
+    with pytest.raises(DecodeError) as unknown:
+        decode(_write(_event_v2(), datum))
+    assert unknown.value.reason == "unknown-fingerprint"
+
+
+def test_v2_bytes_of_a_user_message_keep_every_shared_field() -> None:
+    codecs = _current_registry_knowing("ConversationEvent", _event_v2())
+    record = dataclasses.replace(
+        EVENT_SAMPLES["user_message"], body=UserMessage(text="hello", name="Ada")
+    )
+    datum = convert.event_to_avro(record)
+    datum["priority"] = 3
+    datum["body"] = ("goaicore.UserMessage", {**datum["body"][1], "language": "de"})
+    assert codecs.event.decode(_write(_event_v2(), datum)) == record
+
+
+def test_golden_files_match_the_manifest_fingerprints() -> None:
+    for name, version in RELEASES:
+        document = json.loads(golden_path(name, version).read_text(encoding="utf-8"))
+        assert document["schema"] == name
+        assert document["version"] == version
+        released = next(f for f in load_released(name) if f.version == version)
+        assert document["fingerprint"] == fingerprint(released.parsed).hex()

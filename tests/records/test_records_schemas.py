@@ -1,0 +1,255 @@
+"""The schema files: fingerprints per the Avro spec, docs, nullability, frozen releases."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from goaicore.avro import SchemaLoadError, SchemaRegistry, canonical_form, fingerprint
+from goaicore.avro.fingerprint import fingerprint_int
+from goaicore.avro.release import pending, release
+from goaicore.avro.schemas import (
+    SCHEMA_NAMES,
+    SCHEMAS_DIR_ENV,
+    load_current,
+    load_manifest,
+    load_released,
+    schemas_dir,
+)
+
+# From the Avro project's share/test/data/schema-tests.txt: (input, canonical, fingerprint
+# as Java's signed long).
+SPEC_VECTORS = [
+    ('"null"', '"null"', 7195948357588979594),
+    ('{"type":"null"}', '"null"', 7195948357588979594),
+    ('"boolean"', '"boolean"', -6970731678124411036),
+    ('"int"', '"int"', 8247732601305521295),
+    ('"long"', '"long"', -3434872931120570953),
+    ('"float"', '"float"', 5583340709985441680),
+    ('"double"', '"double"', -8181574048448539266),
+    ('"bytes"', '"bytes"', 5746618253357095269),
+    ('"string"', '"string"', -8142146995180207161),
+    ("[  ]", "[]", -1241056759729112623),
+    ('[ "int"  ]', '["int"]', -5232228896498058493),
+    ('[ "int" , {"type":"boolean"} ]', '["int","boolean"]', 5392556393470105090),
+    (
+        '{"fields":[], "type":"record", "name":"foo"}',
+        '{"name":"foo","type":"record","fields":[]}',
+        -4824392279771201922,
+    ),
+    (
+        '{"fields":[], "type":"record", "name":"foo", "namespace":"x.y"}',
+        '{"name":"x.y.foo","type":"record","fields":[]}',
+        5916914534497305771,
+    ),
+    (
+        '{"fields":[], "type":"record", "name":"a.b.foo", "namespace":"x.y"}',
+        '{"name":"a.b.foo","type":"record","fields":[]}',
+        -4616218487480524110,
+    ),
+    (
+        '{"fields":[], "type":"record", "name":"foo", "doc":"foo", "aliases":["foo","bar"]}',
+        '{"name":"foo","type":"record","fields":[]}',
+        -4824392279771201922,
+    ),
+    (
+        '{"fields":[{"type":{"type":"boolean"}, "name":"f1"}], "type":"record", "name":"foo"}',
+        '{"name":"foo","type":"record","fields":[{"name":"f1","type":"boolean"}]}',
+        7843277075252814651,
+    ),
+    (
+        '{"fields":[{"type":"boolean", "aliases":[], "name":"f1", "default":true},'
+        '{"order":"descending","name":"f2","doc":"Hello","type":"int"}],'
+        '"type":"record", "name":"foo"}',
+        '{"name":"foo","type":"record","fields":[{"name":"f1","type":"boolean"},'
+        '{"name":"f2","type":"int"}]}',
+        -4860222112080293046,
+    ),
+    (
+        '{"type":"enum", "name":"foo", "symbols":["A1"]}',
+        '{"name":"foo","type":"enum","symbols":["A1"]}',
+        -6342190197741309591,
+    ),
+    (
+        '{"namespace":"x.y.z", "type":"enum", "name":"foo", "doc":"foo bar",'
+        ' "symbols":["A1", "A2"]}',
+        '{"name":"x.y.z.foo","type":"enum","symbols":["A1","A2"]}',
+        -4448647247586288245,
+    ),
+    (
+        '{"name":"foo","type":"fixed","size":15}',
+        '{"name":"foo","type":"fixed","size":15}',
+        1756455273707447556,
+    ),
+    (
+        '{"namespace":"x.y.z", "type":"fixed", "name":"foo", "doc":"foo bar", "size":32}',
+        '{"name":"x.y.z.foo","type":"fixed","size":32}',
+        -3064184465700546786,
+    ),
+    (
+        '{ "items":{"type":"null"}, "type":"array"}',
+        '{"type":"array","items":"null"}',
+        -589620603366471059,
+    ),
+    (
+        '{ "values":"string", "type":"map"}',
+        '{"type":"map","values":"string"}',
+        -8732877298790414990,
+    ),
+    (
+        '{"name":"PigValue","type":"record",'
+        '"fields":[{"name":"value", "type":["null", "int", "long", "PigValue"]}]}',
+        '{"name":"PigValue","type":"record",'
+        '"fields":[{"name":"value","type":["null","int","long","PigValue"]}]}',
+        -1759257747318642341,
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "canonical", "expected"), SPEC_VECTORS)
+def test_canonical_form_and_fingerprint_match_the_avro_spec_vectors(
+    schema: str, canonical: str, expected: int
+) -> None:
+    raw = json.loads(schema)
+    assert canonical_form(raw) == canonical
+    assert fingerprint_int(raw) == expected
+    # On the wire: the same 64 bits, little-endian.
+    assert fingerprint(raw) == expected.to_bytes(8, "little", signed=True)
+
+
+def test_null_fingerprint_bytes() -> None:
+    assert fingerprint("null").hex() == "8a8f25cce724dd63"
+
+
+def _walk(schema: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every named type and field definition in a raw schema, with a readable path."""
+    if isinstance(schema, list):
+        for branch in schema:
+            yield from _walk(branch, path)
+    elif isinstance(schema, dict):
+        kind = schema.get("type")
+        if kind == "record":
+            here = f"{path}/{schema['name']}"
+            yield here, schema
+            for field in schema["fields"]:
+                yield f"{here}.{field['name']}", field
+                yield from _walk(field["type"], f"{here}.{field['name']}")
+        elif kind == "enum":
+            yield f"{path}/{schema['name']}", schema
+        elif kind == "array":
+            yield from _walk(schema["items"], path)
+        elif kind == "map":
+            yield from _walk(schema["values"], path)
+
+
+CURRENT = {name: load_current(name).raw for name in SCHEMA_NAMES}
+
+
+@pytest.mark.parametrize("name", SCHEMA_NAMES)
+def test_every_record_field_and_enum_is_documented(name: str) -> None:
+    missing = [path for path, node in _walk(CURRENT[name], "") if not node.get("doc")]
+    assert missing == []
+
+
+@pytest.mark.parametrize("name", SCHEMA_NAMES)
+def test_nullable_fields_put_null_first_with_a_null_default(name: str) -> None:
+    for path, node in _walk(CURRENT[name], ""):
+        if "fields" in node or not isinstance(node.get("type"), list):
+            continue
+        if "null" in node["type"] and path.split(".")[-1] != "body":
+            assert node["type"][0] == "null", path
+            assert "default" in node, path
+            assert node["default"] is None, path
+
+
+@pytest.mark.parametrize("name", SCHEMA_NAMES)
+def test_enums_have_a_default_symbol(name: str) -> None:
+    for path, node in _walk(CURRENT[name], ""):
+        if node.get("type") == "enum":
+            assert node.get("default") in node["symbols"], path
+
+
+def test_all_records_share_one_namespace() -> None:
+    assert {raw["namespace"] for raw in CURRENT.values()} == {"goaicore"}
+
+
+def test_named_types_defined_in_several_files_are_identical() -> None:
+    seen: dict[str, tuple[str, Any]] = {}
+    for name, raw in CURRENT.items():
+        for path, node in _walk(raw, name):
+            if "fields" not in node and node.get("type") != "enum":
+                continue
+            known = seen.setdefault(node["name"], (path, node))
+            assert known[1] == node, f"{path} differs from {known[0]}"
+    assert "Usage" in seen
+    assert "ToolCall" in seen
+
+
+def test_released_files_are_unchanged_since_release() -> None:
+    manifest = load_manifest()
+    for name in SCHEMA_NAMES:
+        released = load_released(name)
+        assert {f"v{f.version}" for f in released} == set(manifest[name])
+        for f in released:
+            assert fingerprint(f.parsed).hex() == manifest[name][f"v{f.version}"], f.label
+
+
+def test_nothing_unreleased_is_written() -> None:
+    assert pending(schemas_dir()) == []
+    for name in SCHEMA_NAMES:
+        assert SchemaRegistry.from_files().current(name).version is not None
+
+
+def test_release_freezes_a_changed_schema_as_the_next_version(tmp_path: Path) -> None:
+    root = tmp_path / "schemas"
+    shutil.copytree(schemas_dir(), root)
+    raw = json.loads((root / "ChatRequest.avsc").read_text())
+    raw["fields"].append({"name": "locale", "type": ["null", "string"], "default": None})
+    (root / "ChatRequest.avsc").write_text(json.dumps(raw))
+    assert [(p.name, p.version) for p in pending(root)] == [("ChatRequest", 2)]
+    released = release(root)
+    assert [(p.name, p.version) for p in released] == [("ChatRequest", 2)]
+    assert (root / "released" / "ChatRequest" / "v2.avsc").read_text() == json.dumps(raw)
+    assert load_manifest(root)["ChatRequest"]["v2"] == released[0].fingerprint
+    assert pending(root) == []
+    registry = SchemaRegistry.from_files(root)
+    assert registry.current("ChatRequest").version == 2
+    assert [w.version for w in registry.writers("ChatRequest")] == [1, 2]
+
+
+def test_a_docs_only_edit_needs_no_release(tmp_path: Path) -> None:
+    root = tmp_path / "schemas"
+    shutil.copytree(schemas_dir(), root)
+    raw = json.loads((root / "ChatReply.avsc").read_text())
+    raw["doc"] = "Reworded."
+    (root / "ChatReply.avsc").write_text(json.dumps(raw))
+    assert pending(root) == []
+
+
+def test_the_schemas_folder_can_be_configured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "elsewhere"
+    shutil.copytree(schemas_dir(), root)
+    monkeypatch.setenv(SCHEMAS_DIR_ENV, str(root))
+    assert schemas_dir() == root
+    # A wrong setting is an error, not a silent fallback to some other folder.
+    monkeypatch.setenv(SCHEMAS_DIR_ENV, str(tmp_path / "missing"))
+    with pytest.raises(SchemaLoadError, match=SCHEMAS_DIR_ENV):
+        schemas_dir()
+
+
+def test_a_broken_schema_file_is_a_clear_load_error(tmp_path: Path) -> None:
+    root = tmp_path / "schemas"
+    shutil.copytree(schemas_dir(), root)
+    (root / "ChatReply.avsc").write_text('{"type": "record", "name": "ChatReply"')
+    with pytest.raises(SchemaLoadError, match=r"ChatReply\.avsc"):
+        SchemaRegistry.from_files(root)
+    (root / "ChatReply.avsc").write_text(json.dumps(CURRENT["ChatRequest"]))
+    with pytest.raises(SchemaLoadError, match="defines record 'ChatRequest'"):
+        SchemaRegistry.from_files(root)

@@ -1,0 +1,135 @@
+"""The store worker folds the log into the snapshots topic, and survives restarts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from goaicore.broker import ensure_topics
+from goaicore.clients import DeadLetter, EventPublisher, HistoryReader
+from goaicore.clients.log_reader import read_to_end
+from goaicore.clients.snapshots import SnapshotReader
+from goaicore.config import Settings
+from goaicore.fold.replay import replay, verify_snapshot
+from goaicore.records import AssistantTurn, GameEvent, ToolCall, ToolResult, UserMessage
+from tests.store.workers import StoreWorker, wait_folded, worker_env
+
+
+@pytest.fixture
+def topics(settings: Settings) -> Settings:
+    ensure_topics(settings)
+    return settings
+
+
+@pytest.fixture
+def worker(topics: Settings) -> Iterator[StoreWorker]:
+    process = StoreWorker(topics).start()
+    yield process
+    process.stop()
+
+
+def test_worker_folds_events_into_the_snapshots_topic(
+    topics: Settings, worker: StoreWorker
+) -> None:
+    with EventPublisher(topics) as publisher:
+        publisher.game_event("p1", "Checked in at Harrogate Theatre", kind="check-in")
+        publisher.user_message("p1", "Score?")
+        publisher.publish(
+            "p1", AssistantTurn(tool_calls=(ToolCall(id="k", name="score", arguments="{}"),))
+        )
+        publisher.publish("p1", ToolResult(tool_call_id="k", name="score", content="2-1"))
+        last = publisher.publish("p1", AssistantTurn(text="2-1 to Leeds."))
+        other = publisher.user_message("p2", "hello")
+    stored = wait_folded(topics, {"p1": last.offset, "p2": other.offset}, workers=(worker,))
+    assert [m.role for m in stored["p1"].messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    with HistoryReader(topics) as history:
+        assert replay(history, "p1").snapshot == stored["p1"]
+        assert verify_snapshot(history, stored["p2"]) == []
+    with SnapshotReader(topics) as reader:
+        assert reader.get("p1") == stored["p1"]
+        assert reader.get("nobody") is None
+
+    verify = subprocess.run(
+        [sys.executable, "-m", "goaicore", "verify"],
+        env=worker_env(topics),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert "verified 2 snapshots: 2 equal, 0 different" in verify.stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "goaicore", "replay", "p1"],
+        env=worker_env(topics),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "events applied 5" in shown.stdout
+    assert "assistant: 2-1 to Leeds." in shown.stdout
+
+
+def test_bad_records_go_to_dead_letters_and_the_worker_goes_on(
+    topics: Settings, worker: StoreWorker
+) -> None:
+    producer = KafkaProducer(bootstrap_servers=topics.require_bootstrap())
+    events = topics.topic("events")
+    garbage = producer.send(events, key=b"p3", value=b"\x00garbage").get(10)
+    with EventPublisher(topics) as publisher:
+        from goaicore.avro.api import encode_event
+        from goaicore.records import new_event
+
+        stray = encode_event(new_event("p3", UserMessage(text="under another key")))
+    mismatch = producer.send(events, key=b"someone-else", value=stray).get(10)
+    producer.close()
+    with EventPublisher(topics) as publisher:
+        last = publisher.game_event("p3", "still folding", kind="tick")
+    stored = wait_folded(topics, {"p3": last.offset}, workers=(worker,))
+    assert [m.text for m in stored["p3"].messages] == ["still folding"]
+
+    consumer = KafkaConsumer(bootstrap_servers=topics.require_bootstrap())
+    letters = {
+        (letter.partition, letter.offset): letter
+        for p in range(topics.partition_count)
+        for letter in map(
+            DeadLetter.from_record,
+            read_to_end(consumer, TopicPartition(topics.topic("dead-letters"), p), settings=topics),
+        )
+    }
+    consumer.close()
+    assert letters[(garbage.partition, garbage.offset)].reason == "bad-magic"
+    assert letters[(mismatch.partition, mismatch.offset)].reason == "key-mismatch"
+    assert letters[(garbage.partition, garbage.offset)].value == b"\x00garbage"
+    assert worker.alive()
+
+
+def test_a_restarted_worker_recovers_its_table(topics: Settings) -> None:
+    first = StoreWorker(topics, "first").start()
+    with EventPublisher(topics) as publisher:
+        positions = publisher.publish_many(
+            (f"r{n % 20}", GameEvent(kind="tick", text=f"t{n}")) for n in range(200)
+        )
+    last = {f"r{n % 20}": positions[n].offset for n in range(200)}
+    wait_folded(topics, last, workers=(first,))
+    assert first.stop() == 0
+
+    second = StoreWorker(topics, "second").start()
+    try:
+        with EventPublisher(topics) as publisher:
+            more = {c: publisher.game_event(c, "after restart", kind="tick").offset for c in last}
+        stored = wait_folded(topics, more, workers=(second,))
+    finally:
+        second.stop()
+    assert {s.event_count for s in stored.values()} == {11}  # 10 before + 1 after the restart
+    assert all(s.messages[-1].text == "after restart" for s in stored.values())

@@ -1,0 +1,93 @@
+"""Run real store worker processes (``goaicore worker``) for tests."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from goaicore.clients.snapshots import SnapshotReader
+from goaicore.config import Settings
+from goaicore.records import ConversationSnapshot
+from goaicore.worker_process import settings_env
+
+# The environment a child process of these settings runs with.
+worker_env = settings_env
+
+
+class StoreWorker:
+    """One ``goaicore worker`` process, its log in a file."""
+
+    def __init__(self, settings: Settings, name: str = "worker") -> None:
+        self.settings = settings
+        self.log_path: Path = settings.data_path / f"{name}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> StoreWorker:
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "goaicore", "worker", "--loglevel", "info"],
+                env=worker_env(self.settings),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        return self
+
+    def kill9(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(30)
+
+    def stop(self) -> int:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait(30)
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def wait_folded(
+    settings: Settings,
+    last_offsets: dict[str, int],
+    timeout: float = 120.0,
+    workers: tuple[StoreWorker, ...] = (),
+) -> dict[str, ConversationSnapshot]:
+    """Wait until each conversation's snapshot has applied its last event's offset."""
+    deadline = time.monotonic() + timeout
+    seen: dict[str, ConversationSnapshot] = {}
+    with SnapshotReader(settings) as reader:
+        while time.monotonic() < deadline:
+            for worker in workers:
+                assert worker.alive(), f"worker died:\n{worker.log()[-4000:]}"
+            seen = reader.all(progress=False)
+            if all(
+                conv in seen
+                and seen[conv].last_position is not None
+                and seen[conv].last_position.offset >= offset  # type: ignore[union-attr]
+                for conv, offset in last_offsets.items()
+            ):
+                return seen
+            time.sleep(0.5)
+    missing = {c: o for c, o in last_offsets.items() if c not in seen}
+    behind = {}
+    for conv, wanted in last_offsets.items():
+        position = seen[conv].last_position if conv in seen else None
+        folded = position.offset if position is not None else -1
+        if conv in seen and folded < wanted:
+            behind[conv] = (folded, wanted)
+    logs = "".join(f"\n--- {w.log_path.name} ---\n{w.log()[-6000:]}" for w in workers)
+    raise AssertionError(
+        f"not folded in {timeout:.0f} s: {len(missing)} conversations missing, "
+        f"(folded, wanted) offsets of those behind {behind}{logs}"
+    )
