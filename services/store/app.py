@@ -31,6 +31,7 @@ from goaicore.net import free_loopback_port
 from goaicore.records import ConversationSnapshot, LogPosition
 from services.store.chat_agent import ChatAgent, ChatServices
 from services.store.codecs import SNAPSHOT_CODEC, register
+from services.store.flow_control import SteadyApp
 from services.store.idempotency import REPLIES_CODEC, register_codec
 from services.store.llm import Providers
 from services.store.replies import ReplyWaiters
@@ -113,7 +114,7 @@ def create_app(
     datadir = data_dir or settings.data_path / "store"
     datadir.mkdir(parents=True, exist_ok=True)
     partitions = settings.partition_count
-    app = faust.App(
+    app = SteadyApp(
         app_id(settings),
         broker=faust_broker_urls(settings),
         store="memory://",
