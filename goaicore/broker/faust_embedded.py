@@ -1,4 +1,4 @@
-"""A Faust transport for the embedded broker: aiokafka with a short fetch wait.
+"""A Faust transport for the embedded broker: goaicore's, with a short fetch wait.
 
 Measured on the embedded broker (tansu 0.6.0): a fetch that finds no new
 records waits its whole ``fetch_max_wait_ms`` even when records arrive
@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from faust.transport.drivers import TRANSPORTS
 from faust.transport.drivers import aiokafka as driver
+
+from goaicore.broker.faust_transport import SteadyConsumer
+from goaicore.broker.faust_transport import Transport as SteadyTransport
 
 SCHEME = "goaicore-embedded"
 FETCH_MAX_WAIT_MS = 20
@@ -27,15 +29,10 @@ class EmbeddedConsumerThread(driver.AIOKafkaConsumerThread):
         return consumer
 
 
-class EmbeddedConsumer(driver.Consumer):
+class EmbeddedConsumer(SteadyConsumer):
     def _new_consumer_thread(self) -> driver.AIOKafkaConsumerThread:
         return EmbeddedConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
 
-class Transport(driver.Transport):
+class Transport(SteadyTransport):
     Consumer = EmbeddedConsumer
-
-
-def register() -> None:
-    """Make ``goaicore-embedded://host:port`` broker URLs resolve to this transport."""
-    TRANSPORTS[SCHEME] = f"{__name__}:Transport"

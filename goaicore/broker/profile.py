@@ -1,7 +1,9 @@
 """Client settings per broker profile: the one place the embedded broker's gaps live.
 
 Production (Apache Kafka or a compatible cluster) uses the ``standard``
-profile: library defaults plus durability. The ``embedded`` profile works
+profile: library defaults plus durability, and goaicore's Faust transport
+(``goaicore.broker.faust_transport``, which fixes a Faust race and is not a
+broker workaround). The ``embedded`` profile works
 around the measured gaps of the embedded ``tansu`` broker listed in
 DESIGN.md, and is applied only when that broker is in use:
 
@@ -30,7 +32,7 @@ class ClientProfile:
     consumer: dict[str, Any] = field(default_factory=dict)
     faust: dict[str, Any] = field(default_factory=dict)
     trust_end_offsets: bool = True
-    faust_scheme: str = "kafka"
+    faust_scheme: str = "goaicore-kafka"
 
 
 STANDARD = ClientProfile(
@@ -64,10 +66,9 @@ def client_profile(settings: Settings) -> ClientProfile:
 
 def faust_broker_urls(settings: Settings) -> list[str]:
     """Faust ``broker`` URLs, with the transport of the settings' profile."""
-    profile = client_profile(settings)
-    if profile.faust_scheme != "kafka":
-        from goaicore.broker.faust_embedded import register
+    from goaicore.broker.faust_transport import register
 
-        register()
+    register()
+    profile = client_profile(settings)
     servers = settings.require_bootstrap().split(",")
     return [f"{profile.faust_scheme}://{server}" for server in servers]
