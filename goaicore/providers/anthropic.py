@@ -11,7 +11,7 @@ from typing import Any
 
 import anthropic
 
-from goaicore.errors import ContextLengthError, ProviderError
+from goaicore.errors import ProviderError
 from goaicore.messages import JSONDict, Message
 from goaicore.providers.base import (
     CONTENT_FILTER,
@@ -22,6 +22,7 @@ from goaicore.providers.base import (
     Completion,
     CompletionRequest,
     PerLoopClients,
+    raw_response_json,
 )
 from goaicore.render import render_anthropic
 from goaicore.usage import Usage, as_int
@@ -119,22 +120,13 @@ class AnthropicProvider:
     async def complete(self, request: CompletionRequest) -> Completion:
         body = self.build_request(request)
         client = await self._clients.get()
-        try:
-            response = await client.messages.with_raw_response.create(**body)
-            data = response.http_response.json()
-        except anthropic.APIStatusError as exc:
-            message = f"anthropic: HTTP {exc.status_code}: {exc.message}"
-            if _is_context_length(exc):
-                raise ContextLengthError(
-                    message, provider=self.name, status_code=exc.status_code
-                ) from exc
-            raise ProviderError(message, provider=self.name, status_code=exc.status_code) from exc
-        except anthropic.APIConnectionError as exc:
-            raise ProviderError(f"anthropic: {exc}", provider=self.name) from exc
-        except ValueError as exc:
-            raise ProviderError(
-                f"anthropic: response is not JSON: {exc}", provider=self.name
-            ) from exc
+        data = await raw_response_json(
+            self.name,
+            client.messages.with_raw_response.create(**body),
+            status_error=anthropic.APIStatusError,
+            connection_error=anthropic.APIConnectionError,
+            is_context_length=_is_context_length,
+        )
         return self.parse_response(data)
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from goaicore.errors import ContextLengthError, ProviderError
 from goaicore.messages import Message
 from goaicore.tools import Tool
 from goaicore.usage import Usage
@@ -110,3 +111,34 @@ async def _close_at_loop_shutdown(client: _Closable) -> AsyncGenerator[None, Non
         yield
     finally:
         await client.close()
+
+
+async def raw_response_json(
+    provider: str,
+    call: Awaitable[Any],
+    *,
+    status_error: type[Exception],
+    connection_error: type[Exception],
+    is_context_length: Callable[[Any], bool],
+) -> Any:
+    """The JSON body of an SDK ``with_raw_response`` call, its errors mapped to ours.
+
+    Both SDKs raise an HTTP status error (with ``status_code`` and ``message``) and a
+    connection error; a status error the provider names as an overlong prompt becomes
+    :class:`ContextLengthError`, so a compactor can shorten the history and retry.
+    """
+    try:
+        response = await call
+        return response.http_response.json()
+    except status_error as exc:
+        status: Any = exc
+        error = ContextLengthError if is_context_length(exc) else ProviderError
+        raise error(
+            f"{provider}: HTTP {status.status_code}: {status.message}",
+            provider=provider,
+            status_code=status.status_code,
+        ) from exc
+    except connection_error as exc:
+        raise ProviderError(f"{provider}: {exc}", provider=provider) from exc
+    except ValueError as exc:
+        raise ProviderError(f"{provider}: response is not JSON: {exc}", provider=provider) from exc

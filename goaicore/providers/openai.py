@@ -11,7 +11,7 @@ from typing import Any
 
 import openai
 
-from goaicore.errors import ContextLengthError, ProviderError
+from goaicore.errors import ProviderError
 from goaicore.messages import JSONDict, Message
 from goaicore.providers.base import (
     CONTENT_FILTER,
@@ -21,6 +21,7 @@ from goaicore.providers.base import (
     Completion,
     CompletionRequest,
     PerLoopClients,
+    raw_response_json,
 )
 from goaicore.render import render_openai
 from goaicore.usage import Usage, as_int
@@ -121,20 +122,13 @@ class OpenAIProvider:
     async def complete(self, request: CompletionRequest) -> Completion:
         body = self.build_request(request)
         client = await self._clients.get()
-        try:
-            response = await client.chat.completions.with_raw_response.create(**body)
-            data = response.http_response.json()
-        except openai.APIStatusError as exc:
-            message = f"openai: HTTP {exc.status_code}: {exc.message}"
-            if _is_context_length(exc):
-                raise ContextLengthError(
-                    message, provider=self.name, status_code=exc.status_code
-                ) from exc
-            raise ProviderError(message, provider=self.name, status_code=exc.status_code) from exc
-        except openai.APIConnectionError as exc:
-            raise ProviderError(f"openai: {exc}", provider=self.name) from exc
-        except ValueError as exc:
-            raise ProviderError(f"openai: response is not JSON: {exc}", provider=self.name) from exc
+        data = await raw_response_json(
+            self.name,
+            client.chat.completions.with_raw_response.create(**body),
+            status_error=openai.APIStatusError,
+            connection_error=openai.APIConnectionError,
+            is_context_length=_is_context_length,
+        )
         return self.parse_response(data)
 
 
