@@ -14,6 +14,7 @@ from goaicore.clients.connection import make_producer
 from goaicore.config import Settings
 
 HEADER_PREFIX = "goaicore.dead-letter."
+MESSAGE_LIMIT = 2000  # characters of the reason's detail kept in a header
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,20 @@ class DeadLetter:
             "consumer": self.consumer,
         }
         return [(HEADER_PREFIX + name, value.encode()) for name, value in fields.items()]
+
+    @classmethod
+    def of(cls, record: Any, reason: str, message: str, consumer: str) -> DeadLetter:
+        """The dead letter for a consumed ``record`` (kafka-python's or Faust's)."""
+        return cls(
+            reason=reason,
+            message=message[:MESSAGE_LIMIT],
+            topic=record.topic,
+            partition=record.partition,
+            offset=record.offset,
+            consumer=consumer,
+            key=record.key,
+            value=record.value,
+        )
 
     @classmethod
     def from_record(cls, record: Any) -> DeadLetter:
@@ -70,16 +85,7 @@ class DeadLetterWriter:
         self._producer = producer or make_producer(settings)
 
     def forward(self, record: Any, reason: str, message: str) -> DeadLetter:
-        letter = DeadLetter(
-            reason=reason,
-            message=message[:2000],
-            topic=record.topic,
-            partition=record.partition,
-            offset=record.offset,
-            consumer=self.consumer_name,
-            key=record.key,
-            value=record.value,
-        )
+        letter = DeadLetter.of(record, reason, message, self.consumer_name)
         self._producer.send(
             self.topic, key=record.key, value=record.value, headers=letter.headers()
         ).get(timeout=30)

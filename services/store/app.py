@@ -218,16 +218,7 @@ async def apply_batch(store: StoreApp, messages: list[Any]) -> None:
 async def _dead_letter(
     store: StoreApp, message: Any, reason: str, detail: str, force: bool
 ) -> None:
-    letter = DeadLetter(
-        reason=reason,
-        message=detail[:2000],
-        topic=message.topic,
-        partition=message.partition,
-        offset=message.offset,
-        consumer=app_id(store.settings),
-        key=message.key,
-        value=message.value,
-    )
+    letter = DeadLetter.of(message, reason, detail, app_id(store.settings))
     log.warning(
         "dead letter from %s[%d]@%d: %s", message.topic, message.partition, message.offset, reason
     )
