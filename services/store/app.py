@@ -89,6 +89,17 @@ def keyed_table(app: faust.App, name: str, changelog: Any, codec: str, partition
     return table
 
 
+def log_topic(app: faust.App, settings: Settings, name: str, value_serializer: str = "raw") -> Any:
+    """One of goaicore's topics (created by ``goaicore create-topics``), keys raw."""
+    return app.topic(
+        settings.topic(name),
+        key_serializer="raw",
+        value_serializer=value_serializer,
+        partitions=settings.partition_count,
+        internal=False,
+    )
+
+
 def app_id(settings: Settings) -> str:
     """The consumer group and Faust app id; one per topic prefix."""
     return f"{settings.prefix}.store"
@@ -131,27 +142,9 @@ def create_app(
         topic_replication_factor=_replication(settings),
         **client_profile(settings).faust,
     )
-    events = app.topic(
-        settings.topic("events"),
-        key_serializer="raw",
-        value_serializer="raw",
-        partitions=partitions,
-        internal=False,
-    )
-    snapshots = app.topic(
-        settings.topic("snapshots"),
-        key_serializer="raw",
-        value_serializer=SNAPSHOT_CODEC,
-        partitions=partitions,
-        internal=False,
-    )
-    dead_letters = app.topic(
-        settings.topic("dead-letters"),
-        key_serializer="raw",
-        value_serializer="raw",
-        partitions=partitions,
-        internal=False,
-    )
+    events = log_topic(app, settings, "events")
+    snapshots = log_topic(app, settings, "snapshots", SNAPSHOT_CODEC)
+    dead_letters = log_topic(app, settings, "dead-letters")
     table = keyed_table(app, "snapshots", snapshots, SNAPSHOT_CODEC, partitions)
     store = StoreApp(app, settings, events, snapshots, dead_letters, table, port)
     _add_chat(store)
@@ -231,20 +224,8 @@ def _add_chat(store: StoreApp) -> None:
     """The chat agent on ``requests``, its replies table, and the HTTP views."""
     app, settings = store.app, store.settings
     partitions = settings.partition_count
-    store.requests = app.topic(
-        settings.topic("requests"),
-        key_serializer="raw",
-        value_serializer="raw",
-        partitions=partitions,
-        internal=False,
-    )
-    store.replies = app.topic(
-        settings.topic("replies"),
-        key_serializer="raw",
-        value_serializer="raw",
-        partitions=partitions,
-        internal=False,
-    )
+    store.requests = log_topic(app, settings, "requests")
+    store.replies = log_topic(app, settings, "replies")
     # Keyed by conversation id and partitioned like every topic, so a conversation's
     # replies recover on the worker that owns the conversation (see idempotency.py).
     replies_changelog = app.topic(
