@@ -1,0 +1,19 @@
+"""Apache Kafka on this machine: its jars from Maven Central, one node or a KRaft cluster."""
+
+from goaicore.broker.apache.cluster import KafkaNode, Listener, LocalKafka
+from goaicore.broker.apache.jars import (
+    KAFKA_VERSION,
+    KafkaUnavailable,
+    kafka_jars,
+    unavailable_reason,
+)
+
+__all__ = [
+    "KAFKA_VERSION",
+    "KafkaNode",
+    "KafkaUnavailable",
+    "Listener",
+    "LocalKafka",
+    "kafka_jars",
+    "unavailable_reason",
+]
