@@ -1,6 +1,11 @@
 """Shared test fixtures: a real broker and a real PostgreSQL over TCP.
 
-- ``kafka_broker``: one embedded broker for the whole session.
+- ``kafka_broker``: one broker for the whole session: a local Apache Kafka node
+  where Java 17+ and Maven are here (the standard client profile), else the
+  embedded broker (its profile); ``GOAICORE_TEST_BROKER`` forces one (tests/brokers.py).
+  The header and the summary of the run name it.
+- ``embedded_broker``: the embedded broker, for its own smaller suite (tests/embedded/).
+- tests marked ``apache_kafka`` are skipped, with the reason, on the embedded broker.
 - ``postgres_url``: a fresh database for the session on the PostgreSQL that
   discovery finds (DATABASE_URL, 127.0.0.1:5432, else embedded), dropped after.
 - ``settings``: per test, a unique topic prefix on that broker and database,
@@ -14,6 +19,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +27,25 @@ from goaicore.broker import EmbeddedBroker
 from goaicore.config import Settings
 from goaicore.database import discover_postgres, ensure_database
 from goaicore.database.discovery import drop_database
+from tests.brokers import BrokerChoice, SessionBroker, choose_broker, start_apache_kafka
+
+_BROKER = pytest.StashKey[BrokerChoice]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_BROKER] = choose_broker()
+
+
+def session_broker_choice(config: pytest.Config) -> BrokerChoice:
+    return config.stash[_BROKER]
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"broker: {session_broker_choice(config).describe()}"
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    terminalreporter.write_line(f"broker: {session_broker_choice(config).describe()}")
 
 
 def docker_unavailable_reason() -> str | None:
@@ -39,6 +64,13 @@ def docker_unavailable_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    choice = session_broker_choice(config)
+    if not choice.apache:
+        for item in items:
+            if item.get_closest_marker("apache_kafka"):
+                item.add_marker(
+                    pytest.mark.skip(reason=f"needs Apache Kafka: {choice.why_not_kafka}")
+                )
     docker_items = [item for item in items if item.get_closest_marker("docker")]
     if not docker_items:
         return
@@ -49,8 +81,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
-    log = tmp_path_factory.mktemp("broker") / "broker.log"
+def kafka_broker(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SessionBroker]:
+    folder = tmp_path_factory.mktemp("broker")
+    if session_broker_choice(request.config).apache:
+        kafka = start_apache_kafka(folder / "kafka")
+        try:
+            yield SessionBroker(kafka.bootstrap_servers, "standard", kafka)
+        finally:
+            kafka.stop()
+        return
+    with EmbeddedBroker(log_path=folder / "broker.log") as broker:
+        yield SessionBroker(broker.bootstrap_servers, "embedded")
+
+
+@pytest.fixture(scope="session")
+def embedded_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    log = tmp_path_factory.mktemp("embedded") / "broker.log"
     with EmbeddedBroker(log_path=log) as broker:
         yield broker
 
@@ -80,11 +128,11 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def settings(kafka_broker: EmbeddedBroker, postgres_url: str, data_dir: Path) -> Settings:
+def settings(kafka_broker: SessionBroker, postgres_url: str, data_dir: Path) -> Settings:
     return Settings(
         env={},
         bootstrap_servers=kafka_broker.bootstrap_servers,
-        broker_profile="embedded",
+        broker_profile=kafka_broker.profile,
         topic_prefix=f"t{uuid.uuid4().hex[:12]}",
         partitions=3,
         database_url=postgres_url,

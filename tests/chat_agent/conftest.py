@@ -7,18 +7,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from goaicore.broker import EmbeddedBroker, ensure_topics
+from goaicore.broker import ensure_topics
 from goaicore.config import Settings
 from goaicore.testing import OpenAIServer
+from tests.brokers import SessionBroker
 from tests.chat_agent.helpers import ChatWorker, Replies, ScriptedLLM, llm_env, wait_http
 
 
 @pytest.fixture(scope="module")
-def topics(kafka_broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+def topics(kafka_broker: SessionBroker, tmp_path_factory: pytest.TempPathFactory) -> Settings:
     settings = Settings(
         env={},
         bootstrap_servers=kafka_broker.bootstrap_servers,
-        broker_profile="embedded",
+        broker_profile=kafka_broker.profile,
         topic_prefix=f"c{uuid.uuid4().hex[:12]}",
         partitions=3,
         data_dir=tmp_path_factory.mktemp("chat"),

@@ -16,7 +16,7 @@ def goaicore(
     env = {
         **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
         "KAFKA_BOOTSTRAP_SERVERS": settings.require_bootstrap(),
-        "GOAICORE_BROKER_PROFILE": "embedded",
+        "GOAICORE_BROKER_PROFILE": settings.broker_profile or "standard",
         "GOAICORE_TOPIC_PREFIX": settings.prefix,
         "GOAICORE_PARTITIONS": str(settings.partition_count),
         "GOAICORE_DATA_DIR": str(settings.data_path),

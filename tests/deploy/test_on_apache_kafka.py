@@ -2,8 +2,8 @@
 
 Each test runs twice: on Apache Kafka and PostgreSQL containers (testcontainers,
 marker ``docker``: skipped with the reason when no Docker engine answers) with
-the standard broker profile, and on the test session's embedded broker and
-PostgreSQL, which keeps the suite itself checked on machines without Docker.
+the standard broker profile, and on the test session's broker (the local Apache
+Kafka node where Java is here, else the embedded broker) and PostgreSQL.
 
 - the Kafka clients: EventPublisher -> HistoryReader;
 - ``goaicore create-topics`` as the topic job runs it;
@@ -49,12 +49,14 @@ class Infra:
 
 @pytest.fixture(
     scope="module",
-    params=[pytest.param("containers", marks=pytest.mark.docker), "embedded"],
+    params=[pytest.param("containers", marks=pytest.mark.docker), "session-broker"],
 )
 def infra(request: pytest.FixtureRequest) -> Iterator[Infra]:
-    if request.param == "embedded":
+    if request.param == "session-broker":
         broker = request.getfixturevalue("kafka_broker")
-        yield Infra(broker.bootstrap_servers, request.getfixturevalue("postgres_url"), "embedded")
+        yield Infra(
+            broker.bootstrap_servers, request.getfixturevalue("postgres_url"), broker.profile
+        )
         return
     from testcontainers.community.kafka import KafkaContainer
     from testcontainers.community.postgres import PostgresContainer

@@ -30,7 +30,7 @@ def goaicore(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str
 
 
 def test_create_topics_creates_then_finds_them(settings: Settings) -> None:
-    env = settings_env(settings)
+    env = {**settings_env(settings), "GOAICORE_REPLICATION_FACTOR": "1"}
     first = goaicore(env, "create-topics")
     assert first.returncode == 0, first.stderr
     lines = first.stdout.splitlines()

@@ -29,7 +29,7 @@ def cli(projection: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """The environment a `goaicore` command run here reads: the test's topics and schema."""
     for name, value in {
         "KAFKA_BOOTSTRAP_SERVERS": projection.require_bootstrap(),
-        "GOAICORE_BROKER_PROFILE": "embedded",
+        "GOAICORE_BROKER_PROFILE": projection.broker_profile or "standard",
         "GOAICORE_TOPIC_PREFIX": projection.prefix,
         "GOAICORE_PARTITIONS": str(projection.partition_count),
         "DATABASE_URL": projection.require_database_url(),

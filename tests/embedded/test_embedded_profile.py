@@ -1,0 +1,60 @@
+"""The embedded broker's own suite: its client profile keeps goaicore correct on it.
+
+The main suites run on Apache Kafka where Java is here; these run on the embedded
+broker always, with the ``embedded`` profile, through the cases its measured gaps
+touch (DESIGN.md): the end offset of a many-record batch, a worker's table
+recovered after a restart, a group that must form quickly. ``goaicore dev`` on it
+is tested in tests/infra/test_devstack.py.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from goaicore.broker import EmbeddedBroker, ensure_topics
+from goaicore.config import Settings
+from tests.clients import test_publish_and_history as clients_suite
+from tests.store import test_store_worker as store_suite
+from tests.store.workers import StoreWorker
+
+
+@pytest.fixture
+def topics(embedded_broker: EmbeddedBroker, postgres_url: str, data_dir: Path) -> Settings:
+    settings = Settings(
+        env={},
+        bootstrap_servers=embedded_broker.bootstrap_servers,
+        broker_profile="embedded",
+        topic_prefix=f"e{uuid.uuid4().hex[:12]}",
+        partitions=3,
+        database_url=postgres_url,
+        data_dir=data_dir,
+    )
+    ensure_topics(settings)
+    return settings
+
+
+@pytest.fixture
+def worker(topics: Settings) -> Iterator[StoreWorker]:
+    process = StoreWorker(topics).start()
+    yield process
+    process.stop()
+
+
+def test_clients_round_trip(topics: Settings) -> None:
+    clients_suite.test_thousand_events_over_fifty_conversations_read_back_in_order(topics)
+
+
+def test_end_of_log_is_found_despite_its_end_offsets(topics: Settings) -> None:
+    clients_suite.test_end_of_log_is_found_when_the_last_batch_holds_many_records(topics)
+
+
+def test_worker_folds_and_verify_agrees(topics: Settings, worker: StoreWorker) -> None:
+    store_suite.test_worker_folds_events_into_the_snapshots_topic(topics, worker)
+
+
+def test_a_restarted_worker_recovers_its_table(topics: Settings) -> None:
+    store_suite.test_a_restarted_worker_recovers_its_table(topics)
