@@ -18,6 +18,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 BrokerProfile = Literal["standard", "embedded"]
+LocalBrokerKind = Literal["embedded", "kafka"]
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+SECURITY_PROTOCOLS: tuple[SecurityProtocol, ...] = (
+    "PLAINTEXT",
+    "SSL",
+    "SASL_PLAINTEXT",
+    "SASL_SSL",
+)
+SASL_MECHANISMS: tuple[SaslMechanism, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 DEV_FILE_NAME = "dev.json"
 _TOPIC_PREFIX_RE = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
@@ -41,14 +51,21 @@ class Variable:
 VARIABLES: tuple[Variable, ...] = (
     Variable(
         "KAFKA_BOOTSTRAP_SERVERS",
-        "the dev stack's embedded broker",
+        "the dev stack's local broker",
         "Kafka bootstrap servers, `host:port[,host:port...]`.",
     ),
     Variable(
         "GOAICORE_BROKER_PROFILE",
-        "`standard` (`embedded` for the dev stack's broker)",
+        "`standard` (`embedded` for the dev stack's embedded broker)",
         "`embedded` applies the client settings that work around the embedded "
         "broker's gaps (see the README); never use it against Apache Kafka.",
+    ),
+    Variable(
+        "GOAICORE_LOCAL_BROKER",
+        "`embedded`",
+        "Broker `goaicore dev` starts when `KAFKA_BOOTSTRAP_SERVERS` is unset: `embedded` "
+        "(tansu, memory only, starts at once) or `kafka` (Apache Kafka, one KRaft node whose "
+        "data is kept in `<GOAICORE_DATA_DIR>/kafka/`; needs Java 17+, and Maven once).",
     ),
     Variable("GOAICORE_TOPIC_PREFIX", "`goaicore`", "Prefix of every topic name."),
     Variable("GOAICORE_PARTITIONS", "`6`", "Partitions of every topic (1 to 10000)."),
@@ -56,6 +73,48 @@ VARIABLES: tuple[Variable, ...] = (
         "GOAICORE_REPLICATION_FACTOR",
         "`-1` (the broker's default)",
         "Replication factor of the topics goaicore creates.",
+    ),
+    Variable(
+        "KAFKA_SECURITY_PROTOCOL",
+        "`PLAINTEXT`",
+        "How every client connects to `KAFKA_BOOTSTRAP_SERVERS`: `PLAINTEXT`, `SSL`, "
+        "`SASL_PLAINTEXT` or `SASL_SSL` (see Secure connections).",
+    ),
+    Variable(
+        "KAFKA_SASL_MECHANISM",
+        "`PLAIN`",
+        "SASL mechanism: `PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`.",
+    ),
+    Variable(
+        "KAFKA_SASL_USERNAME",
+        "unset",
+        "SASL user name; required with `SASL_PLAINTEXT` and `SASL_SSL`.",
+    ),
+    Variable(
+        "KAFKA_SASL_PASSWORD",
+        "unset",
+        "SASL password; required with `SASL_PLAINTEXT` and `SASL_SSL`; never shown or logged.",
+    ),
+    Variable(
+        "KAFKA_SSL_CAFILE",
+        "the system's CA certificates",
+        "PEM file of the CA certificates that sign the brokers' certificates (`SSL`, `SASL_SSL`).",
+    ),
+    Variable(
+        "KAFKA_SSL_CERTFILE",
+        "unset",
+        "PEM file of the client certificate (and its chain), for brokers that require "
+        "client authentication; it may hold the private key too.",
+    ),
+    Variable(
+        "KAFKA_SSL_KEYFILE",
+        "the key in `KAFKA_SSL_CERTFILE`",
+        "PEM file of the client certificate's private key.",
+    ),
+    Variable(
+        "KAFKA_SSL_KEY_PASSWORD",
+        "unset",
+        "Password of an encrypted client private key; never shown or logged.",
     ),
     Variable(
         "DATABASE_URL",
@@ -111,7 +170,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "GOAICORE_DATA_DIR",
         "`.goaicore/`",
-        "Where the dev stack keeps dev.json and the embedded PostgreSQL data.",
+        "Where the dev stack keeps dev.json, the embedded PostgreSQL data and the local "
+        "Apache Kafka's data.",
     ),
     Variable(
         "GOAICORE_SCHEMAS_DIR",
@@ -208,6 +268,14 @@ def _parse_profile(name: str, raw: str) -> BrokerProfile:
     raise ConfigError(f"{name}={raw!r}: must be 'standard' or 'embedded'")
 
 
+def _parse_local_broker(name: str, raw: str) -> LocalBrokerKind:
+    if raw == "embedded":
+        return "embedded"
+    if raw == "kafka":
+        return "kafka"
+    raise ConfigError(f"{name}={raw!r}: must be 'embedded' or 'kafka'")
+
+
 def _parse_data_dir(name: str, raw: str) -> Path:
     path = Path(raw).expanduser()
     if path.exists() and not path.is_dir():
@@ -249,16 +317,25 @@ class Settings:
 
     bootstrap_servers: str | None = None
     broker_profile: BrokerProfile | None = None
+    local_broker: LocalBrokerKind | None = None
+    security_protocol: SecurityProtocol | None = None
+    sasl_mechanism: SaslMechanism | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_key_password: str | None = field(default=None, repr=False)
     topic_prefix: str | None = None
     partitions: int | None = None
     replication_factor: int | None = None
     database_url: str | None = None
     db_schema: str | None = None
     max_record_bytes: int | None = None
-    openai_api_key: str | None = None
+    openai_api_key: str | None = field(default=None, repr=False)
     openai_base_url: str | None = None
     model: str | None = None
-    anthropic_api_key: str | None = None
+    anthropic_api_key: str | None = field(default=None, repr=False)
     chat_concurrency: int | None = None
     read_wait: float | None = None
     turn_timeout: float | None = None
@@ -399,15 +476,122 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     out["database_url"] = pick("database_url", "DATABASE_URL", _parse_database_url)
     out["db_schema"] = pick("db_schema", "GOAICORE_DB_SCHEMA", _parse_db_schema, "public")
     profile = pick("broker_profile", "GOAICORE_BROKER_PROFILE", _parse_profile)
+    out["local_broker"] = pick(
+        "local_broker", "GOAICORE_LOCAL_BROKER", _parse_local_broker, "embedded"
+    )
 
+    dev_broker = False
     if out["bootstrap_servers"] is None or out["database_url"] is None:
         dev = read_dev_file(out["data_dir"])
         if dev is not None:
             if out["bootstrap_servers"] is None and isinstance(dev.get("bootstrap_servers"), str):
                 out["bootstrap_servers"] = dev["bootstrap_servers"]
+                dev_broker = _dev_stack_owns_broker(dev)
                 if profile is None and dev.get("broker_profile") in ("standard", "embedded"):
                     profile = dev["broker_profile"]
             if out["database_url"] is None and isinstance(dev.get("database_url"), str):
                 out["database_url"] = dev["database_url"]
     out["broker_profile"] = profile or "standard"
+    out.update(_resolve_kafka_security(given, env, dev_broker))
+    return out
+
+
+def _dev_stack_owns_broker(dev: Mapping[str, Any]) -> bool:
+    """True when dev.json's broker is one the dev stack started (plaintext, on loopback)."""
+    kind = dev.get("broker_kind")
+    if kind is not None:
+        return kind in ("embedded", "kafka")
+    return dev.get("broker_embedded") is True
+
+
+_SASL_VARIABLES = {
+    "sasl_mechanism": "KAFKA_SASL_MECHANISM",
+    "sasl_username": "KAFKA_SASL_USERNAME",
+    "sasl_password": "KAFKA_SASL_PASSWORD",
+}
+_SSL_VARIABLES = {
+    "ssl_cafile": "KAFKA_SSL_CAFILE",
+    "ssl_certfile": "KAFKA_SSL_CERTFILE",
+    "ssl_keyfile": "KAFKA_SSL_KEYFILE",
+    "ssl_key_password": "KAFKA_SSL_KEY_PASSWORD",
+}
+_SECRET_FIELDS = frozenset({"sasl_password", "ssl_key_password"})
+
+
+def _parse_security_protocol(name: str, raw: str) -> SecurityProtocol:
+    for protocol in SECURITY_PROTOCOLS:
+        if raw.upper() == protocol:
+            return protocol
+    raise ConfigError(f"{name}={raw!r}: must be one of {', '.join(SECURITY_PROTOCOLS)}")
+
+
+def _parse_sasl_mechanism(name: str, raw: str) -> SaslMechanism:
+    for mechanism in SASL_MECHANISMS:
+        if raw.upper() == mechanism:
+            return mechanism
+    raise ConfigError(f"{name}={raw!r}: must be one of {', '.join(SASL_MECHANISMS)}")
+
+
+def _readable_file(name: str, raw: str) -> str:
+    path = Path(raw).expanduser()
+    if path.is_dir():
+        raise ConfigError(f"{name}={raw!r}: is a directory, not a file")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as err:
+        raise ConfigError(f"{name}={raw!r}: cannot read it ({err.strerror or err})") from None
+    return str(path)
+
+
+def _resolve_kafka_security(
+    given: Settings, env: Mapping[str, str], dev_broker: bool
+) -> dict[str, Any]:
+    """The SSL/SASL settings, checked together; a password never appears in an error."""
+    out: dict[str, Any] = {}
+    for field_name, var in {**_SASL_VARIABLES, **_SSL_VARIABLES}.items():
+        explicit = getattr(given, field_name)
+        if explicit is not None:
+            out[field_name] = explicit
+        elif field_name in _SECRET_FIELDS:
+            # Taken as given (no stripping): spaces may be part of a password.
+            out[field_name] = env.get(var) or None
+        else:
+            out[field_name] = _env(env, var)
+    protocol: SecurityProtocol | None = given.security_protocol
+    if protocol is None and not dev_broker:
+        raw = _env(env, "KAFKA_SECURITY_PROTOCOL")
+        protocol = _parse_security_protocol("KAFKA_SECURITY_PROTOCOL", raw) if raw else None
+    if protocol is None and not dev_broker:
+        # Credentials without a protocol would silently connect in plaintext.
+        for field_name, var in {**_SASL_VARIABLES, **_SSL_VARIABLES}.items():
+            if out[field_name] is not None:
+                wanted = "SASL_PLAINTEXT or SASL_SSL" if field_name in _SASL_VARIABLES else "SSL"
+                raise ConfigError(
+                    f"{var} is set but KAFKA_SECURITY_PROTOCOL is not: set it to {wanted}"
+                )
+    out["security_protocol"] = protocol or "PLAINTEXT"
+    mechanism = out["sasl_mechanism"]
+    if isinstance(mechanism, str) and given.sasl_mechanism is None:
+        mechanism = _parse_sasl_mechanism("KAFKA_SASL_MECHANISM", mechanism)
+    out["sasl_mechanism"] = mechanism or "PLAIN"
+    if out["security_protocol"] in ("SASL_PLAINTEXT", "SASL_SSL"):
+        for field_name in ("sasl_username", "sasl_password"):
+            if out[field_name] is None:
+                raise ConfigError(
+                    f"{_SASL_VARIABLES[field_name]} is not set: "
+                    f"KAFKA_SECURITY_PROTOCOL={out['security_protocol']} needs "
+                    "KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD"
+                )
+    if out["security_protocol"] in ("SSL", "SASL_SSL"):
+        for field_name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+            if out[field_name] is not None:
+                out[field_name] = _readable_file(_SSL_VARIABLES[field_name], str(out[field_name]))
+        if out["ssl_certfile"] is None:
+            for field_name in ("ssl_keyfile", "ssl_key_password"):
+                if out[field_name] is not None:
+                    raise ConfigError(
+                        f"{_SSL_VARIABLES[field_name]} is set without KAFKA_SSL_CERTFILE, "
+                        "the client certificate it belongs to"
+                    )
     return out

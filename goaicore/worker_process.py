@@ -24,6 +24,30 @@ def settings_env(settings: Settings) -> dict[str, str]:
     )
     if settings.database_url:
         env["DATABASE_URL"] = settings.database_url
+    env.update(security_env(settings))
+    return env
+
+
+def security_env(settings: Settings) -> dict[str, str]:
+    """The KAFKA_SECURITY_PROTOCOL, KAFKA_SASL_* and KAFKA_SSL_* variables of ``settings``."""
+    from goaicore.broker.security import uses_sasl, uses_ssl
+
+    env: dict[str, str] = {"KAFKA_SECURITY_PROTOCOL": settings.security_protocol or "PLAINTEXT"}
+    values: dict[str, str | None] = {}
+    if uses_sasl(settings):
+        values.update(
+            KAFKA_SASL_MECHANISM=settings.sasl_mechanism,
+            KAFKA_SASL_USERNAME=settings.sasl_username,
+            KAFKA_SASL_PASSWORD=settings.sasl_password,
+        )
+    if uses_ssl(settings):
+        values.update(
+            KAFKA_SSL_CAFILE=settings.ssl_cafile,
+            KAFKA_SSL_CERTFILE=settings.ssl_certfile,
+            KAFKA_SSL_KEYFILE=settings.ssl_keyfile,
+            KAFKA_SSL_KEY_PASSWORD=settings.ssl_key_password,
+        )
+    env.update({name: value for name, value in values.items() if value})
     return env
 
 

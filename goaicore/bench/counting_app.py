@@ -15,6 +15,7 @@ from typing import Any
 import faust
 
 from goaicore.broker.profile import client_profile, faust_broker_urls
+from goaicore.broker.security import faust_credentials
 from goaicore.config import Settings
 from goaicore.net import free_loopback_port
 
@@ -33,6 +34,7 @@ def main() -> None:
         web_port=free_loopback_port(),
         web_host="127.0.0.1",
         datadir=str(settings.data_path / "bench-count"),
+        broker_credentials=faust_credentials(settings),
         **client_profile(settings).faust,
     )
     events = app.topic(

@@ -2,6 +2,7 @@
 
 from goaicore.broker.embedded import BrokerStartError, EmbeddedBroker
 from goaicore.broker.profile import ClientProfile, client_profile
+from goaicore.broker.security import KafkaSecurityError
 from goaicore.broker.topics import TOPICS, TopicMismatchError, TopicSpec, ensure_topics
 
 __all__ = [
@@ -9,6 +10,7 @@ __all__ = [
     "BrokerStartError",
     "ClientProfile",
     "EmbeddedBroker",
+    "KafkaSecurityError",
     "TopicMismatchError",
     "TopicSpec",
     "client_profile",

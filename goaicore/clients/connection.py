@@ -1,10 +1,18 @@
-"""Kafka clients built from Settings, with the broker profile applied in one place."""
+"""Kafka clients built from Settings, with the broker profile and security applied in one place.
+
+Every kafka-python client goaicore makes comes from here: ``make_producer``,
+``make_consumer`` and ``make_admin`` add the broker profile's settings and the
+SSL/SASL options of ``goaicore.broker.security``, and turn a connection refused
+for its credentials or TLS into one ``KafkaSecurityError`` line.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from goaicore.broker.limits import max_batch_bytes
 from goaicore.broker.profile import client_profile
+from goaicore.broker.security import explain_connect_failures, kafka_python_options
 from goaicore.config import Settings
 
 
@@ -15,11 +23,13 @@ def make_producer(settings: Settings, **overrides: Any) -> Any:
     options: dict[str, Any] = {
         "bootstrap_servers": settings.require_bootstrap(),
         "client_id": "goaicore",
-        "max_request_size": max(settings.record_limit + 64 * 1024, 1024 * 1024),
+        "max_request_size": max_batch_bytes(settings),
         **client_profile(settings).producer,
+        **kafka_python_options(settings),
         **overrides,
     }
-    return KafkaProducer(**options)
+    with explain_connect_failures(settings):
+        return KafkaProducer(**options)
 
 
 def make_consumer(settings: Settings, **overrides: Any) -> Any:
@@ -32,9 +42,25 @@ def make_consumer(settings: Settings, **overrides: Any) -> Any:
         "enable_auto_commit": False,
         "fetch_max_wait_ms": 100,
         **client_profile(settings).consumer,
+        **kafka_python_options(settings),
         **overrides,
     }
-    return KafkaConsumer(**options)
+    with explain_connect_failures(settings):
+        return KafkaConsumer(**options)
+
+
+def make_admin(settings: Settings, **overrides: Any) -> Any:
+    """A kafka-python admin client with the settings' security."""
+    from kafka import KafkaAdminClient
+
+    options: dict[str, Any] = {
+        "bootstrap_servers": settings.require_bootstrap(),
+        "client_id": "goaicore-admin",
+        **kafka_python_options(settings),
+        **overrides,
+    }
+    with explain_connect_failures(settings):
+        return KafkaAdminClient(**options)
 
 
 class MissingTopicError(LookupError):

@@ -22,6 +22,7 @@ from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]
 from aiokafka.structs import TopicPartition  # type: ignore[import-untyped]
 
 from goaicore.broker.profile import client_profile
+from goaicore.broker.security import aiokafka_options
 from goaicore.config import Settings
 from goaicore.records import ConversationSnapshot
 
@@ -122,6 +123,7 @@ class HighWatermarks:
             enable_auto_commit=False,
             fetch_max_wait_ms=5,
             max_partition_fetch_bytes=1024,
+            **aiokafka_options(self.settings),
         )
         await consumer.start()
         partitions = [TopicPartition(self.topic, p) for p in range(self.settings.partition_count)]

@@ -21,6 +21,7 @@ def test_defaults_without_environment(tmp_path: Path) -> None:
     assert settings.bootstrap_servers is None
     assert settings.database_url is None
     assert settings.broker_profile == "standard"
+    assert settings.local_broker == "embedded"
     assert settings.topic("events") == "goaicore.events"
     assert Settings(env={}).data_dir == Path(".goaicore")
 
@@ -29,6 +30,7 @@ def test_every_variable_is_read() -> None:
     env = {
         "KAFKA_BOOTSTRAP_SERVERS": "k1:9092, k2:9093",
         "GOAICORE_BROKER_PROFILE": "embedded",
+        "GOAICORE_LOCAL_BROKER": "kafka",
         "GOAICORE_TOPIC_PREFIX": "game.prod",
         "GOAICORE_PARTITIONS": "12",
         "GOAICORE_REPLICATION_FACTOR": "3",
@@ -46,10 +48,19 @@ def test_every_variable_is_read() -> None:
         "GOAICORE_SYSTEM_PROMPT": "Be brief",
         "GOAICORE_TOOLS": "mygame.tools:registry",
         "GOAICORE_CONTEXT_TOKENS": "4000",
+        "KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+        "KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+        "KAFKA_SASL_USERNAME": "game",
+        "KAFKA_SASL_PASSWORD": "s3cret",
+        "KAFKA_SSL_CAFILE": __file__,
+        "KAFKA_SSL_CERTFILE": __file__,
+        "KAFKA_SSL_KEYFILE": __file__,
+        "KAFKA_SSL_KEY_PASSWORD": "k3y",
     }
     s = Settings(env=env)
     assert s.bootstrap_servers == "k1:9092,k2:9093"
     assert s.embedded_broker
+    assert s.local_broker == "kafka"
     assert (s.topic_prefix, s.partitions, s.replication_factor) == ("game.prod", 12, 3)
     assert s.database_url == "postgresql://u@db:5432/app"
     assert s.schema == "audit_prod"
@@ -60,6 +71,10 @@ def test_every_variable_is_read() -> None:
     assert (s.chat_concurrency, s.read_wait, s.turn_timeout) == (8, 2.5, 30.0)
     assert (s.system_prompt, s.tools) == ("Be brief", "mygame.tools:registry")
     assert s.context_tokens == 4000
+    assert (s.security_protocol, s.sasl_mechanism) == ("SASL_SSL", "SCRAM-SHA-512")
+    assert (s.sasl_username, s.sasl_password) == ("game", "s3cret")
+    assert s.ssl_cafile == s.ssl_certfile == s.ssl_keyfile == __file__
+    assert s.ssl_key_password == "k3y"
     assert {v.name for v in VARIABLES} - LOADER_VARIABLES == set(env)
 
 
@@ -75,6 +90,7 @@ def test_every_variable_is_read() -> None:
         ("OPENAI_BASE_URL", "ftp://x", "must be an http:// or https:// URL"),
         ("GOAICORE_TOPIC_PREFIX", "bad prefix!", "Kafka topic names"),
         ("GOAICORE_BROKER_PROFILE", "fast", "must be 'standard' or 'embedded'"),
+        ("GOAICORE_LOCAL_BROKER", "redpanda", "must be 'embedded' or 'kafka'"),
         ("GOAICORE_DB_SCHEMA", "Audit-1", "use 1 to 63 of a-z 0-9 _"),
         ("GOAICORE_CHAT_CONCURRENCY", "0", "must be from 1 to 10000"),
         ("GOAICORE_READ_WAIT", "soon", "must be a number of seconds"),
