@@ -36,3 +36,5 @@ class EmbeddedConsumer(SteadyConsumer):
 
 class Transport(SteadyTransport):
     Consumer = EmbeddedConsumer
+    # aiokafka's idempotent producer fails at start on the embedded broker.
+    Producer = driver.Producer

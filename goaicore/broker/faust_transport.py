@@ -19,18 +19,31 @@ of the active set taken when it starts, and the same copy filters what it
 returns: every record handed over by aiokafka reaches a stream or is handled
 by Faust's own seek-back when flow stopped meanwhile.
 
+Its producer also waits, after creating a topic, until its metadata knows the
+topic. Faust refreshes the metadata once right after the creation; on a
+cluster that answer can come from a broker that has not applied the new topic
+yet, and a table picks a changelog record's partition from that metadata
+without waiting for it (aiokafka's ``_partition``): every write to the table
+failed with a TypeError until the next periodic refresh, five minutes later.
+Seen on a three-node Apache Kafka: every chat request in those minutes was
+abandoned, because the replies table's changelog was unknown.
+
 Used for every broker (``goaicore-kafka://``); the embedded broker's transport
 (``goaicore.broker.faust_embedded``) builds on it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import time
+from typing import Any, ClassVar
 
 from faust.transport.drivers import TRANSPORTS
 from faust.transport.drivers import aiokafka as driver
 
 SCHEME = "goaicore-kafka"
+# How long a producer waits for a topic it created to appear in its metadata.
+TOPIC_METADATA_TIMEOUT = 30.0
 
 
 class SteadyConsumer(driver.Consumer):
@@ -57,8 +70,37 @@ class SteadyConsumer(driver.Consumer):
             self.not_waiting_next_records.set()
 
 
+class IdempotentProducer(driver.Producer):
+    """acks=all and idempotence (see ``goaicore.broker.profile``); Faust enables them
+    only inside transactions, which goaicore does not use."""
+
+    def _settings_extra(self) -> Any:
+        return {**super()._settings_extra(), "acks": "all", "enable_idempotence": True}
+
+
+class SteadyProducer(IdempotentProducer):
+    """A Faust producer whose metadata knows every topic it has created."""
+
+    async def create_topic(self, topic: str, *args: Any, **kwargs: Any) -> None:
+        await super().create_topic(topic, *args, **kwargs)
+        if not self.app.conf.topic_allow_declare:
+            return
+        client = self._ensure_producer().client
+        deadline = time.monotonic() + TOPIC_METADATA_TIMEOUT
+        # A forced update asks for every topic while the client tracks none in
+        # particular (aiokafka's default); asking for this one alone would make
+        # later refreshes forget the others.
+        while client.cluster.partitions_for_topic(topic) is None:
+            if time.monotonic() > deadline:
+                self.log.warning("topic %r is still not in the producer's metadata", topic)
+                return
+            await asyncio.sleep(0.1)
+            await client.force_metadata_update()
+
+
 class Transport(driver.Transport):
     Consumer = SteadyConsumer
+    Producer: ClassVar[type[driver.Producer]] = SteadyProducer
 
 
 def register() -> None:

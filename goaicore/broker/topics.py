@@ -8,9 +8,11 @@ count is an error: silently accepting it would break co-partitioning.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from goaicore.broker.limits import RECORD_HEADROOM, max_batch_bytes
 from goaicore.config import Settings
 
 _FOREVER = "-1"
@@ -51,6 +53,10 @@ class TopicMismatchError(RuntimeError):
     """An existing topic disagrees with what goaicore needs (partitions, cleanup policy)."""
 
 
+class TopicsNotReadyError(RuntimeError):
+    """Topics exist but not every partition has a leader within the timeout."""
+
+
 @dataclass(frozen=True)
 class TopicStatus:
     name: str
@@ -60,15 +66,15 @@ class TopicStatus:
 
 def ensure_topics(settings: Settings, timeout_s: float = 30.0) -> list[TopicStatus]:
     """Create any missing topic and check the existing ones; safe to run again."""
-    from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(
-        bootstrap_servers=settings.require_bootstrap(),
+    from goaicore.clients.connection import make_admin
+
+    admin = make_admin(
+        settings,
         request_timeout_ms=int(timeout_s * 1000),
         bootstrap_timeout_ms=int(timeout_s * 1000),
-        client_id="goaicore-admin",
     )
     try:
         existing = _partition_counts(admin, [settings.topic(t.name) for t in TOPICS])
@@ -84,20 +90,26 @@ def ensure_topics(settings: Settings, timeout_s: float = 30.0) -> list[TopicStat
                 name,
                 settings.partition_count,
                 replication,
-                topic_configs=dict(spec.configs),
+                topic_configs=topic_configs(spec, settings),
             )
             try:
                 admin.create_topics([new], timeout_ms=int(timeout_s * 1000))
                 statuses.append(TopicStatus(name, settings.partition_count, "created"))
             except TopicAlreadyExistsError:
                 # Created concurrently by another process: check it like any other.
-                count = _partition_counts(admin, [name])[name]
+                count = _wait_led(admin, [name], time.monotonic() + timeout_s)[name]
                 _check(settings, name, count)
                 statuses.append(TopicStatus(name, count, "exists"))
-        _check_cleanup_policies(admin, settings)
+        _wait_led(admin, [s.name for s in statuses], time.monotonic() + timeout_s)
+        _check_configs(admin, settings)
         return statuses
     finally:
         admin.close()
+
+
+def topic_configs(spec: TopicSpec, settings: Settings) -> dict[str, str]:
+    """The configs a topic is created with: its own, and the record limit every writer uses."""
+    return {**spec.configs, "max.message.bytes": str(max_batch_bytes(settings))}
 
 
 def _check(settings: Settings, name: str, partitions: int) -> None:
@@ -107,6 +119,34 @@ def _check(settings: Settings, name: str, partitions: int) -> None:
             f"{settings.partition_count}; co-partitioning needs them equal "
             "(use the existing count, or another GOAICORE_TOPIC_PREFIX)"
         )
+
+
+def _wait_led(admin: Any, names: list[str], deadline: float) -> dict[str, int]:
+    """Partition counts of ``names`` once every partition of each has a leader.
+
+    Apache Kafka answers CreateTopics before every broker's metadata shows the
+    topic, so a client started right after could find it missing.
+    """
+    while True:
+        try:
+            described = admin.describe_topics(names)
+        except Exception:  # UnknownTopicOrPartition while the metadata catches up
+            described = []
+        led = {
+            topic["name"]: len(topic["partitions"])
+            for topic in described
+            if topic.get("error_code", 0) == 0
+            and topic["partitions"]
+            and all(p.get("leader_id", -1) >= 0 for p in topic["partitions"])
+        }
+        if set(names) <= set(led) or time.monotonic() > deadline:
+            missing = sorted(set(names) - set(led))
+            if missing:
+                raise TopicsNotReadyError(
+                    f"topics {', '.join(missing)} exist but not every partition has a leader yet"
+                )
+            return led
+        time.sleep(0.1)
 
 
 def _partition_counts(admin: Any, names: list[str]) -> dict[str, int]:
@@ -120,8 +160,12 @@ def _partition_counts(admin: Any, names: list[str]) -> dict[str, int]:
     return counts
 
 
-def _check_cleanup_policies(admin: Any, settings: Settings) -> None:
-    """Check cleanup.policy where the broker reports configs (the embedded one reports none)."""
+def _check_configs(admin: Any, settings: Settings) -> None:
+    """Check cleanup.policy and max.message.bytes where the broker reports configs.
+
+    The embedded broker reports none. A topic that accepts smaller batches than
+    goaicore's producers may send would refuse records the clients let through.
+    """
     from kafka.admin import ConfigResource, ConfigResourceType
 
     resources = [ConfigResource(ConfigResourceType.TOPIC, settings.topic(t.name)) for t in TOPICS]
@@ -130,13 +174,23 @@ def _check_cleanup_policies(admin: Any, settings: Settings) -> None:
     except Exception:
         return
     reported = _reported_configs(described)
+    needed = max_batch_bytes(settings)
     for spec in TOPICS:
         name = settings.topic(spec.name)
-        policy = reported.get(name, {}).get("cleanup.policy")
+        configs = reported.get(name, {})
+        policy = configs.get("cleanup.policy")
         wanted = spec.configs.get("cleanup.policy")
         if policy is not None and wanted is not None and policy != wanted:
             raise TopicMismatchError(
                 f"topic {name} has cleanup.policy={policy}, goaicore needs {wanted}"
+            )
+        limit = configs.get("max.message.bytes")
+        if limit is not None and limit.isdigit() and int(limit) < needed:
+            raise TopicMismatchError(
+                f"topic {name} has max.message.bytes={limit}, below the {needed} that "
+                f"GOAICORE_MAX_RECORD_BYTES={settings.record_limit} needs (record limit plus "
+                f"{RECORD_HEADROOM} bytes of headroom): raise the topic's max.message.bytes "
+                "or lower GOAICORE_MAX_RECORD_BYTES"
             )
 
 

@@ -39,13 +39,19 @@ def _stack_errors() -> tuple[type[Exception], ...]:
         ProjectionMissingError,
     )
     from goaicore.broker import BrokerStartError, TopicMismatchError
+    from goaicore.broker.apache import KafkaUnavailable
+    from goaicore.broker.security import KafkaSecurityError
+    from goaicore.broker.topics import TopicsNotReadyError
     from goaicore.clients.connection import MissingTopicError
     from goaicore.clients.validation import InvalidInputError
     from goaicore.database import PostgresStartError
 
     return (
         BrokerStartError,
+        KafkaUnavailable,
+        KafkaSecurityError,
         TopicMismatchError,
+        TopicsNotReadyError,
         PostgresStartError,
         InvalidInputError,
         MissingTopicError,

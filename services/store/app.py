@@ -23,7 +23,9 @@ import faust
 
 from goaicore.avro.api import decode_event
 from goaicore.avro.errors import DecodeError
+from goaicore.broker.limits import max_batch_bytes
 from goaicore.broker.profile import client_profile, faust_broker_urls
+from goaicore.broker.security import faust_credentials
 from goaicore.clients.deadletter import DeadLetter
 from goaicore.config import Settings
 from goaicore.fold import fold
@@ -133,6 +135,7 @@ def create_app(
         table_standby_replicas=1,
         consumer_auto_offset_reset="earliest",
         producer_acks=-1,
+        producer_max_request_size=max_batch_bytes(settings),
         web_host=web_host,
         web_port=port,
         canonical_url=url,
@@ -140,6 +143,7 @@ def create_app(
         # Faust's own topics (the replies changelog, the assignor's) get the cluster's
         # replication like ours; Faust's default of 1 would lose them with one broker.
         topic_replication_factor=_replication(settings),
+        broker_credentials=faust_credentials(settings),
         **client_profile(settings).faust,
     )
     events = log_topic(app, settings, "events")
@@ -236,6 +240,7 @@ def _add_chat(store: StoreApp) -> None:
         compacting=True,
         internal=True,
         allow_empty=True,
+        config={"max.message.bytes": str(max_batch_bytes(settings))},
     )
     store.replies_table = keyed_table(app, "replies", replies_changelog, REPLIES_CODEC, partitions)
     assert settings.turn_timeout is not None

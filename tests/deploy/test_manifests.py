@@ -211,6 +211,14 @@ def test_compose_has_every_process_the_system_needs() -> None:
         assert "test" in service["healthcheck"], f"{name} has no health check"
 
 
+def test_compose_runs_the_kafka_version_the_tests_run() -> None:
+    """One pinned Apache Kafka version: the local launcher's is the compose stack's."""
+    from goaicore.broker.apache import KAFKA_VERSION
+
+    images = {str(_services()[name]["image"]) for name in KAFKA_SERVICES}
+    assert images == {f"apache/kafka:{KAFKA_VERSION}"}
+
+
 def test_compose_kafka_is_one_kraft_quorum_of_three() -> None:
     services = _services()
     envs = {name: _env(services[name]) for name in KAFKA_SERVICES}

@@ -1,0 +1,56 @@
+"""The standard profile's producer settings reach every producer.
+
+The reason for each setting is in goaicore.broker.profile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from goaicore.broker import ensure_topics
+from goaicore.clients import ChatClient, EventPublisher
+from goaicore.clients.deadletter import DeadLetterWriter
+from goaicore.config import Settings
+
+DURABLE = {"acks": -1, "enable_idempotence": True, "compression_type": "lz4", "linger_ms": 5}
+
+
+@pytest.fixture
+def topics(settings: Settings) -> Settings:
+    ensure_topics(settings)
+    return settings
+
+
+def _config(producer: Any) -> dict[str, Any]:
+    return {key: producer.config[key] for key in DURABLE}
+
+
+def test_event_publisher_chat_client_and_dead_letters_write_durably(topics: Settings) -> None:
+    with EventPublisher(topics) as publisher:
+        assert _config(publisher._producer) == DURABLE
+    with ChatClient(topics) as client:
+        assert _config(client._producer) == DURABLE
+    writer = DeadLetterWriter(topics, "test")  # the projector's producer
+    try:
+        assert _config(writer._producer) == DURABLE
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("profile", ["standard", "embedded"])
+def test_the_store_workers_producer(settings: Settings, profile: str) -> None:
+    from services.store.app import create_app
+
+    store = create_app(settings.with_overrides(broker_profile=profile))
+    producer: Any = store.app.producer
+    options = {
+        **producer._settings_default(),
+        **producer._settings_auth(),
+        **producer._settings_extra(),
+    }
+    assert options["acks"] in (-1, "all")
+    assert options["compression_type"] == "lz4"
+    # aiokafka's idempotent producer fails at start on the embedded broker only.
+    assert options.get("enable_idempotence", False) is (profile == "standard")
