@@ -178,6 +178,17 @@ VARIABLES: tuple[Variable, ...] = (
         "`schemas/` of the checkout",
         "Folder of the Avro schemas, for an installed package run outside the checkout.",
     ),
+    Variable(
+        "GOAICORE_KAFKA_CACHE",
+        "`$XDG_CACHE_HOME/goaicore` (else `~/.cache/goaicore`)",
+        "Where the local Apache Kafka's jars are kept, one folder per version, fetched once.",
+    ),
+    Variable(
+        "GOAICORE_KAFKA_FETCH_TIMEOUT",
+        "`600`",
+        "Seconds the one-time Maven fetch of the Apache Kafka jars may take before it stops "
+        "with an error.",
+    ),
 )
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -186,8 +197,11 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 DEFAULT_TOOLS = "services.store.game_tools:registry"
 
-# Read by goaicore.avro.schemas when the schemas are loaded, not by Settings.
-LOADER_VARIABLES = frozenset({"GOAICORE_SCHEMAS_DIR"})
+# Read where they are used, not by Settings: the schemas when they are loaded, the
+# Apache Kafka jars when a local Apache Kafka starts (goaicore.broker.apache.jars).
+LOADER_VARIABLES = frozenset(
+    {"GOAICORE_SCHEMAS_DIR", "GOAICORE_KAFKA_CACHE", "GOAICORE_KAFKA_FETCH_TIMEOUT"}
+)
 
 
 def _env(env: Mapping[str, str], name: str) -> str | None:
