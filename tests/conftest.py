@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,12 +106,16 @@ def embedded_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedd
 
 
 @pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_url() -> Iterator[str]:
+    """A database of the session's own.
+
+    An embedded server's data goes in a folder of its own, outside pytest's
+    temporary root: another pytest session starting meanwhile resets that root
+    to owner-only access, and the server runs as another user (it refuses root).
+    """
     env_url = os.environ.get("DATABASE_URL")
-    base = Settings(
-        env={"DATABASE_URL": env_url} if env_url else {},
-        data_dir=tmp_path_factory.mktemp("data"),
-    )
+    folder = Path(tempfile.mkdtemp(prefix="goaicore-test-postgres-"))
+    base = Settings(env={"DATABASE_URL": env_url} if env_url else {}, data_dir=folder)
     handle = discover_postgres(base)
     name = f"goaicore_test_{uuid.uuid4().hex[:10]}"
     url = ensure_database(handle.url, name)
@@ -118,6 +124,7 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         drop_database(handle.url, name)
         handle.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
