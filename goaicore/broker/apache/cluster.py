@@ -341,7 +341,7 @@ class LocalKafka:
                 )
         except (OSError, ValueError, KeyError, TypeError):
             pass
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = _new_cluster_id()
         fresh = [
             _NodePorts(
                 free_loopback_port(),
@@ -373,6 +373,14 @@ class LocalKafka:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _new_cluster_id() -> str:
+    """A random cluster id, never starting with "-" (the format tool would read an option)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _escape(value: str) -> str:
