@@ -1,9 +1,10 @@
 """The local stack behind ``goaicore dev``: broker, PostgreSQL, topics, dev.json.
 
-It starts only what is not configured (the embedded broker when
-``KAFKA_BOOTSTRAP_SERVERS`` is unset; PostgreSQL by discovery), writes the
-endpoints to ``<data dir>/dev.json`` so other commands find them, and on
-``stop()`` removes dev.json and stops exactly what it started.
+It starts only what is not configured (when ``KAFKA_BOOTSTRAP_SERVERS`` is
+unset, the local broker ``GOAICORE_LOCAL_BROKER`` names: the embedded one, or
+Apache Kafka keeping its data in ``<data dir>/kafka``; PostgreSQL by
+discovery), writes the endpoints to ``<data dir>/dev.json`` so other commands
+find them, and on ``stop()`` removes dev.json and stops exactly what it started.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goaicore.broker.embedded import EmbeddedBroker
-from goaicore.broker.profile import client_profile
+from goaicore.broker.apache import KafkaUnavailable
+from goaicore.broker.local import LocalBroker, stop_orphaned_kafka
 from goaicore.broker.topics import TopicStatus, ensure_topics
 from goaicore.config import DEV_FILE_NAME, ConfigError, Settings, read_dev_file
 from goaicore.database.discovery import (
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
 
 DEV_DATABASE = "goaicore"
 CHECK_TOPIC = "stack-check"
+KAFKA_FOLDER = "kafka"
+# In the dev database: which log each projection schema was built from.
+PROJECTED_LOG_TABLE = "goaicore_dev_projected_log"
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,10 @@ class StackInfo:
 
     pid: int
     bootstrap_servers: str
+    broker: str  # what it is: "Apache Kafka 3.9.1 (KRaft, data in ...)"
+    broker_kind: str  # "kafka", "embedded" or "external" (KAFKA_BOOTSTRAP_SERVERS)
+    broker_version: str | None
+    broker_data_dir: str | None
     broker_profile: str
     broker_embedded: bool
     broker_pid: int | None
@@ -76,7 +84,7 @@ class LocalStack:
     def __init__(self, settings: Settings, local_postgres: tuple[str, int] = LOCAL_SERVER) -> None:
         self.settings = settings
         self.local_postgres = local_postgres
-        self.broker: EmbeddedBroker | None = None
+        self.broker: LocalBroker | None = None
         self.database: DatabaseHandle | None = None
         self.info: StackInfo | None = None
         self.topics: list[TopicStatus] = []
@@ -98,9 +106,11 @@ class LocalStack:
         try:
             settings = self.settings
             if settings.bootstrap_servers is None:
-                self.broker = EmbeddedBroker(log_path=settings.data_path / "broker.log").start()
+                self.broker = self._start_broker(settings)
                 settings = settings.with_overrides(
-                    bootstrap_servers=self.broker.bootstrap_servers, broker_profile="embedded"
+                    bootstrap_servers=self.broker.bootstrap_servers,
+                    broker_profile=self.broker.profile,
+                    security_protocol="PLAINTEXT",  # the stack's own broker, on loopback
                 )
             # No live dev stack owns this data dir (checked above), so an embedded
             # server still running on it was orphaned by a killed stack: ours to stop.
@@ -117,18 +127,28 @@ class LocalStack:
             self.worker = WorkerProcess(
                 settings, settings.data_path / "worker.log", web_port=web_port
             ).start()
-            # Its own memory-only broker starts an empty log: the projection kept in its
-            # own database from an earlier run describes a log that is gone.
-            fresh_log = self.broker is not None and self.database.source != "DATABASE_URL"
+            # A projection kept in its own database from an earlier run describes the
+            # log of that run's broker: when this broker holds another log (the
+            # memory-only one always does), the old rows describe a log that is gone.
+            fresh_log = (
+                self.broker is not None
+                and self.database.source != "DATABASE_URL"
+                and _follow_log(url, settings.schema, self.broker.log_id)
+            )
             self.projector = ProjectorProcess(
                 settings, settings.data_path / "projector.log", reset=fresh_log
             ).start()
+            broker = self.broker
             self.info = StackInfo(
                 pid=os.getpid(),
                 bootstrap_servers=settings.require_bootstrap(),
+                broker=broker.description if broker else "KAFKA_BOOTSTRAP_SERVERS",
+                broker_kind=broker.kind if broker else "external",
+                broker_version=broker.version if broker else None,
+                broker_data_dir=str(broker.folder) if broker and broker.folder else None,
                 broker_profile=settings.broker_profile or "standard",
-                broker_embedded=self.broker is not None,
-                broker_pid=self.broker.pid if self.broker else None,
+                broker_embedded=broker is not None and broker.kind == "embedded",
+                broker_pid=broker.pid if broker else None,
                 worker_pid=self.worker.pid,
                 projector_pid=self.projector.pid,
                 database_url=url,
@@ -143,6 +163,28 @@ class LocalStack:
         except BaseException:
             self.stop()
             raise
+
+    def _start_broker(self, settings: Settings) -> LocalBroker:
+        """The local broker ``GOAICORE_LOCAL_BROKER`` names, started."""
+        kind = settings.local_broker or "embedded"
+        folder = settings.data_path / KAFKA_FOLDER
+        if kind == "kafka":
+            # No live dev stack owns this data dir (checked by start), so an Apache
+            # Kafka that a killed stack left running on its folder is ours to stop.
+            stale = _dev_file_left_behind(self.dev_file)
+            pid = stale.get("broker_pid") if stale.get("broker_kind") == "kafka" else None
+            if isinstance(pid, int):
+                stop_orphaned_kafka(pid, folder.resolve())
+        broker = LocalBroker(
+            kind,
+            folder=folder if kind == "kafka" else None,
+            log_path=settings.data_path / "broker.log",
+        )
+        self.broker = broker  # stopped by stop() if starting fails half way
+        try:
+            return broker.start()
+        except KafkaUnavailable as err:
+            raise KafkaUnavailable(f"GOAICORE_LOCAL_BROKER=kafka, but {err}") from None
 
     def _write_dev_file(self, info: StackInfo) -> None:
         tmp = self.dev_file.with_suffix(".tmp")
@@ -194,6 +236,43 @@ class LocalStack:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def _dev_file_left_behind(path: Path) -> dict[str, Any]:
+    """What a dev.json holds, live or not (a stack that was killed leaves its own)."""
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def _follow_log(url: str, schema: str, log_id: str) -> bool:
+    """Record that the dev database's projection in ``schema`` follows ``log_id``.
+
+    True when it followed another log before (or none is recorded): its rows and
+    positions then describe a log this broker does not hold.
+    """
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {PROJECTED_LOG_TABLE} ("
+            "projection_schema text PRIMARY KEY, log_id text NOT NULL, "
+            "since timestamptz NOT NULL DEFAULT now())"
+        )
+        row = conn.execute(
+            f"SELECT log_id FROM {PROJECTED_LOG_TABLE} WHERE projection_schema = %s", (schema,)
+        ).fetchone()
+        if row is not None and row[0] == log_id:
+            return False
+        conn.execute(
+            f"INSERT INTO {PROJECTED_LOG_TABLE} (projection_schema, log_id) VALUES (%s, %s) "
+            "ON CONFLICT (projection_schema) DO UPDATE SET log_id = excluded.log_id, "
+            "since = now()",
+            (schema, log_id),
+        )
+    return True
 
 
 @dataclass(frozen=True)
@@ -281,12 +360,14 @@ def check_stack(settings: Settings) -> StackCheck:
 
 def record_round_trip(settings: Settings) -> tuple[str, int, int, float]:
     """Produce one record to the check topic and consume it back."""
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka import TopicPartition
+    from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
+    from goaicore.clients.connection import make_admin, make_consumer, make_producer
+
     topic = settings.topic(CHECK_TOPIC)
-    admin = KafkaAdminClient(bootstrap_servers=settings.require_bootstrap())
+    admin = make_admin(settings)
     try:
         admin.create_topics([NewTopic(topic, 1, 1 if settings.embedded_broker else -1)])
     except TopicAlreadyExistsError:
@@ -294,16 +375,13 @@ def record_round_trip(settings: Settings) -> tuple[str, int, int, float]:
     finally:
         admin.close()
     started = time.perf_counter()
-    profile = client_profile(settings)
-    producer = KafkaProducer(bootstrap_servers=settings.require_bootstrap(), **profile.producer)
+    producer = make_producer(settings)
     token = uuid.uuid4().hex.encode()
     try:
         sent = producer.send(topic, key=b"stack-check", value=token).get(timeout=10)
     finally:
         producer.close()
-    consumer = KafkaConsumer(
-        bootstrap_servers=settings.require_bootstrap(), enable_auto_commit=False
-    )
+    consumer = make_consumer(settings)
     try:
         partition = TopicPartition(topic, sent.partition)
         consumer.assign([partition])

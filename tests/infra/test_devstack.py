@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 import psutil
@@ -18,6 +19,8 @@ import pytest
 from kafka import KafkaAdminClient
 
 from goaicore.broker import EmbeddedBroker, ensure_topics
+from goaicore.broker.apache import KAFKA_VERSION, unavailable_reason
+from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
 from goaicore.database import EmbeddedPostgres
 from goaicore.devstack import LocalStack
@@ -37,6 +40,8 @@ def _clean_env(data_dir: Path, **extra: str) -> dict[str, str]:
             "KAFKA_BOOTSTRAP_SERVERS",
             "DATABASE_URL",
             "GOAICORE_BROKER_PROFILE",
+            "GOAICORE_LOCAL_BROKER",
+            "GOAICORE_DB_SCHEMA",
             "GOAICORE_TOPIC_PREFIX",
             "GOAICORE_PARTITIONS",
             "OPENAI_API_KEY",
@@ -95,6 +100,11 @@ def test_dev_runs_until_signalled_then_leaves_nothing(tmp_path: Path) -> None:
         info = json.loads((tmp_path / "dev.json").read_text())
         assert info["pid"] == process.pid
         assert info["broker_embedded"] is True
+        assert info["broker_kind"] == "embedded"
+        assert info["broker"].startswith("embedded tansu broker")
+        assert info["broker"].endswith("(memory only)")
+        assert info["broker"] in output
+        assert info["broker_data_dir"] is None
         assert info["broker_profile"] == "embedded"
         assert info["bootstrap_servers"] in output
         children = psutil.Process(process.pid).children(recursive=True)
@@ -218,7 +228,9 @@ def test_wrong_partition_count_stops_with_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "dev.json").exists()
 
 
-@pytest.mark.parametrize("variable", ["GOAICORE_PARTITIONS", "KAFKA_BOOTSTRAP_SERVERS"])
+@pytest.mark.parametrize(
+    "variable", ["GOAICORE_PARTITIONS", "KAFKA_BOOTSTRAP_SERVERS", "GOAICORE_LOCAL_BROKER"]
+)
 def test_bad_variable_stops_before_starting_anything(tmp_path: Path, variable: str) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "goaicore", "dev"],
@@ -231,3 +243,152 @@ def test_bad_variable_stops_before_starting_anything(tmp_path: Path, variable: s
     assert result.stderr.startswith(f"goaicore: {variable}='nonsense'")
     assert result.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def _start_dev(env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "goaicore", "dev"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def test_dev_on_apache_kafka_keeps_its_log_between_runs(tmp_path: Path, postgres_url: str) -> None:
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    env = _clean_env(
+        tmp_path,
+        GOAICORE_LOCAL_BROKER="kafka",
+        DATABASE_URL=postgres_url,
+        GOAICORE_DB_SCHEMA=f"dev_kafka_{uuid.uuid4().hex[:8]}",
+    )
+    folder = (tmp_path / "kafka").resolve()
+    process = _start_dev(env)
+    try:
+        output = _read_until(process, "Ctrl-C to stop", timeout=STACK_UP_TIMEOUT)
+        assert "event folded by the store worker" in output
+        assert "event projected to PostgreSQL" in output
+        info = json.loads((tmp_path / "dev.json").read_text())
+        assert info["broker_kind"] == "kafka"
+        assert info["broker_version"] == KAFKA_VERSION
+        assert info["broker"] == f"Apache Kafka {KAFKA_VERSION} (KRaft, data in {folder})"
+        assert info["broker_data_dir"] == str(folder)
+        assert info["broker_profile"] == "standard"
+        assert info["broker_embedded"] is False
+        assert f"Apache Kafka {KAFKA_VERSION} (KRaft" in output
+        assert "GOAICORE_BROKER_PROFILE=standard" in output
+        children = psutil.Process(process.pid).children(recursive=True)
+        assert info["broker_pid"] in {c.pid for c in children}
+
+        found = Settings(env={"GOAICORE_DATA_DIR": str(tmp_path)})
+        assert found.bootstrap_servers == info["bootstrap_servers"]
+        assert not found.embedded_broker
+        with EventPublisher(found, source="test") as publisher:
+            publisher.game_event("kept-player", "Player kept the theatre ticket", kind="ticket")
+        with HistoryReader(found) as reader:
+            first_run = [e.event_id for e in reader.events("kept-player")]
+        assert len(first_run) == 1
+
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=90) == 0
+    finally:
+        _stop(process)
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert alive == [], f"left running: {alive}"
+    host, port = info["bootstrap_servers"].split(":")
+    assert not port_open(host, int(port))
+    data = folder / "node-1" / "data"
+    assert (data / ".kafka_cleanshutdown").is_file()  # a controlled shutdown
+    assert not (tmp_path / "dev.json").exists()
+
+    again = _start_dev(env)
+    try:
+        output = _read_until(again, "Ctrl-C to stop", timeout=STACK_UP_TIMEOUT)
+        assert "event projected to PostgreSQL" in output
+        info = json.loads((tmp_path / "dev.json").read_text())
+        assert info["broker"] == f"Apache Kafka {KAFKA_VERSION} (KRaft, data in {folder})"
+        found = Settings(env={"GOAICORE_DATA_DIR": str(tmp_path)})
+        with HistoryReader(found) as reader:
+            assert [e.event_id for e in reader.events("kept-player")] == first_run
+        again.send_signal(signal.SIGINT)
+        assert again.wait(timeout=90) == 0
+    finally:
+        _stop(again)
+    assert (data / "meta.properties").is_file()  # stopping deletes nothing
+
+
+_START_AND_LEAVE = """
+import sys
+from pathlib import Path
+from goaicore.broker.apache import LocalKafka
+print(LocalKafka(Path(sys.argv[1])).start().nodes[0].pid)
+"""
+
+
+def _gone(pid: int) -> bool:
+    """Exited: no such process, or one whose parent has not reaped it yet."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_stack_stops_an_apache_kafka_orphaned_on_its_data_dir(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    # Started by a process that then exits, as a killed stack leaves its broker.
+    folder = (tmp_path / "kafka").resolve()
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", _START_AND_LEAVE, str(folder)], stdout=subprocess.PIPE, text=True
+    )
+    printed, _ = launcher.communicate(timeout=180)
+    assert launcher.returncode == 0
+    orphan_pid = int(printed.split()[-1])
+    port = json.loads((folder / "cluster.json").read_text())["nodes"][0]["client"]
+    try:
+        left = {"pid": launcher.pid, "broker_kind": "kafka", "broker_pid": orphan_pid}
+        (tmp_path / "dev.json").write_text(json.dumps(left))
+        settings = Settings(
+            env={},
+            data_dir=tmp_path,
+            local_broker="kafka",
+            database_url=postgres_url,
+            db_schema=f"dev_orphan_{uuid.uuid4().hex[:8]}",
+        )
+        stack = LocalStack(settings)
+        info = stack.start()
+        try:
+            assert info.bootstrap_servers == f"127.0.0.1:{port}"  # its saved ports
+            assert info.broker_pid != orphan_pid
+            assert _gone(orphan_pid)
+            assert stack.check().offset >= 0
+        finally:
+            stack.stop()
+    finally:
+        if not _gone(orphan_pid):  # not stopped by the stack: stop it here
+            os.killpg(orphan_pid, signal.SIGKILL)
+    assert not port_open("127.0.0.1", port)
+    assert not (tmp_path / "dev.json").exists()
+
+
+def test_kafka_without_java_stops_with_one_line(tmp_path: Path) -> None:
+    bare = tmp_path / "bin"  # a PATH with nothing on it: no java, no mvn
+    bare.mkdir()
+    env = _clean_env(tmp_path / "data", GOAICORE_LOCAL_BROKER="kafka", PATH=str(bare))
+    result = subprocess.run(
+        [sys.executable, "-m", "goaicore", "dev", "--check-only"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("goaicore: GOAICORE_LOCAL_BROKER=kafka, but no `java`")
+    assert result.stderr.count("\n") == 1
+    assert not (tmp_path / "data" / "dev.json").exists()
