@@ -5,7 +5,8 @@ The LLM is the scripted OpenAI-compatible server answering at once
 (request, events, reply), read-your-writes, the fold and the SDK call. Each of
 N concurrent conversations asks its questions one after another through
 ``ChatClient`` (closed loop); the baseline asks the same server directly
-through the same SDK (``OpenAIProvider``) at the same concurrency.
+through the same SDK (``OpenAIProvider``) at the same concurrency, in the same
+run. It runs on each benchmarked broker, a fresh one each time.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from goaicore.bench.registry import Measurement, suite
-from goaicore.broker.embedded import EmbeddedBroker
+from goaicore.bench.brokers import broker_settings
+from goaicore.bench.registry import Measurement, broker_suite
+from goaicore.broker.local import LocalBroker
 from goaicore.broker.topics import ensure_topics
 from goaicore.clients import ChatClient
 from goaicore.config import Settings
@@ -31,7 +33,9 @@ from goaicore.testing import OpenAIServer, openai_echo
 from goaicore.worker_process import settings_env
 
 LEVELS = ((1, 60), (10, 15), (100, 4))  # (concurrent conversations, questions each)
-NOTE = "embedded broker (memory), one worker process, instant scripted LLM"
+NOTE = "one worker process, instant scripted LLM"
+THROUGH = "request to reply"
+DIRECT = "LLM called directly"
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -84,32 +88,29 @@ def _start_worker(settings: Settings, llm: OpenAIServer) -> subprocess.Popen[byt
         )
 
 
-def _rows(kind: str, conversations: int, latencies: list[float]) -> list[Measurement]:
+def _rows(
+    kind: str, conversations: int, latencies: list[float], baseline: str | None = None
+) -> list[Measurement]:
     params = {"conversations": conversations, "requests": len(latencies)}
     return [
         Measurement(
-            "chat", f"{kind} p{int(q * 100)}", _percentile(latencies, q) * 1000, "ms", params, NOTE
+            "chat",
+            f"{kind} p{int(q * 100)}",
+            _percentile(latencies, q) * 1000,
+            "ms",
+            params,
+            NOTE,
+            baseline=f"{baseline} p{int(q * 100)}" if baseline else None,
         )
         for q in (0.5, 0.99)
     ]
 
 
-@suite("chat")
-def chat() -> list[Measurement]:
+@broker_suite("chat")
+def chat(broker: LocalBroker) -> list[Measurement]:
     rows: list[Measurement] = []
-    with (
-        EmbeddedBroker() as broker,
-        OpenAIServer(responder=openai_echo) as llm,
-        tempfile.TemporaryDirectory() as tmp,
-    ):
-        settings = Settings(
-            env={},
-            bootstrap_servers=broker.bootstrap_servers,
-            broker_profile="embedded",
-            topic_prefix="bench-chat",
-            partitions=6,
-            data_dir=Path(tmp),
-        )
+    with OpenAIServer(responder=openai_echo) as llm, tempfile.TemporaryDirectory() as tmp:
+        settings = broker_settings(broker, "bench-chat", Path(tmp))
         ensure_topics(settings)
         worker = _start_worker(settings, llm)
         try:
@@ -118,8 +119,8 @@ def chat() -> list[Measurement]:
                 for conversations, questions in LEVELS:
                     direct = _direct(llm.base_url, conversations, questions)
                     through = _through_worker(client, conversations, questions)
-                    rows += _rows("request to reply", conversations, through)
-                    rows += _rows("LLM called directly", conversations, direct)
+                    rows += _rows(THROUGH, conversations, through, baseline=DIRECT)
+                    rows += _rows(DIRECT, conversations, direct)
                     overhead = statistics.median(through) - statistics.median(direct)
                     rows.append(
                         Measurement(

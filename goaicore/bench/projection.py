@@ -2,10 +2,13 @@
 
 Events are published first, then one projector (in this process) is timed
 from its first poll until it has caught up with every partition, so startup
-is not counted. The history figures read a 10,000-event conversation from
-``conversation_events`` (the query alone, then with every event decoded from
-its stored Avro bytes); each is the median of several runs. A fresh database
-on the PostgreSQL that discovery finds, dropped afterwards.
+is not counted; its baseline is the same records read from Kafka alone (no
+decoding, no PostgreSQL), on the same broker in the same run. The history
+figures read a 10,000-event conversation from ``conversation_events`` (the query
+alone, then with every event decoded from its stored Avro bytes); each is the
+median of several runs, and depends on PostgreSQL, not the broker. It runs on
+each benchmarked broker, a fresh one each time, with a fresh database on the
+PostgreSQL that discovery finds, dropped afterwards.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from goaicore.audit import connect, conversations, history, search
-from goaicore.bench.registry import Measurement, suite
-from goaicore.broker.embedded import EmbeddedBroker
+from goaicore.bench.brokers import PARTITIONS, broker_settings
+from goaicore.bench.registry import Measurement, broker_suite
+from goaicore.broker.local import LocalBroker
 from goaicore.broker.topics import ensure_topics
 from goaicore.clients import EventPublisher
+from goaicore.clients.connection import make_consumer, topic_partitions
+from goaicore.clients.log_reader import read_to_end
 from goaicore.config import Settings
 from goaicore.database.discovery import discover_postgres, drop_database, ensure_database
 from goaicore.records import (
@@ -42,7 +48,9 @@ EVENTS = 20_000
 CONVERSATIONS = 200
 LONG = 10_000
 RUNS = 5
-NOTE = "embedded broker (memory), PostgreSQL over loopback, one projector"
+NOTE = "PostgreSQL over loopback, one projector"
+READ_ALONE = "the same records read from Kafka alone"
+HISTORY = "history query, 10,000-event conversation"
 
 
 def _body(n: int) -> EventBody:
@@ -82,6 +90,19 @@ def _publish(settings: Settings, events: list[ConversationEvent]) -> None:
         publisher.publish_many((e.conversation_id, e) for e in events)
 
 
+def _read_alone(settings: Settings) -> float:
+    """Records per second of a plain consumer reading every partition of ``events``."""
+    consumer = make_consumer(settings)
+    try:
+        started = time.perf_counter()
+        count = 0
+        for partition in topic_partitions(consumer, settings.topic("events")):
+            count += sum(1 for _ in read_to_end(consumer, partition, settings=settings))
+        return count / (time.perf_counter() - started)
+    finally:
+        consumer.close()
+
+
 def _median_ms(fn: Callable[[], object]) -> float:
     fn()  # warm the cache: figures are for a server that has seen the table
     times = []
@@ -94,6 +115,8 @@ def _median_ms(fn: Callable[[], object]) -> float:
 
 def _measure(settings: Settings) -> list[Measurement]:
     _publish(settings, _events(EVENTS, lambda n: f"conv-{n % CONVERSATIONS}"))
+    _read_alone(settings)  # once to warm up, as the projector's first poll is not timed
+    read_alone = _read_alone(settings)
     projector = Projector(settings).start()
     try:
         started = time.perf_counter()
@@ -103,62 +126,80 @@ def _measure(settings: Settings) -> list[Measurement]:
         projector.drain(timeout=600)
     finally:
         projector.close()
-    params = {"events": EVENTS, "conversations": CONVERSATIONS, "partitions": 6}
+    params = {"events": EVENTS, "conversations": CONVERSATIONS, "partitions": PARTITIONS}
     rows = [
-        Measurement("projection", "events projected", EVENTS / elapsed, "events/s", params, NOTE)
+        Measurement(
+            "projection",
+            "events projected",
+            EVENTS / elapsed,
+            "events/s",
+            params,
+            NOTE,
+            baseline=READ_ALONE,
+        ),
+        Measurement(
+            "projection", READ_ALONE, read_alone, "events/s", params, "no decoding, no PostgreSQL"
+        ),
     ]
     with connect(settings) as conn:
         conn.execute("ANALYZE")
         long = {"events": LONG}
-        cases: list[tuple[str, Callable[[], object], dict[str, int]]] = [
-            ("history query, 10,000-event conversation", lambda: history(conn, "long"), long),
+        cases: list[tuple[str, Callable[[], object], dict[str, int], str | None]] = [
+            (HISTORY, lambda: history(conn, "long"), long, None),
             (
                 "history query + decode every event",
                 lambda: [e.event() for e in history(conn, "long")],
                 long,
+                HISTORY,
             ),
             (
                 "history query, one type (2,000 rows)",
                 lambda: history(conn, "long", types=["UserMessage"]),
                 long,
+                HISTORY,
             ),
             (
                 "conversation list (201 conversations)",
                 lambda: conversations(conn),
                 {"conversations": CONVERSATIONS + 1},
+                None,
             ),
             (
                 "full-text search, top 20",
                 lambda: search(conn, "theatres station"),
                 {"rows": EVENTS + LONG},
+                None,
             ),
         ]
-        for name, fn, case_params in cases:
+        for name, fn, case_params, baseline in cases:
             rows.append(
                 Measurement(
-                    "projection", name, _median_ms(fn), "ms", case_params, f"median of {RUNS}"
+                    "projection",
+                    name,
+                    _median_ms(fn),
+                    "ms",
+                    case_params,
+                    f"median of {RUNS}; PostgreSQL only",
+                    baseline=baseline,
                 )
             )
     return rows
 
 
-@suite("projection")
-def projection() -> list[Measurement]:
-    with tempfile.TemporaryDirectory() as tmp, EmbeddedBroker() as broker:
+@broker_suite("projection")
+def projection(broker: LocalBroker) -> list[Measurement]:
+    with tempfile.TemporaryDirectory() as tmp:
         env_url = os.environ.get("DATABASE_URL")
         found = Settings(env={"DATABASE_URL": env_url} if env_url else {}, data_dir=Path(tmp))
         server = discover_postgres(found)
         database = f"goaicore_bench_{uuid.uuid4().hex[:8]}"
         try:
-            settings = Settings(
-                env={},
-                bootstrap_servers=broker.bootstrap_servers,
-                broker_profile="embedded",
-                topic_prefix="bench-projection",
-                partitions=6,
+            settings = broker_settings(
+                broker,
+                "bench-projection",
+                Path(tmp),
                 database_url=ensure_database(server.url, database),
                 db_schema="bench",
-                data_dir=Path(tmp),
             )
             ensure_topics(settings)
             return _measure(settings)

@@ -11,7 +11,12 @@ from rich.console import Console
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "bench", help="run benchmarks: print a table and write JSON"
+        "bench",
+        help="run benchmarks: print a table and write JSON",
+        description="Run benchmark suites, print a table and write JSON. Suites that go "
+        "through Kafka (store, chat, clients, projection) run on Apache Kafka and on the "
+        "embedded broker, each row naming its broker; without Java 17+ and Maven the "
+        "Apache Kafka rows are skipped, with the reason.",
     )
     parser.add_argument("suites", nargs="*", metavar="SUITE", help="suites to run (default: all)")
     parser.add_argument(
@@ -20,14 +25,27 @@ def register(subparsers: Any) -> None:
         default=Path("bench-results/bench.json"),
         help="where to write the measurements (default: %(default)s)",
     )
+    parser.add_argument(
+        "--broker",
+        choices=("both", "kafka", "embedded"),
+        default="both",
+        help="the broker(s) the Kafka suites run on (default: %(default)s); `kafka` fails "
+        "where Apache Kafka cannot run, `both` skips it with the reason",
+    )
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    from goaicore.bench.runner import run
+    from goaicore.bench.runner import broker_kinds, run
 
     console = Console()
     if not console.is_terminal:
         console = Console(width=200)  # piped or in CI: do not wrap the table
-    run(args.suites, args.json, console)
+    run(
+        args.suites,
+        args.json,
+        console,
+        brokers=broker_kinds(args.broker),
+        require_kafka=args.broker == "kafka",
+    )
     return 0
