@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from goaicore.broker import EmbeddedBroker
-from goaicore.broker.apache import KAFKA_VERSION, LocalKafka, kafka_jars, unavailable_reason
+from goaicore.broker.apache import KAFKA_VERSION, LocalKafka, prepared_or_reason
 from goaicore.broker.apache.jars import KafkaUnavailable
 from goaicore.config import BrokerProfile
 
@@ -58,12 +58,7 @@ def choose_broker() -> BrokerChoice:
         raise ValueError(f"GOAICORE_TEST_BROKER={wanted!r}: must be auto, kafka or embedded")
     if wanted == "embedded":
         return BrokerChoice("embedded", "GOAICORE_TEST_BROKER=embedded")
-    reason = unavailable_reason()
-    if reason is None:
-        try:
-            kafka_jars()
-        except KafkaUnavailable as err:
-            reason = str(err)
+    reason = prepared_or_reason()
     if reason is not None and wanted == "kafka":
         raise KafkaUnavailable(f"GOAICORE_TEST_BROKER=kafka but {reason}")
     return BrokerChoice("embedded", reason) if reason else BrokerChoice("kafka", None)

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from goaicore.bench.registry import BROKER_SUITES, SUITES, BrokerSuiteFn, Measurement
-from goaicore.broker.apache import KafkaUnavailable, kafka_jars, unavailable_reason
+from goaicore.broker.apache import KafkaUnavailable, prepared_or_reason
 from goaicore.broker.local import LocalBroker, broker_name, broker_profile, broker_slug
 from goaicore.config import LocalBrokerKind
 
@@ -60,17 +60,6 @@ def load_suites() -> None:
         importlib.import_module(module)
 
 
-def kafka_unavailable() -> str | None:
-    """None when Apache Kafka can run here (its jars fetched now if need be), else why not."""
-    reason = unavailable_reason()
-    if reason is None:
-        try:
-            kafka_jars()
-        except KafkaUnavailable as err:
-            reason = str(err)
-    return reason
-
-
 def run(
     names: Sequence[str],
     json_path: Path,
@@ -94,7 +83,7 @@ def run(
     kinds = list(dict.fromkeys(brokers))
     skipped: dict[str, str] = {}
     if "kafka" in kinds and any(name in BROKER_SUITES for name in selected):
-        reason = kafka_unavailable()
+        reason = prepared_or_reason()
         if reason is not None:
             if require_kafka:
                 raise KafkaUnavailable(f"cannot benchmark Apache Kafka: {reason}")

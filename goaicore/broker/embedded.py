@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from goaicore.broker.process import BrokerProcess, BrokerStartError, kafka_api_versions_error
+from goaicore.broker.process import BrokerExited, BrokerProcess, BrokerStartError, wait_answering
 from goaicore.net import free_loopback_port, wait_port_closed
 
 __all__ = ["BrokerStartError", "EmbeddedBroker", "broker_binary", "broker_version"]
@@ -83,24 +83,19 @@ class EmbeddedBroker:
         return self
 
     def _wait_ready(self, process: BrokerProcess, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        last_error = "no answer yet"
-        while time.monotonic() < deadline:
-            code = process.exit_code()
-            if code is not None:
-                raise BrokerStartError(
-                    f"embedded broker exited with code {code} "
-                    f"while starting on {self.bootstrap_servers} (port taken?)"
-                )
-            last_error = kafka_api_versions_error(self.host, self.port, timeout=1.0) or ""
-            if not last_error:
-                self._serving = True
-                return
-            time.sleep(0.05)
-        raise BrokerStartError(
-            f"embedded broker on {self.bootstrap_servers} did not answer in {timeout:.0f} s"
-            f" ({last_error})"
-        )
+        try:
+            last = wait_answering(process, self.host, self.port, time.monotonic() + timeout)
+        except BrokerExited as exited:
+            raise BrokerStartError(
+                f"embedded broker exited with code {exited.code} "
+                f"while starting on {self.bootstrap_servers} (port taken?)"
+            ) from None
+        if last:
+            raise BrokerStartError(
+                f"embedded broker on {self.bootstrap_servers} did not answer in {timeout:.0f} s"
+                f" ({last})"
+            )
+        self._serving = True
 
     def stop(self, timeout: float = 10.0) -> None:
         process, self._process = self._process, None

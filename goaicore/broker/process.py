@@ -13,6 +13,7 @@ import signal
 import socket
 import struct
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -90,6 +91,33 @@ class BrokerProcess:
             return self.log_path.read_text(errors="replace")[-chars:]
         except OSError:
             return ""
+
+
+class BrokerExited(BrokerStartError):
+    """The broker process exited while starting."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(f"exited with code {code}")
+        self.code = code
+
+
+def wait_answering(
+    process: BrokerProcess, host: str, port: int, deadline: float, interval: float = 0.05
+) -> str:
+    """Poll host:port with ApiVersions until it answers ("") or ``deadline`` (the last error).
+
+    Raises :class:`BrokerExited` as soon as the process is gone: no wait for a dead broker.
+    """
+    last = "no answer yet"
+    while time.monotonic() < deadline:
+        code = process.exit_code()
+        if code is not None:
+            raise BrokerExited(code)
+        last = kafka_api_versions_error(host, port, timeout=1.0) or ""
+        if not last:
+            return ""
+        time.sleep(interval)
+    return last
 
 
 def signal_group(pid: int, sig: signal.Signals) -> None:

@@ -12,7 +12,7 @@ from rich.console import Console
 from goaicore.bench import clients as clients_bench
 from goaicore.bench import runner
 from goaicore.bench.registry import BROKER_SUITES, SUITES, Measurement
-from goaicore.broker.apache import KafkaUnavailable
+from goaicore.broker.apache import KafkaUnavailable, prepared_or_reason
 from goaicore.broker.local import broker_slug
 
 
@@ -44,7 +44,7 @@ def test_the_kafka_suites_are_broker_suites() -> None:
 def test_every_row_names_its_broker(tmp_path: Path) -> None:
     console, printed = _console()
     path = tmp_path / "bench.json"
-    reason = runner.kafka_unavailable()
+    reason = prepared_or_reason()
     rows = runner.run(["clients"], path, console, brokers=runner.broker_kinds("both"))
 
     expected = [broker_slug("kafka")] if reason is None else []
@@ -76,7 +76,7 @@ def test_every_row_names_its_broker(tmp_path: Path) -> None:
 def test_kafka_rows_are_skipped_with_the_reason_where_it_cannot_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runner, "kafka_unavailable", lambda: "no `java` on PATH")
+    monkeypatch.setattr(runner, "prepared_or_reason", lambda: "no `java` on PATH")
     console, printed = _console()
     path = tmp_path / "bench.json"
     rows = runner.run(["clients"], path, console, brokers=runner.broker_kinds("both"))

@@ -5,6 +5,7 @@ from goaicore.broker.apache.jars import (
     KAFKA_VERSION,
     KafkaUnavailable,
     kafka_jars,
+    prepared_or_reason,
     unavailable_reason,
 )
 
@@ -15,5 +16,6 @@ __all__ = [
     "Listener",
     "LocalKafka",
     "kafka_jars",
+    "prepared_or_reason",
     "unavailable_reason",
 ]

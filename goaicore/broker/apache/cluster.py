@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 from goaicore.broker.apache.jars import KAFKA_VERSION, kafka_jars, require_java
-from goaicore.broker.process import BrokerProcess, BrokerStartError, kafka_api_versions_error
+from goaicore.broker.process import BrokerExited, BrokerProcess, BrokerStartError, wait_answering
 from goaicore.net import free_loopback_port, port_open, wait_port_closed
 
 HOST = "127.0.0.1"
@@ -155,23 +155,20 @@ class KafkaNode:
 
     def wait_ready(self, deadline: float) -> None:
         """Return once the node answers ApiVersions on its client listener (it is unfenced)."""
-        last = "no answer yet"
-        while time.monotonic() < deadline:
-            process = self._process
-            code = process.exit_code() if process else -1
-            if code is not None:
-                raise BrokerStartError(
-                    f"Apache Kafka node {self.node_id} exited with code {code} while starting "
-                    f"(log {self.log_path}): {_last_error(self.log_path)}"
-                )
-            last = kafka_api_versions_error(HOST, self.ports.client, timeout=1.0) or ""
-            if not last:
-                return
-            time.sleep(0.1)
-        raise BrokerStartError(
-            f"Apache Kafka node {self.node_id} on {self.bootstrap} did not answer in time "
-            f"({last}; log {self.log_path})"
-        )
+        if self._process is None:
+            raise BrokerStartError(f"Apache Kafka node {self.node_id} was never started")
+        try:
+            last = wait_answering(self._process, HOST, self.ports.client, deadline, 0.1)
+        except BrokerExited as exited:
+            raise BrokerStartError(
+                f"Apache Kafka node {self.node_id} exited with code {exited.code} while starting "
+                f"(log {self.log_path}): {_last_error(self.log_path)}"
+            ) from None
+        if last:
+            raise BrokerStartError(
+                f"Apache Kafka node {self.node_id} on {self.bootstrap} did not answer in time "
+                f"({last}; log {self.log_path})"
+            )
 
     def stop(self, grace: float = 20.0) -> None:
         """Controlled shutdown (SIGTERM), SIGKILL after ``grace``; the data stays."""

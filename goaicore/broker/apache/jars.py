@@ -77,6 +77,20 @@ def unavailable_reason() -> str | None:
     return None
 
 
+def prepared_or_reason() -> str | None:
+    """None once Apache Kafka can run here, its jars fetched now if need be; else why not.
+
+    For callers that start it later and want the first fetch, and its errors, up front.
+    """
+    reason = unavailable_reason()
+    if reason is None:
+        try:
+            kafka_jars()
+        except KafkaUnavailable as err:
+            reason = str(err)
+    return reason
+
+
 def version_dir(version: str = KAFKA_VERSION, env: Mapping[str, str] | None = None) -> Path:
     return cache_root(env) / f"kafka-{version}"
 
