@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from goaicore.audit.db import connect
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
 from goaicore.projector_process import ProjectorProcess
 from goaicore.records import ConversationEvent, GameEvent, UserMessage, new_event
 from tests.deploy.processes import WebWorker, get, goaicore
+from tests.kafka.helpers import row_counts
 from tests.store.workers import wait_folded
 
 # Confluent's build of Apache Kafka: testcontainers' KafkaContainer configures it (KRaft).
@@ -163,7 +163,7 @@ def test_projector_writes_the_rows_verify_db_confirms(
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:
             assert projector.alive(), (tmp_path / "projector.log").read_text()[-4000:]
-            counts = _row_counts(deployed)
+            counts = row_counts(deployed)
             if counts == (events, len(published)):
                 break
             time.sleep(0.5)
@@ -173,18 +173,3 @@ def test_projector_writes_the_rows_verify_db_confirms(
     verified = goaicore(deployed, "verify", "--db", timeout=300)
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
-
-def _row_counts(settings: Settings) -> tuple[int, int]:
-    """Rows in conversation_events and conversation_snapshots, (0, 0) before migrations."""
-    import psycopg
-
-    schema = settings.schema
-    try:
-        with connect(settings) as conn:
-            events = conn.execute(f"SELECT count(*) FROM {schema}.conversation_events").fetchone()
-            snaps = conn.execute(f"SELECT count(*) FROM {schema}.conversation_snapshots").fetchone()
-    except psycopg.errors.UndefinedTable:
-        return (0, 0)
-    assert events is not None
-    assert snaps is not None
-    return int(events[0]), int(snaps[0])
