@@ -172,4 +172,3 @@ def test_projector_writes_the_rows_verify_db_confirms(
         projector.stop()
     verified = goaicore(deployed, "verify", "--db", timeout=300)
     assert verified.returncode == 0, verified.stdout + verified.stderr
-
