@@ -10,12 +10,12 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
-import struct
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from goaicore.broker.probe import kafka_api_versions_error
 
 
 class BrokerStartError(RuntimeError):
@@ -123,37 +123,3 @@ def wait_answering(
 def signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
-
-
-def kafka_api_versions_error(host: str, port: int, timeout: float) -> str | None:
-    """None when host:port answers a Kafka ApiVersions request, else why not.
-
-    A raw, time-bounded request: something else listening on the port (or a
-    broker still starting) cannot hang the caller.
-    """
-    correlation_id = 0x60A1
-    client_id = b"goaicore-probe"
-    body = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.settimeout(timeout)
-            sock.sendall(struct.pack(">i", len(body)) + body)
-            header = _read_exactly(sock, 10)
-    except OSError as err:
-        return f"{type(err).__name__}: {err}"
-    _size, answered_id, error_code = struct.unpack(">iih", header)
-    if answered_id != correlation_id:
-        return f"not a Kafka answer (correlation id {answered_id})"
-    if error_code != 0:
-        return f"ApiVersions error code {error_code}"
-    return None
-
-
-def _read_exactly(sock: socket.socket, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("connection closed before a full answer")
-        data += chunk
-    return data

@@ -65,46 +65,62 @@ class TopicStatus:
 
 
 def ensure_topics(settings: Settings, timeout_s: float = 30.0) -> list[TopicStatus]:
-    """Create any missing topic and check the existing ones; safe to run again."""
-    from kafka.admin import NewTopic
-    from kafka.errors import TopicAlreadyExistsError
+    """Create any missing topic and check the existing ones; safe to run again.
+
+    A cluster still starting or electing a controller answers with transient
+    errors (a controller not yet in the client's metadata is UnknownBrokerId);
+    the whole idempotent pass then runs again on a fresh client, until
+    ``timeout_s``. Anything else (a bad replication factor, a mismatch) is raised.
+    """
+    from kafka.errors import KafkaError, UnknownBrokerIdError
 
     from goaicore.clients.connection import make_admin
 
-    admin = make_admin(
-        settings,
-        request_timeout_ms=int(timeout_s * 1000),
-        bootstrap_timeout_ms=int(timeout_s * 1000),
-    )
-    try:
-        existing = _partition_counts(admin, [settings.topic(t.name) for t in TOPICS])
-        statuses: list[TopicStatus] = []
-        for spec in TOPICS:
-            name = settings.topic(spec.name)
-            if name in existing:
-                _check(settings, name, existing[name])
-                statuses.append(TopicStatus(name, existing[name], "exists"))
-                continue
-            replication = 1 if settings.embedded_broker else settings.replication_factor
-            new = NewTopic(
-                name,
-                settings.partition_count,
-                replication,
-                topic_configs=topic_configs(spec, settings),
-            )
-            try:
-                admin.create_topics([new], timeout_ms=int(timeout_s * 1000))
-                statuses.append(TopicStatus(name, settings.partition_count, "created"))
-            except TopicAlreadyExistsError:
-                # Created concurrently by another process: check it like any other.
-                count = _wait_led(admin, [name], time.monotonic() + timeout_s)[name]
-                _check(settings, name, count)
-                statuses.append(TopicStatus(name, count, "exists"))
-        _wait_led(admin, [s.name for s in statuses], time.monotonic() + timeout_s)
-        _check_configs(admin, settings)
-        return statuses
-    finally:
-        admin.close()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        admin = make_admin(
+            settings,
+            request_timeout_ms=int(timeout_s * 1000),
+            bootstrap_timeout_ms=int(timeout_s * 1000),
+        )
+        try:
+            return _ensure(admin, settings, timeout_s)
+        except KafkaError as err:
+            transient = err.retriable or isinstance(err, UnknownBrokerIdError)
+            if not transient or time.monotonic() > deadline:
+                raise
+        finally:
+            admin.close()
+        time.sleep(0.5)
+
+
+def _ensure(admin: Any, settings: Settings, timeout_s: float) -> list[TopicStatus]:
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    existing = _partition_counts(admin, [settings.topic(t.name) for t in TOPICS])
+    statuses: list[TopicStatus] = []
+    for spec in TOPICS:
+        name = settings.topic(spec.name)
+        if name in existing:
+            _check(settings, name, existing[name])
+            statuses.append(TopicStatus(name, existing[name], "exists"))
+            continue
+        replication = 1 if settings.embedded_broker else settings.replication_factor
+        new = NewTopic(
+            name, settings.partition_count, replication, topic_configs=topic_configs(spec, settings)
+        )
+        try:
+            admin.create_topics([new], timeout_ms=int(timeout_s * 1000))
+            statuses.append(TopicStatus(name, settings.partition_count, "created"))
+        except TopicAlreadyExistsError:
+            # Created concurrently (by another process, or by an earlier pass): check it.
+            count = _wait_led(admin, [name], time.monotonic() + timeout_s)[name]
+            _check(settings, name, count)
+            statuses.append(TopicStatus(name, count, "exists"))
+    _wait_led(admin, [s.name for s in statuses], time.monotonic() + timeout_s)
+    _check_configs(admin, settings)
+    return statuses
 
 
 def topic_configs(spec: TopicSpec, settings: Settings) -> dict[str, str]:
@@ -119,6 +135,27 @@ def _check(settings: Settings, name: str, partitions: int) -> None:
             f"{settings.partition_count}; co-partitioning needs them equal "
             "(use the existing count, or another GOAICORE_TOPIC_PREFIX)"
         )
+
+
+def _create(admin: Any, new: Any, deadline: float) -> None:
+    """Create one topic, retrying what a cluster still starting or electing answers.
+
+    A controller that moved, or one not yet in the client's metadata
+    (UnknownBrokerId right after a cluster starts), is worth another try until
+    ``deadline``; anything else (a bad replication factor, an existing topic) is not.
+    """
+    from kafka.errors import KafkaError, UnknownBrokerIdError
+
+    while True:
+        timeout_ms = max(1000, int((deadline - time.monotonic()) * 1000))
+        try:
+            admin.create_topics([new], timeout_ms=timeout_ms)
+            return
+        except KafkaError as err:
+            transient = err.retriable or isinstance(err, UnknownBrokerIdError)
+            if not transient or time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)
 
 
 def _wait_led(admin: Any, names: list[str], deadline: float) -> dict[str, int]:

@@ -18,6 +18,7 @@ import pytest
 
 from goaicore.broker import ensure_topics
 from goaicore.broker.apache import LocalKafka
+from goaicore.broker.probe import kafka_known_brokers
 from goaicore.clients import EventPublisher
 from goaicore.records import ReplyStatus
 from goaicore.testing import OpenAIServer
@@ -63,6 +64,11 @@ def test_kill9_of_a_leading_broker_loses_and_doubles_nothing(
     ensure_topics(settings)
     topics = goaicore_topics(settings)
     assert {len(p["replica_nodes"]) for p in describe(settings, topics).values()} == {3}
+    for node in cluster.nodes:  # the launcher waits until every node knows every node
+        known = kafka_known_brokers("127.0.0.1", node.ports.client, 5)
+        assert not isinstance(known, str), known
+        assert known[0] == {1, 2, 3}
+        assert known[1] in known[0]
 
     with OpenAIServer(responder=ScriptedLLM(delay=0.02)) as llm, Replies(settings) as replies:
         worker = chat_worker(settings, llm)

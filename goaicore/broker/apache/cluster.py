@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 from goaicore.broker.apache.jars import KAFKA_VERSION, kafka_jars, require_java
+from goaicore.broker.probe import kafka_known_brokers
 from goaicore.broker.process import BrokerExited, BrokerProcess, BrokerStartError, wait_answering
 from goaicore.net import free_loopback_port, port_open, wait_port_closed
 
@@ -265,6 +266,7 @@ class LocalKafka:
             deadline = time.monotonic() + timeout
             for node in self.nodes:
                 node.wait_ready(deadline)
+            self._wait_registered(deadline)
         except BaseException:
             self.stop(grace=5)
             raise
@@ -274,7 +276,9 @@ class LocalKafka:
         """Start node ``index`` (0-based) again on its data and ports."""
         node = self.nodes[index]
         node.start()
-        node.wait_ready(time.monotonic() + timeout)
+        deadline = time.monotonic() + timeout
+        node.wait_ready(deadline)
+        self._wait_registered(deadline)
 
     def kill_node(self, index: int) -> None:
         self.nodes[index].kill()
@@ -289,6 +293,32 @@ class LocalKafka:
             node.terminate()
         for node in running:
             node.stop(grace)
+
+    def _wait_registered(self, deadline: float) -> None:
+        """Wait until every running node lists every running node and a controller among them.
+
+        A node answers before the others know it: an admin request routed to it
+        as the controller would fail with an unknown broker id.
+        """
+        running = [node for node in self.nodes if node.running()]
+        wanted = {node.node_id for node in running}
+        last = ""
+        while time.monotonic() < deadline:
+            last = ""
+            for node in running:
+                known = kafka_known_brokers(HOST, node.ports.client, 2.0)
+                if isinstance(known, str):
+                    last = f"node {node.node_id}: {known}"
+                elif not known[0] >= wanted or known[1] not in known[0]:
+                    last = f"node {node.node_id} knows {sorted(known[0])}, controller {known[1]}"
+                if last:
+                    break
+            if not last:
+                return
+            time.sleep(0.1)
+        raise BrokerStartError(
+            f"Apache Kafka nodes {sorted(wanted)} answer but do not all know each other ({last})"
+        )
 
     def _format(self, timeout: float) -> None:
         pending = [node for node in self.nodes if not node.formatted()]
