@@ -129,7 +129,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "GOAICORE_MAX_RECORD_BYTES",
         "`900000`",
-        "Largest record the clients send; keep it below the broker's message.max.bytes.",
+        "Largest record any client or worker sends (at least 65536); "
+        "every snapshot is folded to fit 16 KiB under it.",
     ),
     Variable("OPENAI_API_KEY", "unset", "Key for an OpenAI-compatible server."),
     Variable("OPENAI_BASE_URL", "the SDK's default", "Base URL of an OpenAI-compatible server."),
@@ -452,7 +453,7 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     out["max_record_bytes"] = pick(
         "max_record_bytes",
         "GOAICORE_MAX_RECORD_BYTES",
-        lambda n, r: _parse_int(n, r, 1024, 100_000_000),
+        lambda n, r: _parse_int(n, r, 65_536, 100_000_000),
         900_000,
     )
     out["openai_api_key"] = pick("openai_api_key", "OPENAI_API_KEY", lambda n, r: r)

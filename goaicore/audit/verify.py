@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from goaicore.audit.db import Connection
 from goaicore.avro.api import decode_event, decode_snapshot
 from goaicore.fold import fold
+from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy, policy_of
 from goaicore.fold.replay import Difference, compare
 from goaicore.records import ConversationSnapshot, LogPosition
 
@@ -42,7 +43,11 @@ def stored_snapshots(
 
 
 def refold(
-    conn: Connection, conversation_id: str, partition: int, until_offset: int
+    conn: Connection,
+    conversation_id: str,
+    partition: int,
+    until_offset: int,
+    policy: FoldPolicy = DEFAULT_POLICY,
 ) -> ConversationSnapshot | None:
     """The fold of a conversation's stored events in one partition up to an offset."""
     snapshot: ConversationSnapshot | None = None
@@ -54,7 +59,7 @@ def refold(
         )
         for offset, avro in cur:
             position = LogPosition(partition=partition, offset=int(offset))
-            snapshot = fold(snapshot, decode_event(bytes(avro)), position)
+            snapshot = fold(snapshot, decode_event(bytes(avro)), position, policy)
     return snapshot
 
 
@@ -86,7 +91,9 @@ def verify_db(
             report.pending.append(conversation_id)
             continue
         replayed = (
-            refold(conn, conversation_id, last.partition, last.offset) if last is not None else None
+            refold(conn, conversation_id, last.partition, last.offset, policy_of(snapshot))
+            if last is not None
+            else None
         )
         report.differences.extend(compare(conversation_id, snapshot, replayed))
     return report

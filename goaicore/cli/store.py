@@ -81,10 +81,12 @@ def handle_worker(args: argparse.Namespace) -> int:
 
 def handle_replay(args: argparse.Namespace) -> int:
     from goaicore.clients import HistoryReader
+    from goaicore.fold.policy import policy_for_record_limit
     from goaicore.fold.replay import replay
 
     with HistoryReader() as reader:
-        result = replay(reader, args.conversation, args.until_offset, args.as_of)
+        policy = policy_for_record_limit(reader.settings.record_limit)
+        result = replay(reader, args.conversation, args.until_offset, args.as_of, policy)
     snapshot = result.snapshot
     if snapshot is None:
         print(f"no events for {args.conversation}")

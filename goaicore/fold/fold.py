@@ -18,8 +18,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from goaicore.fold.bound import bounded, with_anomaly
 from goaicore.fold.compaction import CompactionMismatch, apply_compaction_record
-from goaicore.fold.policy import DEFAULT_POLICY, FOLD_VERSION, FoldPolicy
+from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy
 from goaicore.records import (
     AssistantTurn,
     CompactionApplied,
@@ -44,26 +45,36 @@ def fold(
 ) -> ConversationSnapshot:
     """The snapshot after applying ``event``, read from the log at ``position``."""
     if snapshot is None:
-        snapshot = ConversationSnapshot(
-            conversation_id=event.conversation_id, format_version=FOLD_VERSION
-        )
+        snapshot = ConversationSnapshot(conversation_id=event.conversation_id)
     last = snapshot.last_position
     if last is not None and last.partition == position.partition and position.offset <= last.offset:
         return snapshot
+    snapshot = _under(snapshot, policy)
     if event.event_id in snapshot.recent_event_ids:
         return dataclasses.replace(
             snapshot, last_position=position, duplicate_count=snapshot.duplicate_count + 1
         )
     seen = _seen(snapshot, event, position, policy)
-    problem = _problem(snapshot, event)
+    problem = _problem(snapshot, event, policy)
     if problem is None:
         try:
             applied = _apply(seen, event, position, policy)
         except CompactionMismatch as err:
             problem = f"compaction not applied: {err}"
     if problem is not None:
-        return _with_anomaly(seen, f"{_where(event, position)}: {problem}", policy)
-    return _bounded(applied, policy, _where(event, position))
+        noted = with_anomaly(seen, f"{_where(event, position, policy)}: {problem}", policy)
+        if policy.max_bytes is None:
+            return noted  # fold version 1 bounded only what an applied event added
+        return bounded(noted, policy, _where(event, position, policy), position)
+    return bounded(applied, policy, _where(event, position, policy), position)
+
+
+def _under(snapshot: ConversationSnapshot, policy: FoldPolicy) -> ConversationSnapshot:
+    """``snapshot`` marked with the fold version and size bound it is folded under from now on."""
+    max_bytes = policy.max_bytes or 0
+    if snapshot.format_version == policy.version and snapshot.max_bytes == max_bytes:
+        return snapshot
+    return dataclasses.replace(snapshot, format_version=policy.version, max_bytes=max_bytes)
 
 
 def _seen(
@@ -76,7 +87,9 @@ def _seen(
     body_type = type(event.body).__name__
     by_type = dict(snapshot.events_by_type)
     by_type[body_type] = by_type.get(body_type, 0) + 1
-    ids = (*snapshot.recent_event_ids, event.event_id)[-policy.recent_ids :]
+    ids = snapshot.recent_event_ids
+    if policy.max_id_chars is None or len(event.event_id) <= policy.max_id_chars:
+        ids = (*ids, event.event_id)[-policy.recent_ids :]
     return dataclasses.replace(
         snapshot,
         last_position=position,
@@ -88,17 +101,23 @@ def _seen(
     )
 
 
-def _problem(snapshot: ConversationSnapshot, event: ConversationEvent) -> str | None:
+def _problem(
+    snapshot: ConversationSnapshot, event: ConversationEvent, policy: FoldPolicy
+) -> str | None:
     """Why ``event`` cannot be applied to ``snapshot``, or None when it can."""
     if event.conversation_id != snapshot.conversation_id:
-        return f"event of conversation {event.conversation_id!r} in this conversation's fold"
+        other = _short(event.conversation_id, policy)
+        return f"event of conversation {other!r} in this conversation's fold"
+    if policy.max_id_chars is not None and len(event.event_id) > policy.max_id_chars:
+        return f"an event id of {len(event.event_id)} characters (at most {policy.max_id_chars})"
     if snapshot.deleted:
         return f"{type(event.body).__name__} after the conversation was deleted"
     body = event.body
     if isinstance(body, ToolResult):
         pending = _unanswered_calls(snapshot.messages)
         if body.tool_call_id not in pending:
-            return f"tool result for {body.tool_call_id!r} answers no pending tool call"
+            call = _short(body.tool_call_id, policy)
+            return f"tool result for {call!r} answers no pending tool call"
     if isinstance(body, UserMessage | AssistantTurn | GameEvent):
         pending = _unanswered_calls(snapshot.messages)
         if pending and isinstance(body, UserMessage | AssistantTurn):
@@ -168,7 +187,7 @@ def _apply(
         return dataclasses.replace(snapshot, messages=(), summary=None)
     if isinstance(body, ConversationDeleted):
         return dataclasses.replace(snapshot, messages=(), summary=None, deleted=True)
-    return _with_anomaly(snapshot, f"{_where(event, position)}: unknown body", policy)
+    return with_anomaly(snapshot, f"{_where(event, position, policy)}: unknown body", policy)
 
 
 def _append(snapshot: ConversationSnapshot, message: Message) -> ConversationSnapshot:
@@ -209,39 +228,15 @@ def _unanswered_calls(messages: Sequence[Message]) -> set[str]:
     return set()
 
 
-def _bounded(
-    snapshot: ConversationSnapshot, policy: FoldPolicy, where: str
-) -> ConversationSnapshot:
-    """Drop the oldest whole exchanges while the history exceeds the policy's bounds."""
-    messages = snapshot.messages
-    if len(messages) <= policy.max_messages and _chars(messages) <= policy.max_history_chars:
-        return snapshot
-    starts = [i for i, m in enumerate(messages) if m.role == "user" and i > 0]
-    cut = 0
-    for start in starts:
-        rest = messages[start:]
-        cut = start
-        if len(rest) <= policy.max_messages and _chars(rest) <= policy.max_history_chars:
-            break
-    if cut == 0:
-        return snapshot  # one exchange larger than the bounds: kept whole, never split
-    note = f"{where}: size policy dropped the oldest {cut} messages"
-    return _with_anomaly(dataclasses.replace(snapshot, messages=messages[cut:]), note, policy)
+def _where(event: ConversationEvent, position: LogPosition, policy: FoldPolicy) -> str:
+    return f"event {_short(event.event_id, policy)} at {position.partition}@{position.offset}"
 
 
-def _chars(messages: Sequence[Message]) -> int:
-    return sum(len(m.text) + len(m.raw_json or "") + len(m.content_json or "") for m in messages)
-
-
-def _with_anomaly(
-    snapshot: ConversationSnapshot, note: str, policy: FoldPolicy
-) -> ConversationSnapshot:
-    anomalies = (*snapshot.anomalies, note)[-policy.max_anomalies :]
-    return dataclasses.replace(snapshot, anomalies=anomalies)
-
-
-def _where(event: ConversationEvent, position: LogPosition) -> str:
-    return f"event {event.event_id} at {position.partition}@{position.offset}"
+def _short(text: str, policy: FoldPolicy, limit: int = 80) -> str:
+    """``text`` for a note: a caller's id can be any length, a note stays small (version 2)."""
+    if policy.max_id_chars is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
 
 
 def fold_all(

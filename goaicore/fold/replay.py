@@ -12,6 +12,7 @@ from datetime import datetime
 
 from goaicore.clients.history import HistoryReader
 from goaicore.fold.fold import fold
+from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy, policy_of
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
 
 
@@ -28,6 +29,7 @@ def replay(
     conversation_id: str,
     until_offset: int | None = None,
     as_of: datetime | None = None,
+    policy: FoldPolicy = DEFAULT_POLICY,
 ) -> Replay:
     """Fold a conversation's events up to an offset (inclusive) or a time (inclusive)."""
     snapshot: ConversationSnapshot | None = None
@@ -36,7 +38,7 @@ def replay(
         if as_of is not None and logged.event.occurred_at > as_of:
             continue  # occurred_at is the publisher's clock: not monotonic in the log
         position = LogPosition(partition=logged.partition, offset=logged.offset)
-        snapshot = fold(snapshot, logged.event, position)
+        snapshot = fold(snapshot, logged.event, position, policy)
         applied.append((logged.event, position))
     return Replay(snapshot, tuple(applied))
 
@@ -68,7 +70,7 @@ def compare(
 
 
 def verify_snapshot(reader: HistoryReader, stored: ConversationSnapshot) -> list[Difference]:
-    """Replay ``stored``'s conversation up to its last position and compare."""
+    """Replay ``stored``'s conversation up to its last position, under its bounds, and compare."""
     until = stored.last_position.offset if stored.last_position else -1
-    replayed = replay(reader, stored.conversation_id, until_offset=until).snapshot
+    replayed = replay(reader, stored.conversation_id, until, policy=policy_of(stored)).snapshot
     return compare(stored.conversation_id, stored, replayed)

@@ -366,15 +366,12 @@ def _message_from(d: Mapping[str, Any]) -> Message:
 
 def snapshot_to_avro(snapshot: ConversationSnapshot) -> AvroDict:
     """The fastavro form of a snapshot."""
-    position = snapshot.last_position
     return {
         "conversation_id": snapshot.conversation_id,
         "format_version": snapshot.format_version,
         "messages": [_message_to(m) for m in snapshot.messages],
         "summary": snapshot.summary,
-        "last_position": None
-        if position is None
-        else {"partition": position.partition, "offset": position.offset},
+        "last_position": _position_to(snapshot.last_position),
         "recent_event_ids": list(snapshot.recent_event_ids),
         "event_count": snapshot.event_count,
         "duplicate_count": snapshot.duplicate_count,
@@ -387,20 +384,21 @@ def snapshot_to_avro(snapshot: ConversationSnapshot) -> AvroDict:
         "deleted": snapshot.deleted,
         "started_at": _opt_millis(snapshot.started_at, "ConversationSnapshot.started_at"),
         "updated_at": _opt_millis(snapshot.updated_at, "ConversationSnapshot.updated_at"),
+        "max_bytes": snapshot.max_bytes,
+        "dropped_messages": snapshot.dropped_messages,
+        "dropped_before": _position_to(snapshot.dropped_before),
+        "truncated_messages": snapshot.truncated_messages,
     }
 
 
 def snapshot_from_avro(d: Mapping[str, Any]) -> ConversationSnapshot:
     """The typed snapshot from fastavro's dict."""
-    position = d["last_position"]
     return ConversationSnapshot(
         conversation_id=d["conversation_id"],
         format_version=d["format_version"],
         messages=tuple(_message_from(m) for m in d["messages"]),
         summary=d["summary"],
-        last_position=None
-        if position is None
-        else LogPosition(partition=position["partition"], offset=position["offset"]),
+        last_position=_position_from(d["last_position"]),
         recent_event_ids=tuple(d["recent_event_ids"]),
         event_count=d["event_count"],
         duplicate_count=d["duplicate_count"],
@@ -413,4 +411,18 @@ def snapshot_from_avro(d: Mapping[str, Any]) -> ConversationSnapshot:
         deleted=d["deleted"],
         started_at=d["started_at"],
         updated_at=d["updated_at"],
+        max_bytes=d["max_bytes"],
+        dropped_messages=d["dropped_messages"],
+        dropped_before=_position_from(d["dropped_before"]),
+        truncated_messages=d["truncated_messages"],
     )
+
+
+def _position_to(position: LogPosition | None) -> AvroDict | None:
+    return (
+        None if position is None else {"partition": position.partition, "offset": position.offset}
+    )
+
+
+def _position_from(d: Mapping[str, Any] | None) -> LogPosition | None:
+    return None if d is None else LogPosition(partition=d["partition"], offset=d["offset"])

@@ -277,6 +277,10 @@ class ConversationSnapshot:
     deleted: bool = False
     started_at: datetime | None = None
     updated_at: datetime | None = None
+    max_bytes: int = 0
+    dropped_messages: int = 0
+    dropped_before: LogPosition | None = None
+    truncated_messages: int = 0
 
     def __post_init__(self) -> None:
         _freeze(self, "messages", self.messages)

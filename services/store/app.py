@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import socket
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from goaicore.broker.security import faust_credentials
 from goaicore.clients.deadletter import DeadLetter
 from goaicore.config import Settings
 from goaicore.fold import fold
+from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
 from goaicore.net import free_loopback_port
 from goaicore.records import ConversationSnapshot, LogPosition
 from services.store.chat_agent import ChatAgent, ChatServices
@@ -61,6 +63,11 @@ class StoreApp:
     replies_table: Any = None
     progress: FoldProgress = field(default_factory=FoldProgress)
     chat: ChatServices | None = None
+
+    @cached_property
+    def fold_policy(self) -> FoldPolicy:
+        """The fold's bounds: every snapshot fits under the configured record limit."""
+        return policy_for_record_limit(self.settings.record_limit)
 
     @property
     def web_url(self) -> str:
@@ -204,7 +211,7 @@ async def apply_batch(store: StoreApp, messages: list[Any]) -> None:
             continue
         current = touched[key] if key in touched else store.table.get(key)
         position = LogPosition(partition=message.partition, offset=message.offset)
-        updated = fold(current, event, position)
+        updated = fold(current, event, position, store.fold_policy)
         if updated is not current:
             touched[key] = updated
     for key, snapshot in touched.items():

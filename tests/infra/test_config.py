@@ -36,7 +36,7 @@ def test_every_variable_is_read() -> None:
         "GOAICORE_REPLICATION_FACTOR": "3",
         "DATABASE_URL": "postgresql://u@db:5432/app",
         "GOAICORE_DB_SCHEMA": "audit_prod",
-        "GOAICORE_MAX_RECORD_BYTES": "2048",
+        "GOAICORE_MAX_RECORD_BYTES": "65536",
         "OPENAI_API_KEY": "sk-test",
         "OPENAI_BASE_URL": "http://127.0.0.1:8000/v1",
         "GOAICORE_MODEL": "gpt-4o-mini",
@@ -64,7 +64,7 @@ def test_every_variable_is_read() -> None:
     assert (s.topic_prefix, s.partitions, s.replication_factor) == ("game.prod", 12, 3)
     assert s.database_url == "postgresql://u@db:5432/app"
     assert s.schema == "audit_prod"
-    assert s.max_record_bytes == 2048
+    assert s.max_record_bytes == 65536
     assert (s.openai_api_key, s.openai_base_url) == ("sk-test", "http://127.0.0.1:8000/v1")
     assert (s.model, s.anthropic_api_key) == ("gpt-4o-mini", "ak-test")
     assert s.data_dir == Path("/tmp/goaicore-data")

@@ -220,6 +220,18 @@ SNAPSHOT_SAMPLES: dict[str, ConversationSnapshot] = {
         updated_at=AT,
     ),
     "deleted": ConversationSnapshot(conversation_id="player-9", deleted=True, event_count=3),
+    "bounded": ConversationSnapshot(  # fold version 2: bounded in encoded bytes
+        conversation_id="player-77",
+        format_version=2,
+        messages=(Message(role="user", text="Still here?", event_id=f"{90:032x}"),),
+        last_position=LogPosition(partition=1, offset=90),
+        event_count=90,
+        message_count=90,
+        max_bytes=884_000,
+        dropped_messages=88,
+        dropped_before=LogPosition(partition=1, offset=89),
+        truncated_messages=1,
+    ),
 }
 
 SAMPLES_BY_SCHEMA: dict[str, dict[str, Record]] = {

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from goaicore.avro.api import encode_snapshot
 from goaicore.broker import ensure_topics
 from goaicore.clients import DeadLetter, EventPublisher, HistoryReader
 from goaicore.clients.log_reader import read_to_end
@@ -133,3 +134,26 @@ def test_a_restarted_worker_recovers_its_table(topics: Settings) -> None:
         second.stop()
     assert {s.event_count for s in stored.values()} == {11}  # 10 before + 1 after the restart
     assert all(s.messages[-1].text == "after restart" for s in stored.values())
+
+
+def test_a_conversation_of_megabytes_folds_within_the_record_limit(
+    topics: Settings, worker: StoreWorker
+) -> None:
+    """The report's case: 400 game events of 3 KB (1.2 MB of history), no chat turn."""
+    with EventPublisher(topics) as publisher:
+        sent = publisher.publish_many(
+            ("big", GameEvent(kind="world", text=f"{n:04d} " + "w" * 3000)) for n in range(400)
+        )
+        after = publisher.game_event("small", "the worker is still folding", kind="tick")
+    stored = wait_folded(topics, {"big": sent[-1].offset, "small": after.offset}, workers=(worker,))
+    big = stored["big"]
+    assert len(encode_snapshot(big)) <= topics.record_limit - 16 * 1024
+    assert big.format_version == 2
+    assert big.max_bytes == topics.record_limit - 16 * 1024
+    assert big.event_count == 400
+    assert big.dropped_messages + len(big.messages) == 400
+    assert big.dropped_messages > 100
+    assert big.messages[-1].text.startswith("0399 ")
+    with HistoryReader(topics) as history:
+        assert verify_snapshot(history, big) == []
+    assert worker.alive()

@@ -1,0 +1,188 @@
+"""The size policy: keep a snapshot inside its bounds after each event.
+
+The oldest whole exchanges leave first; the newest message never does. A cut
+is made only where a history may start (a user or context message, never
+between a tool call and its results), so what is left is still valid to send.
+When the newest exchange alone is over the byte bound, its largest messages are
+cut down, each with a marker the model and the reader see. The log keeps
+everything: the snapshot counts what left and says up to which position.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+
+from goaicore.fold.policy import FoldPolicy
+from goaicore.fold.size import bookkeeping_bytes, message_bytes, messages_bytes, string_bytes
+from goaicore.records import ConversationSnapshot, LogPosition, Message, ToolCall
+
+_NOTE_ROOM = 512
+"""Bytes kept free for the anomaly note the policy adds about itself."""
+_SUMMARY_SHARE = 8
+"""The latest compaction summary, kept beside the history, takes at most 1/8 of the bound."""
+
+
+def bounded(
+    snapshot: ConversationSnapshot, policy: FoldPolicy, where: str, position: LogPosition
+) -> ConversationSnapshot:
+    """``snapshot`` within ``policy``'s bounds, with a note when anything was cut."""
+    if policy.max_bytes is None:
+        return _bounded_in_chars(snapshot, policy, where)
+    notes = []
+    summary = snapshot.summary
+    if summary is not None and string_bytes(summary) > policy.max_bytes // _SUMMARY_SHARE:
+        notes.append("size policy truncated the summary")
+        snapshot = dataclasses.replace(
+            snapshot, summary=_truncated_text(summary, policy.max_bytes // _SUMMARY_SHARE, None)
+        )
+    messages = snapshot.messages
+    budget = policy.max_bytes - bookkeeping_bytes(snapshot) - _NOTE_ROOM
+    if len(messages) <= policy.max_messages and messages_bytes(messages) <= budget and not notes:
+        return snapshot
+    cut = _first_fitting_cut(messages, policy.max_messages, budget)
+    if cut:
+        notes.append(f"size policy dropped the oldest {cut} messages")
+        snapshot = dataclasses.replace(
+            snapshot,
+            messages=messages[cut:],
+            dropped_messages=snapshot.dropped_messages + cut,
+            dropped_before=position,
+        )
+    kept, truncated = _truncated_to_fit(snapshot.messages, budget)
+    if truncated:
+        notes.append(
+            f"size policy truncated {truncated} message(s) to fit {policy.max_bytes} bytes"
+        )
+        snapshot = dataclasses.replace(
+            snapshot, messages=kept, truncated_messages=snapshot.truncated_messages + truncated
+        )
+    if not notes:
+        return snapshot
+    return with_anomaly(snapshot, f"{where}: {'; '.join(notes)}", policy)
+
+
+def _cut_points(messages: Sequence[Message]) -> list[int]:
+    """Indexes where a history may start: user and context messages, never the first."""
+    return [i for i, m in enumerate(messages) if i > 0 and m.role in ("user", "system")]
+
+
+def _first_fitting_cut(messages: Sequence[Message], max_messages: int, budget: int) -> int:
+    """The smallest cut leaving at most ``max_messages`` within ``budget``, else the last one."""
+    points = _cut_points(messages)
+    if not points:
+        return 0
+    suffix = messages_bytes(messages[points[0] :])
+    for index, point in enumerate(points):
+        if index:
+            suffix -= messages_bytes(messages[points[index - 1] : point])
+        if len(messages) - point <= max_messages and suffix <= budget:
+            return point
+    return points[-1]
+
+
+def _truncated_to_fit(
+    messages: tuple[Message, ...], budget: int
+) -> tuple[tuple[Message, ...], int]:
+    """Cut the largest messages down, one at a time, until all fit ``budget``."""
+    total = messages_bytes(messages)
+    if total <= budget:
+        return messages, 0
+    kept = list(messages)
+    order = sorted(range(len(kept)), key=lambda i: message_bytes(kept[i]), reverse=True)
+    truncated = 0
+    for index in order:
+        if total <= budget:
+            break
+        before = message_bytes(kept[index])
+        allowance = max(before - (total - budget), 0)
+        kept[index] = truncate_message(kept[index], allowance)
+        total += message_bytes(kept[index]) - before
+        truncated += 1
+    return tuple(kept), truncated
+
+
+MARKER = "[goaicore: truncated to fit the snapshot size bound; {kept} of {total} bytes kept{where}]"
+
+
+def truncate_message(message: Message, allowance: int) -> Message:
+    """``message`` cut down to about ``allowance`` encoded bytes, with a visible marker.
+
+    The provider-faithful extras (raw JSON, structured content) go first: the text
+    says what the model saw. Then the text keeps its beginning, and oversized tool
+    call arguments become a JSON object holding their beginning, so every provider
+    still accepts the call.
+    """
+    slim = dataclasses.replace(message, raw_json=None, content_json=None)
+    fixed = message_bytes(dataclasses.replace(slim, text="", tool_calls=()))
+    room = max(allowance - fixed, 0)
+    calls_room = room // 2 if slim.tool_calls else 0
+    calls = _truncated_calls(slim.tool_calls, calls_room)
+    calls_used = sum(
+        string_bytes(c.id) + string_bytes(c.name) + string_bytes(c.arguments) for c in calls
+    )
+    text = _truncated_text(slim.text, room - calls_used, message.event_id)
+    return dataclasses.replace(slim, text=text, tool_calls=calls)
+
+
+def _truncated_text(text: str, room: int, event_id: str | None) -> str:
+    data = text.encode("utf-8", "surrogatepass")
+    if string_bytes(text) <= room:
+        return text
+    where = f"; the full message is event {event_id} in the log" if event_id else ""
+    marker = MARKER.format(kept="{kept}", total=len(data), where=where)
+    keep = max(room - len(marker.encode()) - 32, 0)
+    prefix = data[:keep].decode("utf-8", "ignore")
+    return prefix + "\n" + marker.format(kept=len(prefix.encode("utf-8", "surrogatepass")))
+
+
+def _truncated_calls(calls: tuple[ToolCall, ...], room: int) -> tuple[ToolCall, ...]:
+    if not calls:
+        return calls
+    share = room // len(calls)
+    out = []
+    for call in calls:
+        if string_bytes(call.arguments) <= share:
+            out.append(call)
+            continue
+        prefix = call.arguments.encode("utf-8", "surrogatepass")[: max(share - 96, 0)]
+        held = json.dumps({"goaicore_truncated": prefix.decode("utf-8", "ignore")})
+        out.append(dataclasses.replace(call, arguments=held))
+    return tuple(out)
+
+
+def _bounded_in_chars(
+    snapshot: ConversationSnapshot, policy: FoldPolicy, where: str
+) -> ConversationSnapshot:
+    """Fold version 1's rule: whole exchanges from user messages, bounded in characters."""
+    limit = policy.max_history_chars
+    messages = snapshot.messages
+
+    def fits(rest: Sequence[Message]) -> bool:
+        return len(rest) <= policy.max_messages and (limit is None or _chars(rest) <= limit)
+
+    if fits(messages):
+        return snapshot
+    starts = [i for i, m in enumerate(messages) if m.role == "user" and i > 0]
+    cut = 0
+    for start in starts:
+        cut = start
+        if fits(messages[start:]):
+            break
+    if cut == 0:
+        return snapshot  # one exchange larger than the bounds: kept whole, never split
+    note = f"{where}: size policy dropped the oldest {cut} messages"
+    return with_anomaly(dataclasses.replace(snapshot, messages=messages[cut:]), note, policy)
+
+
+def _chars(messages: Sequence[Message]) -> int:
+    return sum(len(m.text) + len(m.raw_json or "") + len(m.content_json or "") for m in messages)
+
+
+def with_anomaly(
+    snapshot: ConversationSnapshot, note: str, policy: FoldPolicy
+) -> ConversationSnapshot:
+    """``snapshot`` with ``note`` added to its bounded list of anomalies."""
+    anomalies = (*snapshot.anomalies, note)[-policy.max_anomalies :]
+    return dataclasses.replace(snapshot, anomalies=anomalies)

@@ -1,0 +1,98 @@
+"""A snapshot's encoded size, computed without encoding it.
+
+The fold checks the size bound on every event, so encoding the whole snapshot
+each time would cost as much as the history is long. These functions follow the
+snapshot schema's Avro binary layout field by field (strings are a length varint
+plus UTF-8 bytes, longs are varints, unions an index) and charge every long its
+widest varint, so the figure never falls below the real encoding; property
+tests hold it to that and to a small slack. A message's size is cached: the
+same immutable message stays in a history across many folds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+from goaicore.avro.framing import HEADER_SIZE
+from goaicore.records import ConversationSnapshot, Message, ToolCall
+
+_LONG = 10  # the widest zigzag varint of a 64-bit long
+_ARRAY_END = 1
+
+
+def string_bytes(text: str) -> int:
+    """Encoded size of an Avro string: its length varint and its UTF-8 bytes."""
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    return _varint(size) + size
+
+
+def _optional(text: str | None) -> int:
+    return 1 if text is None else 1 + string_bytes(text)
+
+
+def _varint(value: int) -> int:
+    zigzag = value << 1 if value >= 0 else (-value << 1) - 1
+    return max(1, (zigzag.bit_length() + 6) // 7)
+
+
+def _array(count: int, items: int) -> int:
+    return (_varint(count) + items + _ARRAY_END) if count else _ARRAY_END
+
+
+def _tool_call_bytes(call: ToolCall) -> int:
+    return string_bytes(call.id) + string_bytes(call.name) + string_bytes(call.arguments)
+
+
+@lru_cache(maxsize=8192)
+def message_bytes(message: Message) -> int:
+    """Encoded size of one history message."""
+    calls = message.tool_calls
+    return (
+        string_bytes(message.role)
+        + string_bytes(message.text)
+        + _array(len(calls), sum(_tool_call_bytes(c) for c in calls))
+        + _optional(message.tool_call_id)
+        + _optional(message.name)
+        + _optional(message.content_json)
+        + _optional(message.raw_json)
+        + _optional(message.provider)
+        + 1  # is_error
+        + _optional(message.event_id)
+    )
+
+
+def messages_bytes(messages: Iterable[Message]) -> int:
+    """Encoded size of the messages array's items (without its count and end markers)."""
+    return sum(message_bytes(m) for m in messages)
+
+
+def bookkeeping_bytes(snapshot: ConversationSnapshot) -> int:
+    """Everything but the messages: the header, ids, counts, notes, positions, times."""
+    by_type = snapshot.events_by_type
+    return (
+        HEADER_SIZE
+        + string_bytes(snapshot.conversation_id)
+        + _LONG  # format_version
+        + _LONG
+        + _ARRAY_END  # the messages array's count and end
+        + _optional(snapshot.summary)
+        + 1
+        + 2 * _LONG  # last_position
+        + _array(len(snapshot.recent_event_ids), sum(map(string_bytes, snapshot.recent_event_ids)))
+        + 2 * _LONG  # event_count, duplicate_count
+        + _array(len(by_type), sum(string_bytes(k) + _LONG for k in by_type))
+        + 4 * _LONG  # message_count, prompt_tokens, completion_tokens, cost_usd_nanos
+        + _array(len(snapshot.anomalies), sum(map(string_bytes, snapshot.anomalies)))
+        + 1  # deleted
+        + 2 * (1 + _LONG)  # started_at, updated_at
+        + 2 * _LONG  # max_bytes, dropped_messages
+        + 1
+        + 2 * _LONG  # dropped_before
+        + _LONG  # truncated_messages
+    )
+
+
+def snapshot_bytes(snapshot: ConversationSnapshot) -> int:
+    """An upper bound of ``len(encode_snapshot(snapshot))``, within a few bytes per long."""
+    return bookkeeping_bytes(snapshot) + messages_bytes(snapshot.messages)
