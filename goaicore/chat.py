@@ -78,6 +78,8 @@ class Chat:
     does. ``on_provider_mismatch`` decides what happens to a state written with another
     provider: ``"reset"`` starts fresh, ``"convert"`` keeps the neutral history.
     ``gzip_threshold`` is the JSON size above which states are compressed.
+    ``max_tool_result_bytes`` cuts a larger tool result down (with a marker the model
+    sees) before it enters the history; ``None`` keeps results whole.
     """
 
     def __init__(
@@ -88,6 +90,7 @@ class Chat:
         compactor: Compactor | None = None,
         on_provider_mismatch: MismatchPolicy = "reset",
         gzip_threshold: int | None = DEFAULT_GZIP_THRESHOLD,
+        max_tool_result_bytes: int | None = None,
     ) -> None:
         if max_tool_iterations < 1:
             raise ValueError("max_tool_iterations must be at least 1")
@@ -98,6 +101,9 @@ class Chat:
         self.compactor = compactor
         self.on_provider_mismatch: MismatchPolicy = on_provider_mismatch
         self.gzip_threshold = gzip_threshold
+        if max_tool_result_bytes is not None and max_tool_result_bytes < 256:
+            raise ValueError("max_tool_result_bytes must be at least 256")
+        self.max_tool_result_bytes = max_tool_result_bytes
 
     # ---- state --------------------------------------------------------------------
 
@@ -144,6 +150,7 @@ class Chat:
             tools=[t if isinstance(t, Tool) else tool(t) for t in tools],
             max_llm_calls=self.max_tool_iterations,
             compactor=self.compactor,
+            max_tool_result_bytes=self.max_tool_result_bytes,
         )
 
     async def achat_with_state(

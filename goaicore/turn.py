@@ -36,6 +36,7 @@ from goaicore.providers.base import (
     Provider,
 )
 from goaicore.tools import Tool, ToolOutcome
+from goaicore.truncate import truncate_utf8, utf8_size
 from goaicore.usage import Usage
 
 log = logging.getLogger("goaicore.turn")
@@ -75,6 +76,7 @@ async def run_turn(
     tools: Sequence[Tool],
     max_llm_calls: int,
     compactor: Compactor | None = None,
+    max_tool_result_bytes: int | None = None,
 ) -> TurnResult:
     """Append ``incoming`` to ``history`` and call the LLM (and tools) until it answers."""
     by_name: dict[str, Tool] = {}
@@ -168,7 +170,7 @@ async def run_turn(
                 )
             if call_number == max_llm_calls:
                 break
-            results = await run_tool_calls(reply.tool_calls, by_name)
+            results = await run_tool_calls(reply.tool_calls, by_name, max_tool_result_bytes)
             messages.extend(results)
             new.extend(results)
             timeline.extend(results)
@@ -203,11 +205,14 @@ def _check_finish(completion: Completion, provider: str) -> None:
     )
 
 
-async def run_tool_calls(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> list[Message]:
+async def run_tool_calls(
+    calls: Sequence[ToolCall], tools: Mapping[str, Tool], max_result_bytes: int | None = None
+) -> list[Message]:
     """Run one step's tool calls; results come back in call order.
 
     Async tools run concurrently; sync tools run one at a time in a worker thread, since
-    they were not written to run in parallel.
+    they were not written to run in parallel. A result over ``max_result_bytes`` is cut
+    down with a marker before the model sees it, so the model knows it saw a part.
     """
     sync_lock = asyncio.Lock()
 
@@ -221,6 +226,15 @@ async def run_tool_calls(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -
         else:
             async with sync_lock:
                 outcome = await t.invoke(call.arguments)
-        return Message.tool_result(call.id, outcome.text, name=call.name, is_error=outcome.is_error)
+        text = outcome.text
+        if max_result_bytes is not None and utf8_size(text) > max_result_bytes:
+            log.warning(
+                "tool %r returned %d bytes; the model sees the first %d",
+                call.name,
+                utf8_size(text),
+                max_result_bytes,
+            )
+            text = truncate_utf8(text, max_result_bytes, "tool result truncated to fit the limit")
+        return Message.tool_result(call.id, text, name=call.name, is_error=outcome.is_error)
 
     return list(await asyncio.gather(*(run(c) for c in calls)))

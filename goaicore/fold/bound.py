@@ -17,9 +17,12 @@ from collections.abc import Sequence
 from goaicore.fold.policy import FoldPolicy
 from goaicore.fold.size import bookkeeping_bytes, message_bytes, messages_bytes, string_bytes
 from goaicore.records import ConversationSnapshot, LogPosition, Message, ToolCall
+from goaicore.truncate import truncate_utf8
 
 _NOTE_ROOM = 512
 """Bytes kept free for the anomaly note the policy adds about itself."""
+_LENGTH = 5
+"""The length varint in front of a string's bytes."""
 _SUMMARY_SHARE = 8
 """The latest compaction summary, kept beside the history, takes at most 1/8 of the bound."""
 
@@ -103,7 +106,7 @@ def _truncated_to_fit(
     return tuple(kept), truncated
 
 
-MARKER = "[goaicore: truncated to fit the snapshot size bound; {kept} of {total} bytes kept{where}]"
+_BOUND = "truncated to fit the snapshot size bound"
 
 
 def truncate_message(message: Message, allowance: int) -> Message:
@@ -127,14 +130,8 @@ def truncate_message(message: Message, allowance: int) -> Message:
 
 
 def _truncated_text(text: str, room: int, event_id: str | None) -> str:
-    data = text.encode("utf-8", "surrogatepass")
-    if string_bytes(text) <= room:
-        return text
     where = f"; the full message is event {event_id} in the log" if event_id else ""
-    marker = MARKER.format(kept="{kept}", total=len(data), where=where)
-    keep = max(room - len(marker.encode()) - 32, 0)
-    prefix = data[:keep].decode("utf-8", "ignore")
-    return prefix + "\n" + marker.format(kept=len(prefix.encode("utf-8", "surrogatepass")))
+    return truncate_utf8(text, max(room - _LENGTH, 0), _BOUND, where)
 
 
 def _truncated_calls(calls: tuple[ToolCall, ...], room: int) -> tuple[ToolCall, ...]:

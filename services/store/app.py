@@ -38,6 +38,7 @@ from services.store.codecs import SNAPSHOT_CODEC, register
 from services.store.flow_control import SteadyApp
 from services.store.idempotency import REPLIES_CODEC, register_codec
 from services.store.llm import Providers
+from services.store.output_limits import OutputLimits
 from services.store.replies import ReplyWaiters
 from services.store.tools_registry import load_tools
 from services.store.turns import TurnSettings
@@ -254,6 +255,7 @@ def _add_chat(store: StoreApp) -> None:
     assert settings.context_tokens is not None
     assert settings.chat_concurrency is not None
     assert settings.read_wait is not None
+    limits = OutputLimits.for_record_limit(settings.record_limit)
     store.chat = ChatServices(
         providers=Providers(settings),
         registry=load_tools(settings.tools or ""),
@@ -261,12 +263,14 @@ def _add_chat(store: StoreApp) -> None:
             system_prompt=settings.system_prompt,
             turn_timeout=settings.turn_timeout,
             context_tokens=settings.context_tokens,
+            max_tool_result_bytes=limits.tool_result_bytes,
         ),
         progress=store.progress,
         watermarks=HighWatermarks(settings),
         waiters=ReplyWaiters(),
         concurrency=settings.chat_concurrency,
         read_wait=settings.read_wait,
+        limits=limits,
     )
     agent = ChatAgent(store, store.chat)
     watermarks = store.chat.watermarks

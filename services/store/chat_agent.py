@@ -32,6 +32,7 @@ from goaicore.tools import Tool
 from services.store.dispatch import KeyedDispatcher
 from services.store.idempotency import RecentReplies, recover_from_log
 from services.store.llm import Providers
+from services.store.output_limits import OutputLimits
 from services.store.replies import ReplyWaiters
 from services.store.turns import TurnOutcome, TurnSettings, failure, run_request
 from services.store.watermarks import FoldProgress, HighWatermarks
@@ -56,6 +57,7 @@ class ChatServices:
     waiters: ReplyWaiters
     concurrency: int
     read_wait: float
+    limits: OutputLimits
 
 
 class ChatAgent:
@@ -120,9 +122,13 @@ class ChatAgent:
             return
         await self._read_your_writes(request, message.partition, key)
         outcome = await self._outcome(request, key)
-        await self.append(outcome.events)
-        self.store.replies_table[key] = self._stored_replies(key).with_reply(outcome.reply)
-        await self.publish_reply(outcome.reply)
+        limits = self.services.limits
+        await self.append(limits.fit_events(outcome.events))
+        reply = limits.fit_reply(outcome.reply)
+        self.store.replies_table[key] = self._stored_replies(key).with_reply(
+            reply, limits.replies_table_bytes
+        )
+        await self.publish_reply(reply)
 
     async def _read_your_writes(self, request: ChatRequest, partition: int, key: bytes) -> None:
         high = await self.services.watermarks.get(partition)
@@ -171,7 +177,7 @@ class ChatAgent:
 
     async def publish_reply(self, reply: ChatReply) -> None:
         """Publish the reply (after the turn's events) and wake a local HTTP waiter."""
-        value = encode_chat_reply(reply)
+        value = encode_chat_reply(self.services.limits.fit_reply(reply))
         key = reply.conversation_id.encode()
         await (await _send(self.store.replies, key, value))
         self.services.waiters.resolve(reply)

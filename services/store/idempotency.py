@@ -54,10 +54,21 @@ class RecentReplies:
                 return decode_chat_reply(payload)
         return None
 
-    def with_reply(self, reply: ChatReply) -> RecentReplies:
+    def with_reply(self, reply: ChatReply, max_bytes: int) -> RecentReplies:
+        """These replies and ``reply``, the oldest leaving first past KEEP_REPLIES or
+        ``max_bytes`` of the table's record (each reply is base64 in JSON: 4/3 larger)."""
         kept = [(r, p) for r, p in self.entries if r != reply.request_id]
         kept.append((reply.request_id, encode_chat_reply(reply)))
-        return RecentReplies(tuple(kept[-KEEP_REPLIES:]))
+        kept = kept[-KEEP_REPLIES:]
+        size = sum(_stored_size(r, p) for r, p in kept)
+        while len(kept) > 1 and size > max_bytes:
+            size -= _stored_size(*kept.pop(0))
+        return RecentReplies(tuple(kept))
+
+
+def _stored_size(request_id: str, payload: bytes) -> int:
+    """Bytes one entry takes in the codec's JSON: the id, the base64 reply, the quoting."""
+    return len(request_id.encode()) + 4 * ((len(payload) + 2) // 3) + 8
 
 
 class RecentRepliesCodec(codecs.Codec):

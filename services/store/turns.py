@@ -84,6 +84,7 @@ class TurnSettings:
     turn_timeout: float
     context_tokens: int
     max_tool_iterations: int = MAX_TOOL_ITERATIONS
+    max_tool_result_bytes: int | None = None
 
 
 @dataclass
@@ -126,6 +127,7 @@ async def run_request(
             provider,
             max_tool_iterations=settings.max_tool_iterations,
             compactor=compactor_for(settings.context_tokens),
+            max_tool_result_bytes=settings.max_tool_result_bytes,
         )
         system = request.system if request.system is not None else settings.system_prompt
         turn = await asyncio.wait_for(

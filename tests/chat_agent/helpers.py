@@ -65,6 +65,7 @@ class ScriptedLLM:
     - a tool result as the last message: ``tool said: <content>``;
     - ``call <tool> <json>``: a call of that tool with those arguments;
     - ``fail``: a 400 error; ``slow <seconds>``: waits, then echoes;
+    - ``big <n>``: a reply of ``n`` bytes of text;
     - anything else: ``echo: <text>``, after ``delay`` seconds.
     It records how many calls were in flight at once.
     """
@@ -96,6 +97,8 @@ class ScriptedLLM:
             return openai_reply(tool_calls=[(name, json.loads(arguments))])
         if text == "fail":
             return openai_error(400, "the test model refuses")
+        if text.startswith("big "):
+            return openai_reply("b" * int(text.split()[1]))
         if text.startswith("slow "):
             time.sleep(float(text.split()[1]))
         elif self.delay:

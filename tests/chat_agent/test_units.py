@@ -33,6 +33,7 @@ from services.store import game_tools
 from services.store.dispatch import KeyedDispatcher
 from services.store.idempotency import RecentReplies, RecentRepliesCodec, recover_from_log
 from services.store.llm import Providers
+from services.store.output_limits import OutputLimits
 from services.store.tools_registry import ToolsConfigError, as_registry, load_tools
 from services.store.turns import TurnSettings, run_request, turn_event_id
 
@@ -207,7 +208,8 @@ def test_recent_replies_keep_the_latest_and_round_trip() -> None:
     replies = RecentReplies()
     for n in range(300):
         replies = replies.with_reply(
-            ChatReply(request_id=f"r{n}", conversation_id="c", status=ReplyStatus.OK, text=str(n))
+            ChatReply(request_id=f"r{n}", conversation_id="c", status=ReplyStatus.OK, text=str(n)),
+            max_bytes=900_000,
         )
     assert len(replies.entries) == 256
     assert replies.get("r10") is None
@@ -252,3 +254,36 @@ def test_provider_choice_follows_the_settings() -> None:
     assert (both.backend, both.default_model) == ("openai", "m1")
     assert both.get() is both.get()
     assert both.get("other").model == "other"
+
+
+def test_recent_replies_stay_under_their_byte_bound_and_keep_the_newest() -> None:
+    from goaicore.records import ChatReply
+
+    limits = OutputLimits.for_record_limit(900_000)
+    codec = RecentRepliesCodec()
+    replies = RecentReplies()
+    for n in range(40):  # 40 replies of 30 KB: far over one record, were all kept before
+        reply = ChatReply(
+            request_id=f"r{n}", conversation_id="c", status=ReplyStatus.OK, text="t" * 30_000
+        )
+        replies = replies.with_reply(limits.fit_reply(reply), limits.replies_table_bytes)
+        assert len(codec.dumps(replies)) <= limits.replies_table_bytes
+        assert replies.get(f"r{n}") is not None
+    assert replies.get("r0") is None
+
+
+def test_an_enormous_reply_is_cut_to_fit_publishing_and_storing_it() -> None:
+    from goaicore.avro.api import encode_chat_reply
+    from goaicore.records import ChatReply
+
+    limits = OutputLimits.for_record_limit(900_000)
+    huge = ChatReply(
+        request_id="r", conversation_id="c", status=ReplyStatus.OK, text="é" * 2_000_000
+    )
+    fitted = limits.fit_reply(huge)
+    assert len(encode_chat_reply(fitted)) <= limits.reply_bytes
+    assert fitted.text is not None
+    assert "truncated to fit the record size limit" in fitted.text
+    stored = RecentReplies().with_reply(fitted, limits.replies_table_bytes)
+    assert stored.get("r") == fitted
+    assert len(RecentRepliesCodec().dumps(stored)) <= limits.replies_table_bytes

@@ -1,0 +1,30 @@
+"""Cut a text down to a number of UTF-8 bytes, saying so where the reader (or model) looks.
+
+Every place that must keep a text under a byte limit (a snapshot's size bound,
+a record's limit, a tool result's share of it) cuts the same way: the
+beginning is kept, never half a character, and a marker names what was cut.
+"""
+
+from __future__ import annotations
+
+MARKER = "[goaicore: {what}; {kept} of {total} bytes kept{where}]"
+
+
+def utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def truncate_utf8(text: str, max_bytes: int, what: str, where: str = "") -> str:
+    """``text`` in at most ``max_bytes`` UTF-8 bytes, its cut-off end replaced by a marker.
+
+    ``what`` says why (e.g. "truncated to fit the record size limit"), ``where`` where
+    the full text is, if anywhere. A text that fits comes back unchanged; a limit
+    smaller than the marker keeps the marker alone.
+    """
+    total = utf8_size(text)
+    if total <= max_bytes:
+        return text
+    suffix = "\n" + MARKER.format(what=what, kept="{kept}", total=total, where=where)
+    room = max(max_bytes - utf8_size(suffix) - 20, 0)  # 20: the digits of {kept}
+    kept = text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+    return kept + suffix.replace("{kept}", str(utf8_size(kept)))
