@@ -5,17 +5,17 @@ each time would cost as much as the history is long. These functions follow the
 snapshot schema's Avro binary layout field by field (strings are a length varint
 plus UTF-8 bytes, longs are varints, unions an index) and charge every long its
 widest varint, so the figure never falls below the real encoding; property
-tests hold it to that and to a small slack. A message's size is cached: the
+tests hold it to that and to a small slack. A message's size is remembered: the
 same immutable message stays in a history across many folds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
 
 from goaicore.avro.framing import HEADER_SIZE
 from goaicore.records import ConversationSnapshot, Message, ToolCall
+from goaicore.truncate import utf8_size
 
 _LONG = 10  # the widest zigzag varint of a 64-bit long
 _ARRAY_END = 1
@@ -23,7 +23,7 @@ _ARRAY_END = 1
 
 def string_bytes(text: str) -> int:
     """Encoded size of an Avro string: its length varint and its UTF-8 bytes."""
-    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    size = utf8_size(text)
     return _varint(size) + size
 
 
@@ -40,13 +40,40 @@ def _array(count: int, items: int) -> int:
     return (_varint(count) + items + _ARRAY_END) if count else _ARRAY_END
 
 
+def _strings(strings: tuple[str, ...]) -> int:
+    """An array of strings, each length varint charged at the widest any of them needs."""
+    if not strings:
+        return _ARRAY_END
+    widest = _varint(4 * max(map(len, strings)))  # 4: UTF-8 bytes per character at most
+    return _array(len(strings), utf8_size("".join(strings)) + widest * len(strings))
+
+
 def _tool_call_bytes(call: ToolCall) -> int:
     return string_bytes(call.id) + string_bytes(call.name) + string_bytes(call.arguments)
 
 
-@lru_cache(maxsize=8192)
+_sizes: dict[int, tuple[Message, int]] = {}
+_CACHED = 16384
+
+
 def message_bytes(message: Message) -> int:
-    """Encoded size of one history message."""
+    """Encoded size of one history message, remembered by identity.
+
+    A snapshot's messages are the same objects from one fold to the next, so an
+    identity lookup (the message is kept beside its size, so its id is not reused)
+    is much cheaper than hashing a message's fields again.
+    """
+    hit = _sizes.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    size = _message_bytes(message)
+    if len(_sizes) >= _CACHED:
+        _sizes.clear()
+    _sizes[id(message)] = (message, size)
+    return size
+
+
+def _message_bytes(message: Message) -> int:
     calls = message.tool_calls
     return (
         string_bytes(message.role)
@@ -64,7 +91,7 @@ def message_bytes(message: Message) -> int:
 
 def messages_bytes(messages: Iterable[Message]) -> int:
     """Encoded size of the messages array's items (without its count and end markers)."""
-    return sum(message_bytes(m) for m in messages)
+    return sum(map(message_bytes, messages))
 
 
 def bookkeeping_bytes(snapshot: ConversationSnapshot) -> int:
@@ -79,11 +106,11 @@ def bookkeeping_bytes(snapshot: ConversationSnapshot) -> int:
         + _optional(snapshot.summary)
         + 1
         + 2 * _LONG  # last_position
-        + _array(len(snapshot.recent_event_ids), sum(map(string_bytes, snapshot.recent_event_ids)))
+        + _strings(snapshot.recent_event_ids)
         + 2 * _LONG  # event_count, duplicate_count
         + _array(len(by_type), sum(string_bytes(k) + _LONG for k in by_type))
         + 4 * _LONG  # message_count, prompt_tokens, completion_tokens, cost_usd_nanos
-        + _array(len(snapshot.anomalies), sum(map(string_bytes, snapshot.anomalies)))
+        + _strings(snapshot.anomalies)
         + 1  # deleted
         + 2 * (1 + _LONG)  # started_at, updated_at
         + 2 * _LONG  # max_bytes, dropped_messages

@@ -16,26 +16,23 @@ from __future__ import annotations
 import logging
 import socket
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
 import faust
 
-from goaicore.avro.api import decode_event
-from goaicore.avro.errors import DecodeError
 from goaicore.broker.limits import max_batch_bytes
 from goaicore.broker.profile import client_profile, faust_broker_urls
 from goaicore.broker.security import faust_credentials
 from goaicore.clients.deadletter import DeadLetter
 from goaicore.config import Settings
-from goaicore.fold import fold
 from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
 from goaicore.net import free_loopback_port
-from goaicore.records import ConversationSnapshot, LogPosition
 from services.store.chat_agent import ChatAgent, ChatServices
 from services.store.codecs import SNAPSHOT_CODEC, register
 from services.store.flow_control import SteadyApp
+from services.store.fold_agent import fold_events
 from services.store.idempotency import REPLIES_CODEC, register_codec
 from services.store.llm import Providers
 from services.store.output_limits import OutputLimits
@@ -75,8 +72,24 @@ class StoreApp:
         return f"http://127.0.0.1:{self.web_port}"
 
     async def dead_letter(self, message: Any, reason: str, detail: str, force: bool = True) -> None:
-        """Set ``message`` aside on the dead-letter topic with the reason, and go on."""
-        await _dead_letter(self, message, reason, detail, force)
+        """Set ``message`` aside on the dead-letter topic with the reason, and go on.
+
+        A record too large to send again with the reason beside it keeps a prefix
+        (see :class:`goaicore.clients.DeadLetter`).
+        """
+        letter = DeadLetter.of(
+            message, reason, detail, app_id(self.settings), self.settings.record_limit
+        )
+        log.warning(
+            "dead letter from %s[%d]@%d: %s",
+            message.topic,
+            message.partition,
+            message.offset,
+            reason,
+        )
+        await self.dead_letters.send(
+            key=letter.key, value=letter.value, headers=letter.headers(), force=force
+        )
 
 
 def keyed_table(app: faust.App, name: str, changelog: Any, codec: str, partitions: int) -> Any:
@@ -161,10 +174,7 @@ def create_app(
     store = StoreApp(app, settings, events, snapshots, dead_letters, table, port)
     _add_chat(store)
 
-    @app.agent(events, name="fold")
-    async def fold_events(stream: Any) -> None:
-        async for batch in stream.take_events(FOLD_BATCH, within=FOLD_WITHIN):
-            await apply_batch(store, [event.message for event in batch])
+    app.agent(events, name="fold")(partial(fold_events, store))
 
     return store
 
@@ -178,58 +188,6 @@ def default_canonical_url(web_host: str, port: int) -> str:
 def _replication(settings: Settings) -> int:
     factor = settings.replication_factor or -1
     return 1 if settings.embedded_broker or factor < 1 else factor
-
-
-# Events are folded in small batches and each touched conversation's snapshot is
-# written once per batch: encoding a snapshot costs more than folding an event.
-# Offsets are acknowledged only after the batch's table writes. The window trades
-# throughput for latency: read-your-writes waits for it (measured on the embedded
-# broker: 20 ms 1,291 events/s, 50 ms 1,741, 100 ms 2,745).
-FOLD_BATCH = 2000
-FOLD_WITHIN = 0.05
-
-
-async def apply_batch(store: StoreApp, messages: list[Any]) -> None:
-    """Fold records of ``events`` into the table; bad ones become dead letters."""
-    touched: dict[bytes, ConversationSnapshot] = {}
-    consumed: dict[int, int] = {}
-    for message in messages:
-        consumed[message.partition] = max(consumed.get(message.partition, 0), message.offset + 1)
-        try:
-            event = decode_event(message.value)
-        except DecodeError as err:
-            await _dead_letter(store, message, err.reason, err.message, False)
-            continue
-        key = message.key
-        if key is None or key != event.conversation_id.encode():
-            await _dead_letter(
-                store,
-                message,
-                "key-mismatch",
-                f"record key {key!r} is not the event's conversation id {event.conversation_id!r}",
-                False,
-            )
-            continue
-        current = touched[key] if key in touched else store.table.get(key)
-        position = LogPosition(partition=message.partition, offset=message.offset)
-        updated = fold(current, event, position, store.fold_policy)
-        if updated is not current:
-            touched[key] = updated
-    for key, snapshot in touched.items():
-        store.table[key] = snapshot
-    await store.progress.advance(consumed)  # read-your-writes waits on this
-
-
-async def _dead_letter(
-    store: StoreApp, message: Any, reason: str, detail: str, force: bool
-) -> None:
-    letter = DeadLetter.of(message, reason, detail, app_id(store.settings))
-    log.warning(
-        "dead letter from %s[%d]@%d: %s", message.topic, message.partition, message.offset, reason
-    )
-    await store.dead_letters.send(
-        key=message.key, value=message.value, headers=letter.headers(), force=force
-    )
 
 
 def _add_chat(store: StoreApp) -> None:

@@ -157,3 +157,44 @@ def test_a_conversation_of_megabytes_folds_within_the_record_limit(
     with HistoryReader(topics) as history:
         assert verify_snapshot(history, big) == []
     assert worker.alive()
+
+
+def test_oversized_and_unfoldable_records_become_dead_letters_that_fit(
+    topics: Settings, worker: StoreWorker
+) -> None:
+    from goaicore.avro.api import encode_event
+    from goaicore.records import new_event
+
+    events = topics.topic("events")
+    producer = KafkaProducer(
+        bootstrap_servers=topics.require_bootstrap(), max_request_size=2 * topics.record_limit
+    )
+    # Undecodable and as large as the topic accepts: its dead letter cannot be a copy.
+    huge = producer.send(events, key=b"p4", value=b"\x00" * (topics.record_limit + 30_000)).get(30)
+    long_id = "x" * 5000
+    stray = encode_event(new_event(long_id, UserMessage(text="a conversation id too long")))
+    too_long = producer.send(events, key=long_id.encode(), value=stray).get(30)
+    producer.close()
+    with EventPublisher(topics) as publisher:
+        last = publisher.game_event("p4", "still folding", kind="tick")
+    stored = wait_folded(topics, {"p4": last.offset}, workers=(worker,))
+    assert [m.text for m in stored["p4"].messages] == ["still folding"]
+
+    consumer = KafkaConsumer(bootstrap_servers=topics.require_bootstrap())
+    letters = {
+        (letter.partition, letter.offset): letter
+        for p in range(topics.partition_count)
+        for letter in map(
+            DeadLetter.from_record,
+            read_to_end(consumer, TopicPartition(topics.topic("dead-letters"), p), settings=topics),
+        )
+    }
+    consumer.close()
+    big = letters[(huge.partition, huge.offset)]
+    assert big.reason == "bad-magic"
+    assert big.value is not None
+    assert len(big.value) <= topics.record_limit - 8 * 1024
+    assert big.value == b"\x00" * len(big.value)
+    assert f"value {topics.record_limit + 30_000} bytes, kept {len(big.value)}" in big.truncated
+    assert letters[(too_long.partition, too_long.offset)].reason == "conversation-id-too-long"
+    assert worker.alive()
