@@ -489,7 +489,7 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
         "bootstrap_servers", "KAFKA_BOOTSTRAP_SERVERS", parse_bootstrap_servers
     )
     out["database_url"] = pick("database_url", "DATABASE_URL", _parse_database_url)
-    out["db_schema"] = pick("db_schema", "GOAICORE_DB_SCHEMA", _parse_db_schema, "public")
+    out["db_schema"] = pick("db_schema", "GOAICORE_DB_SCHEMA", _parse_db_schema)
     profile = pick("broker_profile", "GOAICORE_BROKER_PROFILE", _parse_profile)
     out["local_broker"] = pick(
         "local_broker", "GOAICORE_LOCAL_BROKER", _parse_local_broker, "embedded"
@@ -506,6 +506,10 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
                     profile = dev["broker_profile"]
             if out["database_url"] is None and isinstance(dev.get("database_url"), str):
                 out["database_url"] = dev["database_url"]
+                if out["db_schema"] is None and isinstance(dev.get("db_schema"), str):
+                    out["db_schema"] = dev["db_schema"]  # the schema the stack projects into
+    if out["db_schema"] is None:
+        out["db_schema"] = "public"
     out["broker_profile"] = profile or "standard"
     out.update(_resolve_kafka_security(given, env, dev_broker))
     return out

@@ -9,6 +9,7 @@ find them, and on ``stop()`` removes dev.json and stops exactly what it started.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -59,6 +60,7 @@ class StackInfo:
     projector_pid: int | None
     database_url: str
     database_source: str
+    db_schema: str
     topic_prefix: str
     partitions: int
     http_url: str | None
@@ -81,7 +83,12 @@ class StackCheck:
 class LocalStack:
     """Start, describe and stop the local stack; a context manager."""
 
-    def __init__(self, settings: Settings, local_postgres: tuple[str, int] = LOCAL_SERVER) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        local_postgres: tuple[str, int] = LOCAL_SERVER,
+        schema_given: bool | None = None,
+    ) -> None:
         self.settings = settings
         self.local_postgres = local_postgres
         self.broker: LocalBroker | None = None
@@ -90,6 +97,13 @@ class LocalStack:
         self.topics: list[TopicStatus] = []
         self.worker: WorkerProcess | None = None
         self.projector: ProjectorProcess | None = None
+        self.schema_choice: SchemaChoice | None = None
+        self.schema_given = schema_given
+
+    def _schema_given(self) -> bool:
+        if self.schema_given is not None:
+            return self.schema_given
+        return bool(os.environ.get("GOAICORE_DB_SCHEMA"))
 
     @property
     def dev_file(self) -> Path:
@@ -127,16 +141,17 @@ class LocalStack:
             self.worker = WorkerProcess(
                 settings, settings.data_path / "worker.log", web_port=web_port
             ).start()
-            # A projection kept in its own database from an earlier run describes the
-            # log of that run's broker: when this broker holds another log (the
-            # memory-only one always does), the old rows describe a log that is gone.
-            fresh_log = (
-                self.broker is not None
-                and self.database.source != "DATABASE_URL"
-                and _follow_log(url, settings.schema, self.broker.log_id)
-            )
+            # A projection kept in the dev database describes the log it was built
+            # from. A broker holding another log (the memory-only one always does)
+            # gets a schema of its own: earlier rows are never cleared or mixed in.
+            if self.broker is not None:
+                self.schema_choice = choose_schema(
+                    url, settings.schema, self._schema_given(), self.broker.log_id, settings.prefix
+                )
+                settings = settings.with_overrides(db_schema=self.schema_choice.schema)
+                self.settings = settings
             self.projector = ProjectorProcess(
-                settings, settings.data_path / "projector.log", reset=fresh_log
+                settings, settings.data_path / "projector.log"
             ).start()
             broker = self.broker
             self.info = StackInfo(
@@ -153,6 +168,7 @@ class LocalStack:
                 projector_pid=self.projector.pid,
                 database_url=url,
                 database_source=self.database.source,
+                db_schema=settings.schema,
                 topic_prefix=settings.prefix,
                 partitions=settings.partition_count,
                 http_url=f"http://127.0.0.1:{web_port}",
@@ -247,11 +263,26 @@ def _dev_file_left_behind(path: Path) -> dict[str, Any]:
     return info if isinstance(info, dict) else {}
 
 
-def _follow_log(url: str, schema: str, log_id: str) -> bool:
-    """Record that the dev database's projection in ``schema`` follows ``log_id``.
+@dataclass(frozen=True)
+class SchemaChoice:
+    """The schema the dev stack projects into, and the schemas earlier logs' rows stay in."""
 
-    True when it followed another log before (or none is recorded): its rows and
-    positions then describe a log this broker does not hold.
+    schema: str
+    configured: str
+    earlier: tuple[str, ...]
+
+    @property
+    def moved(self) -> bool:
+        """True when the configured schema holds another log's rows, so this log went elsewhere."""
+        return self.schema != self.configured
+
+
+def choose_schema(url: str, configured: str, given: bool, log_id: str, prefix: str) -> SchemaChoice:
+    """The schema for the projection of ``log_id``: one empty or following this log.
+
+    The configured schema when it is empty or already follows this log; else, unless
+    the schema was set explicitly (GOAICORE_DB_SCHEMA), one named after the log. A
+    schema holding another log's rows is never cleared: an explicit one is an error.
     """
     import psycopg
 
@@ -261,18 +292,45 @@ def _follow_log(url: str, schema: str, log_id: str) -> bool:
             "projection_schema text PRIMARY KEY, log_id text NOT NULL, "
             "since timestamptz NOT NULL DEFAULT now())"
         )
-        row = conn.execute(
-            f"SELECT log_id FROM {PROJECTED_LOG_TABLE} WHERE projection_schema = %s", (schema,)
-        ).fetchone()
-        if row is not None and row[0] == log_id:
-            return False
-        conn.execute(
-            f"INSERT INTO {PROJECTED_LOG_TABLE} (projection_schema, log_id) VALUES (%s, %s) "
-            "ON CONFLICT (projection_schema) DO UPDATE SET log_id = excluded.log_id, "
-            "since = now()",
-            (schema, log_id),
+        rows = conn.execute(f"SELECT projection_schema, log_id FROM {PROJECTED_LOG_TABLE}")
+        followed: dict[str, str] = {str(schema): str(log) for schema, log in rows}
+        digest = hashlib.sha1(log_id.encode()).hexdigest()[:8]
+        candidates = [configured] if given else [configured, f"{configured[:50]}_log_{digest}"]
+        for schema in candidates:
+            if followed.get(schema) == log_id or not _holds_rows(conn, schema):
+                conn.execute(
+                    f"INSERT INTO {PROJECTED_LOG_TABLE} (projection_schema, log_id) "
+                    "VALUES (%s, %s) ON CONFLICT (projection_schema) DO UPDATE SET "
+                    "log_id = excluded.log_id, since = now()",
+                    (schema, log_id),
+                )
+                earlier = tuple(
+                    sorted(s for s, log in followed.items() if log != log_id and s != schema)
+                )
+                return SchemaChoice(schema, configured, earlier)
+    raise ConfigError(
+        f"GOAICORE_DB_SCHEMA={configured} holds the projection of another log "
+        f"({followed.get(configured, 'not this broker')}); nothing was cleared. Choose another "
+        f"schema, or clear it: goaicore projection clear --schema {configured} --prefix {prefix}"
+    )
+
+
+def _holds_rows(conn: Any, schema: str) -> bool:
+    """True when ``schema`` has projected anything (a position past the start)."""
+    from psycopg import sql
+
+    exists = conn.execute(
+        "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'projector_positions'",
+        (schema,),
+    ).fetchone()
+    if exists is None:
+        return False
+    row = conn.execute(
+        sql.SQL("SELECT 1 FROM {} WHERE next_offset > 0 LIMIT 1").format(
+            sql.Identifier(schema, "projector_positions")
         )
-    return True
+    ).fetchone()
+    return row is not None
 
 
 @dataclass(frozen=True)

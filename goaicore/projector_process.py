@@ -11,20 +11,13 @@ from goaicore.worker_process import WorkerProcess, settings_env
 
 
 class ProjectorProcess(WorkerProcess):
-    """A projector child process; its output goes to a log file.
+    """A projector child process; its output goes to a log file."""
 
-    ``reset`` forgets the schema's projection first: for a stack whose broker
-    keeps nothing between runs, the old rows describe a log that is gone.
-    """
-
-    def __init__(self, settings: Settings, log_path: Path, reset: bool = False) -> None:
+    def __init__(self, settings: Settings, log_path: Path) -> None:
         super().__init__(settings, log_path)
-        self.reset = reset
 
     def start(self) -> ProjectorProcess:
         command = [sys.executable, "-m", "goaicore", "projector"]
-        if self.reset:
-            command.append("--reset")
         env = {**settings_env(self.settings), "GOAICORE_DB_SCHEMA": self.settings.schema}
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(

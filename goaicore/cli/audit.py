@@ -26,16 +26,27 @@ def register(subparsers: Any) -> None:
     projector.add_argument(
         "--batch-size", type=int, default=2000, metavar="N", help="records per transaction"
     )
-    projector.add_argument(
-        "--reset",
-        action="store_true",
-        help="forget the schema's projection first and project the log from its start",
-    )
     # Fault hook for tests: SIGKILL after writing the N-th batch, before its commit.
     projector.add_argument(
         "--crash-after-write-before-commit", type=int, metavar="N", help=argparse.SUPPRESS
     )
     projector.set_defaults(handler=handle_projector)
+
+    projection: argparse.ArgumentParser = subparsers.add_parser(
+        "projection", help="manage a PostgreSQL projection (clear it, only when asked)"
+    )
+    actions = projection.add_subparsers(dest="action", required=True, metavar="ACTION")
+    clear: argparse.ArgumentParser = actions.add_parser(
+        "clear",
+        help="delete the projection of one topic prefix from one schema",
+        description="Delete the rows and positions of topic prefix PREFIX's projection in "
+        "PostgreSQL schema SCHEMA, so the projector projects the log again from its start. "
+        "Both are required; a schema that holds another prefix's projection is refused and "
+        "nothing else is touched. The log itself is never changed.",
+    )
+    clear.add_argument("--schema", required=True, help="the PostgreSQL schema to clear")
+    clear.add_argument("--prefix", required=True, help="the topic prefix it must hold")
+    clear.set_defaults(handler=handle_projection_clear)
 
     listing: argparse.ArgumentParser = subparsers.add_parser(
         "conversations", help="conversations in PostgreSQL with counts and last activity"
@@ -119,7 +130,6 @@ def handle_projector(args: argparse.Namespace) -> int:
     projector = Projector(
         settings,
         batch_size=args.batch_size,
-        reset=args.reset,
         crash_after_write_before_commit=args.crash_after_write_before_commit,
     )
     try:
@@ -127,6 +137,21 @@ def handle_projector(args: argparse.Namespace) -> int:
         projector.run(stop)
     finally:
         projector.close()
+    return 0
+
+
+def handle_projection_clear(args: argparse.Namespace) -> int:
+    from goaicore.audit import connect
+    from goaicore.audit.clear import clear_projection
+
+    settings = Settings().with_overrides(db_schema=args.schema)
+    with connect(settings) as conn:
+        cleared = clear_projection(conn, args.schema, args.prefix)
+    counts = ", ".join(f"{rows} {table}" for table, rows in cleared.rows.items())
+    print(
+        f"cleared schema {cleared.schema} (topic prefix {cleared.prefix}): {counts}, "
+        f"{cleared.positions} projector positions; the log is unchanged"
+    )
     return 0
 
 

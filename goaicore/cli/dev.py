@@ -63,6 +63,19 @@ def handle(args: argparse.Namespace) -> int:
         )
         table.add_row("dev.json", str(stack.dev_file))
         console.print(table)
+        choice = stack.schema_choice
+        if choice is not None and choice.moved:
+            console.print(
+                f"[yellow]![/yellow] the broker holds a new log (the embedded broker keeps "
+                f"nothing between runs), so it is projected into schema {choice.schema}; "
+                f"schema {choice.configured} keeps an earlier log's rows, untouched"
+            )
+        if choice is not None and choice.earlier:
+            console.print(
+                f"  earlier logs' rows stay in schema(s) {', '.join(choice.earlier)}; "
+                f"`goaicore projection clear --schema SCHEMA --prefix {info.topic_prefix}` "
+                "removes one"
+            )
 
         check = stack.check()
         console.print(

@@ -29,7 +29,7 @@ from goaicore.clients.connection import make_consumer, topic_partitions
 from goaicore.clients.deadletter import DeadLetterWriter
 from goaicore.config import Settings
 from services.projector.batch import Rejected, TopicPartitionKey, build_batch
-from services.projector.writer import load_positions, reset, write_batch
+from services.projector.writer import load_positions, write_batch
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,6 @@ class Projector:
         self,
         settings: Settings,
         batch_size: int = DEFAULT_BATCH,
-        reset: bool = False,
         crash_after_write_before_commit: int | None = None,
     ) -> None:
         self.settings = settings
@@ -58,7 +57,6 @@ class Projector:
         self.positions: dict[TopicPartitionKey, int] = {}
         self.projected = 0
         self.dead_lettered = 0
-        self._reset = reset
         self._crash_at = crash_after_write_before_commit
         self._batches_written = 0
         self._conn: Connection | None = None
@@ -79,9 +77,6 @@ class Projector:
             log.info("schema %s: applied migrations %s", self.settings.schema, applied)
         if not self._take_lock(stop):
             return self
-        if self._reset:
-            reset(self._conn)
-            log.info("schema %s: projection reset", self.settings.schema)
         self._consumer = make_consumer(
             self.settings, client_id=CONSUMER_NAME, auto_offset_reset="earliest"
         )
@@ -139,7 +134,9 @@ class Projector:
             raise PositionConflictError(
                 f"a row of this batch is already projected ({err.diag.message_detail}): the "
                 "log and the projection disagree (was a topic recreated?); run "
-                "`goaicore projector --reset`, or use another GOAICORE_DB_SCHEMA"
+                f"`goaicore projection clear --schema {self.settings.schema} --prefix "
+                f"{self.settings.prefix}` to project the log again, or use another "
+                "GOAICORE_DB_SCHEMA"
             ) from err
         except psycopg.DataError as err:
             log.warning("PostgreSQL refused a batch (%s); writing it row by row", err)

@@ -58,13 +58,6 @@ def load_positions(
     return {(str(t), int(p)): int(o) for t, p, o in rows}
 
 
-def reset(conn: Connection) -> None:
-    """Forget the whole projection (rows and positions): the next start reads from 0."""
-    conn.execute(
-        "TRUNCATE conversation_events, conversation_snapshots, conversations, projector_positions"
-    )
-
-
 def write_batch(
     conn: Connection,
     batch: Batch,

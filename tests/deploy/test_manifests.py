@@ -425,7 +425,11 @@ def test_operations_guide_is_linked_and_its_commands_exist() -> None:
 
     parser = build_parser()
     # The commands the guide tells an operator to run parse as written.
-    for command in ("goaicore create-topics", "goaicore projector --reset", "goaicore verify --db"):
+    for command in (
+        "goaicore create-topics",
+        "goaicore projection clear --schema goaicore\n  --prefix goaicore",
+        "goaicore verify --db",
+    ):
         assert command in guide, command
-        parser.parse_args(command.split()[1:])
+        parser.parse_args(command.split()[1:])  # split() also joins a wrapped line
     parser.parse_args(["worker", "--web-port", "6066", "--web-host", "0.0.0.0"])

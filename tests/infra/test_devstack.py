@@ -392,3 +392,71 @@ def test_kafka_without_java_stops_with_one_line(tmp_path: Path) -> None:
     assert result.stderr.startswith("goaicore: GOAICORE_LOCAL_BROKER=kafka, but no `java`")
     assert result.stderr.count("\n") == 1
     assert not (tmp_path / "data" / "dev.json").exists()
+
+
+def _run_stack_once(data_dir: Path) -> LocalStack:
+    """Start a stack on its own embedded broker and PostgreSQL, project one event, stop."""
+    nobody = ("127.0.0.1", free_loopback_port())  # never the machine's own PostgreSQL
+    stack = LocalStack(
+        Settings(env={}, data_dir=data_dir), local_postgres=nobody, schema_given=False
+    )
+    stack.start()
+    try:
+        stack.check_projection(stack.check_fold())
+    finally:
+        stack.stop()
+    return stack
+
+
+def _clear(env: dict[str, str], schema: str, prefix: str) -> subprocess.CompletedProcess[str]:
+    command = ["projection", "clear", "--schema", schema, "--prefix", prefix]
+    return subprocess.run(
+        [sys.executable, "-m", "goaicore", *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _count(url: str, schema: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(f'SELECT count(*) FROM "{schema}".conversation_events').fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_restart_keeps_earlier_rows_apart_and_only_an_explicit_clear_removes_them(
+    tmp_path: Path,
+) -> None:
+    first = _run_stack_once(tmp_path)
+    second = _run_stack_once(tmp_path)
+    assert first.schema_choice is not None
+    assert second.schema_choice is not None
+    assert first.schema_choice.schema == "public"
+    assert second.schema_choice.moved  # the memory-only broker's log is new
+    new_schema = second.schema_choice.schema
+    assert new_schema.startswith("public_log_")
+    assert second.schema_choice.earlier == ("public",)
+
+    server = EmbeddedPostgres(tmp_path / "postgres").start()
+    try:
+        url = server.url.rsplit("/", 1)[0] + "/goaicore"
+        assert _count(url, "public") == 1  # the first run's check event, still there
+        assert _count(url, new_schema) == 1
+
+        env = {**_clean_env(tmp_path), "DATABASE_URL": url}
+        refused = _clear(env, "public", "someone-else")
+        assert refused.returncode != 0
+        assert "nothing was cleared" in refused.stderr
+        assert _count(url, "public") == 1
+
+        cleared = _clear(env, "public", "goaicore")
+        assert cleared.returncode == 0, cleared.stderr
+        assert (
+            "cleared schema public (topic prefix goaicore): 1 conversation_events" in cleared.stdout
+        )
+        assert _count(url, "public") == 0
+        assert _count(url, new_schema) == 1  # nothing else touched
+    finally:
+        server.stop()

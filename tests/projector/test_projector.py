@@ -209,12 +209,30 @@ def test_a_schema_holding_other_topics_is_refused(projection: Settings, settings
         Projector(stranger).start()
 
 
-def test_reset_projects_the_log_again_from_its_start(projection: Settings) -> None:
+def test_a_cleared_projection_is_projected_again_from_the_start(projection: Settings) -> None:
+    from goaicore.audit.clear import clear_projection
+
     publish(projection, game_session("p1"))
     project(projection)
-    project(projection, reset=True)
+    project(projection)  # a restart clears nothing and doubles nothing
+    assert query(projection, "SELECT count(*) FROM conversation_events") == [(7,)]
+    with connect(projection) as conn:
+        cleared = clear_projection(conn, projection.schema, projection.prefix)
+    assert cleared.rows["conversation_events"] == 7
+    assert query(projection, "SELECT count(*) FROM conversation_events") == [(0,)]
+    project(projection)
     assert query(projection, "SELECT count(*) FROM conversation_events") == [(7,)]
     assert query(projection, "SELECT event_count FROM conversations") == [(7,)]
+
+
+def test_clearing_a_schema_of_another_prefix_is_refused(projection: Settings) -> None:
+    from goaicore.audit.clear import clear_projection
+
+    publish(projection, game_session("p1"))
+    project(projection)
+    with connect(projection) as conn, pytest.raises(ForeignProjectionError, match="nothing"):
+        clear_projection(conn, projection.schema, f"{projection.prefix}-other")
+    assert query(projection, "SELECT count(*) FROM conversation_events") == [(7,)]
 
 
 def test_a_second_projector_waits_until_the_first_stops(projection: Settings) -> None:
@@ -310,7 +328,7 @@ def test_a_log_that_disagrees_with_the_projection_stops_it_with_a_clear_error(
         conn.execute("UPDATE projector_positions SET next_offset = 0")
     projector = Projector(projection).start()
     try:
-        with pytest.raises(PositionConflictError, match="--reset"):
+        with pytest.raises(PositionConflictError, match="goaicore projection clear --schema"):
             projector.drain()
     finally:
         projector.close()
