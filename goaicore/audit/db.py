@@ -29,13 +29,45 @@ class PositionConflictError(RuntimeError):
     """Stored positions moved under a projector: another one writes the same schema."""
 
 
+class DatabaseUnreachableError(ConnectionError):
+    """PostgreSQL refused or did not answer the connection."""
+
+
+CONNECT_TIMEOUT = 5
+"""Seconds a connection attempt may take before the command gives up."""
+
+
 def connect(settings: Settings, autocommit: bool = True) -> Connection:
-    """A connection whose search_path is the settings' projection schema."""
-    return psycopg.connect(
-        settings.require_database_url(),
-        autocommit=autocommit,
-        options=f"-c search_path={settings.schema}",
-    )
+    """A connection whose search_path is the settings' projection schema.
+
+    A server that refuses or does not answer is one :class:`DatabaseUnreachableError`
+    line naming host, port and database (never the password), within a few seconds.
+    """
+    url = settings.require_database_url()
+    try:
+        return psycopg.connect(
+            url,
+            autocommit=autocommit,
+            connect_timeout=CONNECT_TIMEOUT,
+            options=f"-c search_path={settings.schema}",
+        )
+    except psycopg.OperationalError as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise DatabaseUnreachableError(
+            f"PostgreSQL at {where(url)} did not accept the connection ({reason}); is it "
+            "running? Set DATABASE_URL, or start the dev stack with `make run`"
+        ) from None
+
+
+def where(url: str) -> str:
+    """``host:port/database`` of a connection URL: what to name in a message, no secret."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "the configured DATABASE_URL"
+    return f"{parts.get('host', 'localhost')}:{parts.get('port', 5432)}/{parts.get('dbname', '')}"
 
 
 def lock_key(name: str) -> int:

@@ -59,14 +59,19 @@ class Ledger:
     totals: LedgerTotals
 
 
-def ledger(conn: Connection, conversation_id: str) -> Ledger:
-    """Every assistant turn of one conversation in log order, and the totals."""
+def ledger(
+    conn: Connection,
+    conversation_id: str,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> Ledger:
+    """A conversation's assistant turns (occurred in [since, until]) in log order, totalled."""
+    where, params = _between(since, until)
     rows = conn.execute(
         "SELECT topic_partition, log_offset, occurred_at, coalesce(body->>'provider', ''),"
         f" coalesce(body->>'model', ''), {_USAGE} FROM conversation_events"
-        " WHERE conversation_id = %s AND body_type = 'AssistantTurn'"
-        " ORDER BY topic_partition, log_offset",
-        (conversation_id,),
+        f" WHERE conversation_id = %s AND {where} ORDER BY topic_partition, log_offset",
+        (conversation_id, *params),
     ).fetchall()
     entries = [LedgerEntry(*row) for row in rows]
     totals = LedgerTotals(
@@ -82,15 +87,26 @@ def ledger(conn: Connection, conversation_id: str) -> Ledger:
     return Ledger(conversation_id, entries, totals)
 
 
-def ledger_totals(
-    conn: Connection, since: datetime | None = None, limit: int | None = None
-) -> list[LedgerTotals]:
-    """Totals per conversation over turns that occurred at or after ``since``; costliest first."""
-    params: list[Any] = []
-    where = "body_type = 'AssistantTurn'"
+def _between(since: datetime | None, until: datetime | None) -> tuple[str, list[Any]]:
+    """The WHERE clause for assistant turns that occurred in [since, until]."""
+    where, params = "body_type = 'AssistantTurn'", []
     if since is not None:
         where += " AND occurred_at >= %s"
         params.append(since)
+    if until is not None:
+        where += " AND occurred_at <= %s"
+        params.append(until)
+    return where, params
+
+
+def ledger_totals(
+    conn: Connection,
+    since: datetime | None = None,
+    limit: int | None = None,
+    until: datetime | None = None,
+) -> list[LedgerTotals]:
+    """Totals per conversation over turns that occurred in [since, until]; costliest first."""
+    where, params = _between(since, until)
     query = (
         "SELECT conversation_id, count(*), sum(p)::bigint, sum(c)::bigint, sum(t)::bigint,"
         " sum(n)::bigint, coalesce(sum(cost), 0)::bigint,"

@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _stack_errors() -> tuple[type[Exception], ...]:
     from goaicore.audit.db import (
+        DatabaseUnreachableError,
         ForeignProjectionError,
         PositionConflictError,
         ProjectionMissingError,
@@ -42,7 +43,7 @@ def _stack_errors() -> tuple[type[Exception], ...]:
     from goaicore.broker.apache import KafkaUnavailable
     from goaicore.broker.security import KafkaSecurityError
     from goaicore.broker.topics import TopicsNotReadyError
-    from goaicore.clients.connection import MissingTopicError
+    from goaicore.clients.connection import BrokerUnreachableError, MissingTopicError
     from goaicore.clients.validation import InvalidInputError
     from goaicore.database import PostgresStartError
 
@@ -58,6 +59,8 @@ def _stack_errors() -> tuple[type[Exception], ...]:
         ProjectionMissingError,
         ForeignProjectionError,
         PositionConflictError,
+        BrokerUnreachableError,
+        DatabaseUnreachableError,
     )
 
 

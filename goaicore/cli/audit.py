@@ -12,6 +12,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from goaicore.cli.args import POSITIVE, integer
 from goaicore.cli.render import clip, describe_event
 from goaicore.config import Settings
 from goaicore.records import EVENT_BODY_TYPES
@@ -24,11 +25,15 @@ def register(subparsers: Any) -> None:
         "projector", help="project events and snapshots into PostgreSQL (runs until stopped)"
     )
     projector.add_argument(
-        "--batch-size", type=int, default=2000, metavar="N", help="records per transaction"
+        "--batch-size",
+        type=integer(1, 100_000),
+        default=2000,
+        metavar="N",
+        help="records per transaction",
     )
     # Fault hook for tests: SIGKILL after writing the N-th batch, before its commit.
     projector.add_argument(
-        "--crash-after-write-before-commit", type=int, metavar="N", help=argparse.SUPPRESS
+        "--crash-after-write-before-commit", type=POSITIVE, metavar="N", help=argparse.SUPPRESS
     )
     projector.set_defaults(handler=handle_projector)
 
@@ -52,7 +57,7 @@ def register(subparsers: Any) -> None:
         "conversations", help="conversations in PostgreSQL with counts and last activity"
     )
     listing.add_argument("--since", type=moment, metavar="TIME", help="active at or after")
-    listing.add_argument("--limit", type=int, default=None, metavar="N")
+    listing.add_argument("--limit", type=POSITIVE, default=None, metavar="N")
     listing.set_defaults(handler=handle_conversations)
 
     search: argparse.ArgumentParser = subparsers.add_parser(
@@ -60,7 +65,7 @@ def register(subparsers: Any) -> None:
     )
     search.add_argument("text", metavar="TEXT", help='words, "a phrase", or, -word')
     search.add_argument("--conversation", metavar="CONV", help="only this conversation")
-    search.add_argument("--limit", type=int, default=20, metavar="N")
+    search.add_argument("--limit", type=POSITIVE, default=20, metavar="N")
     search.set_defaults(handler=handle_search)
 
     ledger: argparse.ArgumentParser = subparsers.add_parser(
@@ -68,6 +73,7 @@ def register(subparsers: Any) -> None:
     )
     ledger.add_argument("conversation", nargs="?", metavar="CONV")
     ledger.add_argument("--since", type=moment, metavar="TIME", help="turns at or after")
+    ledger.add_argument("--until", type=moment, metavar="TIME", help="turns at or before")
     ledger.set_defaults(handler=handle_ledger)
 
 
@@ -207,7 +213,7 @@ def handle_ledger(args: argparse.Namespace) -> int:
 
     with _connect(Settings()) as conn:
         if args.conversation is None:
-            totals = ledger_totals(conn, args.since)
+            totals = ledger_totals(conn, args.since, until=args.until)
             for t in totals:
                 print(
                     f"{clip(t.conversation_id, 24):<24} turns {t.turns:>5}"
@@ -216,10 +222,8 @@ def handle_ledger(args: argparse.Namespace) -> int:
                 )
             print(f"{len(totals)} conversations")
             return 0
-        book = ledger(conn, args.conversation)
+        book = ledger(conn, args.conversation, args.since, args.until)
     for e in book.entries:
-        if args.since is not None and e.occurred_at < args.since:
-            continue
         cost = _dollars(e.cost_usd_nanos) if e.cost_usd_nanos is not None else "unknown"
         print(
             f"{e.offset:>8} {_when(e.occurred_at)} {e.provider}/{e.model}"
@@ -257,10 +261,13 @@ def verify_from_db(args: argparse.Namespace) -> int:
         )
     for conversation_id in report.pending:
         print(f"PENDING {conversation_id}: its snapshot is ahead of the projected events")
+    for conversation_id in report.unknown:
+        print(f"NO EVENTS {conversation_id}: no events of it are stored, so no snapshot to verify")
     bad = len(report.different)
     equal = report.checked - bad - len(report.pending)
+    unknown = f", {len(report.unknown)} without events" if report.unknown else ""
     print(
         f"verified {report.checked} stored snapshots against the stored events: {equal} equal,"
-        f" {bad} different, {len(report.pending)} pending"
+        f" {bad} different, {len(report.pending)} pending{unknown}"
     )
     return 1 if report.differences else 0

@@ -6,6 +6,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
+from goaicore.cli.args import OFFSET, PORT
 from goaicore.cli.render import clip
 
 
@@ -13,7 +14,7 @@ def register(subparsers: Any) -> None:
     worker: argparse.ArgumentParser = subparsers.add_parser(
         "worker", help="run the store worker (the fold into snapshots)"
     )
-    worker.add_argument("--web-port", type=int, default=None, help="HTTP port (default: free)")
+    worker.add_argument("--web-port", type=PORT, default=None, help="HTTP port (default: free)")
     worker.add_argument(
         "--web-host",
         default="127.0.0.1",
@@ -34,7 +35,7 @@ def register(subparsers: Any) -> None:
     )
     replay.add_argument("conversation", metavar="CONV")
     until = replay.add_mutually_exclusive_group()
-    until.add_argument("--until-offset", type=int, metavar="N", help="last log offset to apply")
+    until.add_argument("--until-offset", type=OFFSET, metavar="N", help="last log offset to apply")
     until.add_argument(
         "--as-of", type=_moment, metavar="TIME", help="ISO time: events that occurred by then"
     )
@@ -127,14 +128,17 @@ def handle_verify(args: argparse.Namespace) -> int:
         stored = snapshots.all()
     wanted = args.conversations or sorted(stored)
     differences: list[Difference] = []
+    unknown: list[str] = []
     bar = ProgressBar(sys.stderr.isatty(), len(wanted), "verifying snapshots")
     with HistoryReader() as reader:
         for conversation_id in wanted:
             snapshot = stored.get(conversation_id)
-            if snapshot is None:
-                differences.append(Difference(conversation_id, "snapshot", None, "missing"))
-            else:
+            if snapshot is not None:
                 differences.extend(verify_snapshot(reader, snapshot))
+            elif next(iter(reader.logged_events(conversation_id)), None) is None:
+                unknown.append(conversation_id)
+            else:
+                differences.append(Difference(conversation_id, "snapshot", None, "missing"))
             bar.advance()
     bar.close()
     for diff in differences:
@@ -142,6 +146,10 @@ def handle_verify(args: argparse.Namespace) -> int:
             f"DIFFERENT {diff.conversation_id} {diff.field}: stored {clip(repr(diff.stored), 100)}"
             f" replayed {clip(repr(diff.replayed), 100)}"
         )
+    for conversation_id in unknown:
+        print(f"NO EVENTS {conversation_id}: the log has no events of it, so no snapshot to verify")
     bad = len({d.conversation_id for d in differences})
-    print(f"verified {len(wanted)} snapshots: {len(wanted) - bad} equal, {bad} different")
+    checked = len(wanted) - len(unknown)
+    summary = f"verified {checked} snapshots: {checked - bad} equal, {bad} different"
+    print(summary + (f", {len(unknown)} without events" if unknown else ""))
     return 1 if differences else 0

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from goaicore.broker.topics import TOPICS
+from goaicore.cli.args import POSITIVE, seconds
 from goaicore.cli.render import describe
 
 
@@ -21,10 +22,12 @@ def register(subparsers: Any) -> None:
         help="which topic (default: %(default)s)",
     )
     tail.add_argument("--from-beginning", action="store_true", help="start at the oldest record")
-    tail.add_argument("--max", type=int, default=None, metavar="N", help="stop after N records")
+    tail.add_argument(
+        "--max", type=POSITIVE, default=None, metavar="N", help="stop after N records"
+    )
     tail.add_argument(
         "--idle-timeout",
-        type=float,
+        type=seconds(0.1),
         default=None,
         metavar="SECONDS",
         help="stop after this long without a record (default: follow until Ctrl-C)",

@@ -12,6 +12,8 @@ import sys
 import time
 from typing import Any
 
+from goaicore.cli.args import seconds
+
 
 def register(subparsers: Any) -> None:
     create: argparse.ArgumentParser = subparsers.add_parser(
@@ -20,14 +22,14 @@ def register(subparsers: Any) -> None:
     )
     create.add_argument(
         "--wait",
-        type=float,
+        type=seconds(0.0),
         default=0.0,
         metavar="SECONDS",
         help="retry while the brokers do not answer yet, up to this long (default: no retry)",
     )
     create.add_argument(
         "--timeout",
-        type=float,
+        type=seconds(1.0),
         default=30.0,
         metavar="SECONDS",
         help="timeout of each admin request (default: %(default)g)",
@@ -39,6 +41,7 @@ def handle_create_topics(args: argparse.Namespace) -> int:
     from kafka.errors import KafkaError
 
     from goaicore.broker.topics import ensure_topics
+    from goaicore.clients.connection import BrokerUnreachableError
     from goaicore.config import Settings
 
     settings = Settings()
@@ -48,12 +51,14 @@ def handle_create_topics(args: argparse.Namespace) -> int:
         try:
             statuses = ensure_topics(settings, timeout_s=args.timeout)
             break
-        except KafkaError as err:
+        except (KafkaError, BrokerUnreachableError) as err:
             if time.monotonic() >= deadline:
-                print(
-                    f"goaicore: the brokers at {settings.bootstrap_servers} did not answer ({err})",
-                    file=sys.stderr,
+                message = (
+                    str(err)
+                    if isinstance(err, BrokerUnreachableError)
+                    else f"the brokers at {settings.bootstrap_servers} did not answer ({err})"
                 )
+                print(f"goaicore: {message}", file=sys.stderr)
                 return 1
             print(f"brokers not ready ({type(err).__name__}); retrying", flush=True)
             time.sleep(2.0)

@@ -8,12 +8,51 @@ for its credentials or TLS into one ``KafkaSecurityError`` line.
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from goaicore.broker.limits import max_batch_bytes
+from goaicore.broker.probe import kafka_api_versions_error
 from goaicore.broker.profile import client_profile
 from goaicore.broker.security import explain_connect_failures, kafka_python_options
 from goaicore.config import Settings
+
+REACH_TIMEOUT = 5.0
+"""Seconds to wait for a TCP connection to any bootstrap server before giving up."""
+
+
+class BrokerUnreachableError(ConnectionError):
+    """No bootstrap server accepts a connection: Kafka is not running there."""
+
+
+def require_reachable(settings: Settings, timeout: float = REACH_TIMEOUT) -> None:
+    """Return once one bootstrap server accepts a TCP connection; else one clear error.
+
+    kafka-python would retry for 30 s and end in a traceback; a closed port is
+    known at once, an unroutable host or something other than Kafka (asked for
+    its API versions, except on a TLS listener) within ``timeout``.
+    """
+    servers = settings.require_bootstrap()
+    errors = []
+    for server in servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                pass
+        except (OSError, ValueError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else err
+            errors.append(f"{server.strip()}: {reason}")
+            continue
+        if (settings.security_protocol or "PLAINTEXT").startswith("SSL"):
+            return  # a TLS listener answers nothing before its handshake
+        problem = kafka_api_versions_error(host.strip("[]"), int(port), timeout)
+        if problem is None:
+            return
+        errors.append(f"{server.strip()}: {problem}")
+    raise BrokerUnreachableError(
+        f"no Kafka broker answers at {servers} ({'; '.join(errors)}); is Kafka running? "
+        "Set KAFKA_BOOTSTRAP_SERVERS, or start the dev stack with `make run`"
+    )
 
 
 def make_producer(settings: Settings, **overrides: Any) -> Any:
@@ -28,6 +67,7 @@ def make_producer(settings: Settings, **overrides: Any) -> Any:
         **kafka_python_options(settings),
         **overrides,
     }
+    require_reachable(settings)
     with explain_connect_failures(settings):
         return KafkaProducer(**options)
 
@@ -45,6 +85,7 @@ def make_consumer(settings: Settings, **overrides: Any) -> Any:
         **kafka_python_options(settings),
         **overrides,
     }
+    require_reachable(settings)
     with explain_connect_failures(settings):
         return KafkaConsumer(**options)
 
@@ -59,6 +100,7 @@ def make_admin(settings: Settings, **overrides: Any) -> Any:
         **kafka_python_options(settings),
         **overrides,
     }
+    require_reachable(settings)
     with explain_connect_failures(settings):
         return KafkaAdminClient(**options)
 

@@ -119,6 +119,17 @@ def test_conversations_search_and_ledger(
     assert lines[0].startswith("p1")
     assert lines[-1] == "1 conversations"
 
+    first_turn = run(capsys, "ledger", "p1")[1][0].split()[1]
+    code, lines = run(capsys, "ledger", "p1", "--until", first_turn)
+    assert lines[-1] == "total: 1 turns, prompt 120, completion 12, cost $0.000001500"
+    code, lines = run(capsys, "ledger", "--until", first_turn)
+    assert lines[0].split()[:4] == ["p1", "turns", "1", "prompt"]  # totals respect the filter
+    code, lines = run(capsys, "ledger", "--since", "2999-01-01")
+    assert lines == ["0 conversations"]
+    with pytest.raises(SystemExit):
+        main(["conversations", "--limit", "-1"])
+    assert "must be at least 1, got -1" in capsys.readouterr().err
+
 
 def test_verify_db_passes_then_names_a_tampered_field(
     projected: Settings, capsys: pytest.CaptureFixture[str]
@@ -142,6 +153,11 @@ def test_verify_db_passes_then_names_a_tampered_field(
     assert code == 1
     assert lines[0].startswith("DIFFERENT p2 event_count: stored 99 refolded 1")
     assert lines[-1].endswith(": 0 equal, 1 different, 0 pending")
+
+    code, lines = run(capsys, "verify", "--db", "nobody")
+    assert code == 0
+    assert lines[0] == "NO EVENTS nobody: no events of it are stored, so no snapshot to verify"
+    assert lines[-1].endswith(": 0 equal, 0 different, 0 pending, 1 without events")
 
 
 def test_audit_commands_before_any_projection_stop_with_one_line(

@@ -69,6 +69,16 @@ def test_worker_folds_events_into_the_snapshots_topic(
     )
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "verified 2 snapshots: 2 equal, 0 different" in verify.stdout
+    unknown = subprocess.run(
+        [sys.executable, "-m", "goaicore", "verify", "nobody"],
+        env=worker_env(topics),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert unknown.returncode == 0, unknown.stderr
+    assert "NO EVENTS nobody: the log has no events of it" in unknown.stdout
+    assert "verified 0 snapshots: 0 equal, 0 different, 1 without events" in unknown.stdout
     shown = subprocess.run(
         [sys.executable, "-m", "goaicore", "replay", "p1"],
         env=worker_env(topics),

@@ -1,0 +1,42 @@
+"""Argument types: a bad number is refused by the parser, with the flag's name."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+
+def integer(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An int in [low, high]; argparse prints its message next to the flag."""
+
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {raw!r}") from None
+        if value < low or (high is not None and value > high):
+            span = f"at least {low}" if high is None else f"from {low} to {high}"
+            raise argparse.ArgumentTypeError(f"must be {span}, got {value}")
+        return value
+
+    return parse
+
+
+def seconds(low: float = 0.0) -> Callable[[str], float]:
+    """A number of seconds, at least ``low`` (and finite)."""
+
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number of seconds, got {raw!r}") from None
+        if not value >= low or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a finite number of at least {low:g}")
+        return value
+
+    return parse
+
+
+POSITIVE = integer(1)
+OFFSET = integer(0)
+PORT = integer(1, 65535)

@@ -1,0 +1,128 @@
+"""Operator errors: an unreachable broker or database is one line, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+KAFKA_COMMANDS = [
+    ["history", "p1"],
+    ["replay", "p1"],
+    ["verify"],
+    ["tail", "--max", "1"],
+    ["publish-event", "p1", "hello"],
+    ["say", "p1", "hi"],
+    ["create-topics"],
+]
+DATABASE_COMMANDS = [
+    ["conversations"],
+    ["search", "door"],
+    ["ledger"],
+    ["verify", "--db"],
+    ["history", "p1", "--from-db"],
+    ["projection", "clear", "--schema", "public", "--prefix", "goaicore"],
+]
+
+
+def _closed_port() -> int:
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        return int(free.getsockname()[1])
+
+
+@pytest.fixture
+def http_port() -> Iterator[int]:
+    """A listener that answers like a web server: something at the address, not Kafka."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(1024)
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield int(server.getsockname()[1])
+    finally:
+        server.close()
+
+
+def _run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "GOAICORE_"))}
+    clean.pop("DATABASE_URL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "goaicore", *args],
+        env={**clean, "GOAICORE_DATA_DIR": str(tmp_path), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("args", KAFKA_COMMANDS, ids=[" ".join(a) for a in KAFKA_COMMANDS])
+def test_no_broker_at_the_address_is_one_line(args: list[str], tmp_path: Path) -> None:
+    done = _run(args, tmp_path, KAFKA_BOOTSTRAP_SERVERS=f"127.0.0.1:{_closed_port()}")
+    assert done.returncode in (1, 2)
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("goaicore: no Kafka broker answers at 127.0.0.1:")
+    assert "Connection refused" in line
+
+
+def test_something_other_than_kafka_at_the_address_is_one_line(
+    http_port: int, tmp_path: Path
+) -> None:
+    done = _run(["history", "p1"], tmp_path, KAFKA_BOOTSTRAP_SERVERS=f"127.0.0.1:{http_port}")
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert "no Kafka broker answers" in line
+    assert "not a Kafka answer" in line
+
+
+@pytest.mark.parametrize("args", DATABASE_COMMANDS, ids=[" ".join(a) for a in DATABASE_COMMANDS])
+def test_no_database_at_the_address_is_one_line_without_the_password(
+    args: list[str], tmp_path: Path
+) -> None:
+    url = f"postgresql://auditor:s3cret-pw@127.0.0.1:{_closed_port()}/goaicore"
+    done = _run(args, tmp_path, DATABASE_URL=url)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("goaicore: PostgreSQL at 127.0.0.1:")
+    assert "/goaicore did not accept the connection" in line
+    assert "s3cret-pw" not in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["conversations", "--limit", "-1"], "must be at least 1, got -1"),
+        (["search", "x", "--limit", "0"], "must be at least 1, got 0"),
+        (["tail", "--max", "lots"], "expected a whole number, got 'lots'"),
+        (["tail", "--idle-timeout", "-3"], "must be a finite number of at least 0.1"),
+        (["replay", "p1", "--until-offset", "-5"], "must be at least 0, got -5"),
+        (["worker", "--web-port", "70000"], "must be from 1 to 65535, got 70000"),
+        (["create-topics", "--wait", "nan"], "must be a finite number of at least 0"),
+    ],
+)
+def test_bad_numbers_are_refused_by_the_parser(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
+    done = _run(args, tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
