@@ -170,9 +170,9 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable(
         "GOAICORE_DATA_DIR",
-        "`.goaicore/`",
+        "the nearest `.goaicore/` here or above",
         "Where the dev stack keeps dev.json, the embedded PostgreSQL data and the local "
-        "Apache Kafka's data.",
+        "Apache Kafka's data; commands run anywhere inside a checkout find its stack.",
     ),
     Variable(
         "GOAICORE_SCHEMAS_DIR",
@@ -298,6 +298,22 @@ def _parse_data_dir(name: str, raw: str) -> Path:
     return path
 
 
+DATA_DIR_NAME = ".goaicore"
+
+
+def find_data_dir(start: Path) -> Path:
+    """The nearest ``.goaicore`` folder in ``start`` or a folder above it, like git's ``.git``.
+
+    So a command run anywhere inside a checkout finds the stack ``make run`` started
+    at its root; with none found, ``.goaicore`` here (where a new stack would keep it).
+    """
+    for folder in (start, *start.parents):
+        candidate = folder / DATA_DIR_NAME
+        if candidate.is_dir():
+            return candidate if folder != start else Path(DATA_DIR_NAME)
+    return Path(DATA_DIR_NAME)
+
+
 def read_dev_file(data_dir: Path) -> dict[str, Any] | None:
     """The running dev stack's endpoints, or None when no live stack wrote them."""
     path = data_dir / DEV_FILE_NAME
@@ -403,18 +419,28 @@ class Settings:
         """The bootstrap servers, or a clear error when neither env nor dev stack has one."""
         if self.bootstrap_servers is None:
             raise ConfigError(
-                "KAFKA_BOOTSTRAP_SERVERS is not set and no dev stack is running "
-                f"(no live {self.data_path / DEV_FILE_NAME}); set it or start `make run`"
+                f"KAFKA_BOOTSTRAP_SERVERS is not set and {self._no_stack()}; set it, or start "
+                "the dev stack with `make run`"
             )
         return self.bootstrap_servers
 
     def require_database_url(self) -> str:
         if self.database_url is None:
             raise ConfigError(
-                "DATABASE_URL is not set and no dev stack is running "
-                f"(no live {self.data_path / DEV_FILE_NAME}); set it or start `make run`"
+                f"DATABASE_URL is not set and {self._no_stack()}; set it, or start the dev "
+                "stack with `make run`"
             )
         return self.database_url
+
+    def _no_stack(self) -> str:
+        """Where a running dev stack was looked for, for a message saying none was found."""
+        dev_file = (self.data_path / DEV_FILE_NAME).resolve()
+        if dev_file.exists():
+            return f"the dev stack of {dev_file} is not running"
+        return (
+            f"no dev stack runs here: looked for {dev_file} (a .goaicore folder in the current "
+            "folder or one above it, or GOAICORE_DATA_DIR)"
+        )
 
     def topic(self, name: str) -> str:
         """The full name of one of goaicore's topics under the configured prefix."""
@@ -435,7 +461,9 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
         raw = _env(env, var)
         return parse(var, raw) if raw is not None else default
 
-    out["data_dir"] = pick("data_dir", "GOAICORE_DATA_DIR", _parse_data_dir, Path(".goaicore"))
+    out["data_dir"] = pick("data_dir", "GOAICORE_DATA_DIR", _parse_data_dir)
+    if out["data_dir"] is None:
+        out["data_dir"] = find_data_dir(Path.cwd())
     out["topic_prefix"] = pick(
         "topic_prefix", "GOAICORE_TOPIC_PREFIX", _parse_topic_prefix, "goaicore"
     )

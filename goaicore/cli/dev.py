@@ -104,7 +104,8 @@ def handle(args: argparse.Namespace) -> int:
             f"  export KAFKA_BOOTSTRAP_SERVERS={info.bootstrap_servers}\n"
             f"  export GOAICORE_BROKER_PROFILE={info.broker_profile}\n"
             f"  export DATABASE_URL={info.database_url}\n"
-            "(goaicore commands run from this folder find them in dev.json by themselves)"
+            "(goaicore commands run in this folder, or any folder inside it, find them in "
+            "dev.json by themselves)"
         )
         _show_chat_session(console, stack)
         if not args.check_only:

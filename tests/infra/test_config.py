@@ -165,3 +165,33 @@ def test_cli_stops_with_one_line_on_a_bad_variable(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr == "goaicore: GOAICORE_PARTITIONS='-3': must be from 1 to 10000\n"
     assert not (tmp_path / "dev.json").exists()
+
+
+def test_a_command_deep_inside_a_checkout_finds_the_stack_at_its_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / ".goaicore"
+    data.mkdir()
+    _write_dev_file(data, os.getpid())
+    nested = tmp_path / "services" / "game" / "src"
+    nested.mkdir(parents=True)
+    monkeypatch.chdir(nested)
+    s = Settings(env={})
+    assert s.data_path == data
+    assert s.bootstrap_servers == "127.0.0.1:1111"
+    assert s.database_url == "postgresql://postgres@127.0.0.1:2222/goaicore"
+
+
+def test_no_stack_found_says_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as raised:
+        Settings(env={}).require_bootstrap()
+    assert f"looked for {tmp_path / '.goaicore' / 'dev.json'}" in str(raised.value)
+    (tmp_path / ".goaicore").mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    _write_dev_file(tmp_path / ".goaicore", dead.pid)
+    with pytest.raises(ConfigError, match=r"the dev stack of .*dev.json is not running"):
+        Settings(env={}).require_database_url()
