@@ -8,14 +8,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from goaicore.avro.api import decode_event
-from goaicore.avro.errors import DecodeError
 from goaicore.clients.closing import Closing
 from goaicore.clients.connection import make_consumer, partition_for, topic_partitions
 from goaicore.clients.log_reader import read_to_end
 from goaicore.clients.progress import ProgressBar
 from goaicore.clients.validation import check_conversation_id
 from goaicore.config import Settings
+from goaicore.fold.admission import Unfoldable, admit
 from goaicore.records import ConversationEvent
 
 log = logging.getLogger(__name__)
@@ -66,7 +65,7 @@ class HistoryReader(Closing):
                 return
             if record.key != key:
                 continue
-            event = self._decode(record)
+            event = self._admit(record)
             if event is not None:
                 yield LoggedEvent(record.partition, record.offset, event)
 
@@ -80,7 +79,7 @@ class HistoryReader(Closing):
             for partition in partitions:
                 for record in read_to_end(self._consumer, partition, settings=self.settings):
                     bar.advance()
-                    event = self._decode(record)
+                    event = self._admit(record)
                     if event is not None:
                         yield LoggedEvent(record.partition, record.offset, event)
         finally:
@@ -89,20 +88,21 @@ class HistoryReader(Closing):
     def _partition_count(self) -> int:
         return len(topic_partitions(self._consumer, self.topic))
 
-    def _decode(self, record: Any) -> ConversationEvent | None:
-        try:
-            return decode_event(record.value)
-        except DecodeError as err:
+    def _admit(self, record: Any) -> ConversationEvent | None:
+        """The record's event, or None (logged and counted) for one the fold does not take."""
+        event = admit(record.key, record.value)
+        if isinstance(event, Unfoldable):
             self.skipped += 1
             log.warning(
-                "skipped an undecodable event at %s[%d]@%d: %s (%s)",
+                "skipped an event the fold does not take at %s[%d]@%d: %s (%s)",
                 record.topic,
                 record.partition,
                 record.offset,
-                err.reason,
-                err.message,
+                event.reason,
+                event.detail,
             )
             return None
+        return event
 
     def close(self) -> None:
         self._consumer.close()

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from goaicore.avro.api import decode_event, decode_snapshot
+from goaicore.avro.api import decode_snapshot
 from goaicore.avro.errors import DecodeError
+from goaicore.fold.admission import Unfoldable, admit
 from services.projector.rows import EventRow, SnapshotRow, event_row, snapshot_row
 
 TopicPartitionKey = tuple[str, int]
@@ -63,13 +64,9 @@ def build_batch(polled: Mapping[Any, list[Any]], events_topic: str, snapshots_to
 
 
 def _add_event(batch: Batch, record: Any) -> None:
-    try:
-        event = decode_event(record.value)
-    except DecodeError as err:
-        batch.rejected.append(Rejected(record, err.reason, err.message))
-        return
-    if record.key is None or record.key != event.conversation_id.encode():
-        batch.rejected.append(_key_mismatch(record, event.conversation_id))
+    event = admit(record.key, record.value)  # the store worker's rule, so both fold alike
+    if isinstance(event, Unfoldable):
+        batch.rejected.append(Rejected(record, event.reason, event.detail))
         return
     batch.events.append(event_row(record.partition, record.offset, event, record.value))
     batch.event_sources[(record.partition, record.offset)] = record

@@ -9,13 +9,11 @@ the agent, and nothing is skipped without a trace.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from goaicore.avro.api import decode_event
-from goaicore.avro.errors import DecodeError
 from goaicore.fold import fold
-from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
+from goaicore.fold.admission import Unfoldable, admit
+from goaicore.records import ConversationSnapshot, LogPosition
 
 if TYPE_CHECKING:
     from services.store.app import StoreApp
@@ -28,7 +26,6 @@ log = logging.getLogger(__name__)
 # throughput for latency: read-your-writes waits for it (measured on the embedded
 # broker: 20 ms 1,291 events/s, 50 ms 1,741, 100 ms 2,745).
 FOLD_BATCH = 2000
-MAX_CONVERSATION_ID_BYTES = 4096
 FOLD_WITHIN = 0.05
 
 
@@ -39,7 +36,7 @@ async def apply_batch(store: StoreApp, messages: list[Any]) -> None:
     consumed: dict[int, int] = {}
     for message in messages:
         consumed[message.partition] = max(consumed.get(message.partition, 0), message.offset + 1)
-        event = _foldable(message)
+        event = admit(message.key, message.value)
         if isinstance(event, Unfoldable):
             await store.dead_letter(message, event.reason, event.detail, force=False)
             continue
@@ -60,37 +57,6 @@ async def apply_batch(store: StoreApp, messages: list[Any]) -> None:
     for key, snapshot in touched.items():
         store.table[key] = snapshot
     await store.progress.advance(consumed)  # read-your-writes waits on this
-
-
-@dataclass(frozen=True)
-class Unfoldable:
-    """Why a record of ``events`` cannot be folded: a dead letter's reason and detail."""
-
-    reason: str
-    detail: str
-
-
-def _foldable(message: Any) -> ConversationEvent | Unfoldable:
-    """The event a record of ``events`` holds, or why it cannot be folded."""
-    try:
-        event = decode_event(message.value)
-    except DecodeError as err:
-        return Unfoldable(err.reason, err.message)
-    key = message.key
-    if key is None or key != event.conversation_id.encode():
-        shown = key if key is None or len(key) <= 200 else key[:200] + b"..."
-        return Unfoldable(
-            "key-mismatch",
-            f"record key {shown!r} is not the event's conversation id "
-            f"{event.conversation_id[:200]!r}",
-        )
-    if len(key) > MAX_CONVERSATION_ID_BYTES:
-        return Unfoldable(
-            "conversation-id-too-long",
-            f"a conversation id of {len(key)} bytes (at most {MAX_CONVERSATION_ID_BYTES}): "
-            "its snapshot could not be written",
-        )
-    return event
 
 
 async def fold_events(store: StoreApp, stream: Any) -> None:

@@ -65,7 +65,9 @@ def test_replay_until_an_offset_and_as_of_a_time(settings: Settings) -> None:
     assert "expected an ISO time, got 'yesterday'" in bad.stderr
 
 
-def test_verify_reports_a_wrong_snapshot_and_a_missing_one(settings: Settings) -> None:
+def test_verify_reports_a_wrong_snapshot_and_a_conversation_without_events(
+    settings: Settings,
+) -> None:
     _publish_story(settings)
     with HistoryReader(settings) as reader:
         logged = list(reader.logged_events("v1"))
@@ -86,5 +88,5 @@ def test_verify_reports_a_wrong_snapshot_and_a_missing_one(settings: Settings) -
     result = goaicore(settings, "verify", "v1", "nobody")
     assert result.returncode == 1
     assert "DIFFERENT v1 event_count: stored 4 replayed 3" in result.stdout
-    assert "DIFFERENT nobody snapshot: stored None replayed 'missing'" in result.stdout
-    assert "verified 2 snapshots: 0 equal, 2 different" in result.stdout
+    assert "NO EVENTS nobody: the log has no events of it" in result.stdout
+    assert "verified 1 snapshots: 0 equal, 1 different, 1 without events" in result.stdout

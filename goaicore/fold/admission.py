@@ -1,0 +1,48 @@
+"""Which records of ``events`` the fold takes in: one rule for every reader of the log.
+
+The store worker, the projector and the history reader (replay, verify) must
+agree on it, or a replay folds a record the worker set aside and the two
+snapshots differ. A record is folded when it decodes, its key is its event's
+conversation id, and that id fits in a snapshot; anything else is a dead letter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from goaicore.avro.api import decode_event
+from goaicore.avro.errors import DecodeError
+from goaicore.records import ConversationEvent
+
+MAX_CONVERSATION_ID_BYTES = 4096
+"""Longest conversation id folded: its snapshot must fit a record beside the history."""
+
+
+@dataclass(frozen=True)
+class Unfoldable:
+    """Why a record of ``events`` is not folded: a dead letter's reason and detail."""
+
+    reason: str
+    detail: str
+
+
+def admit(key: bytes | None, value: bytes | None) -> ConversationEvent | Unfoldable:
+    """The event a record of ``events`` holds, or why the fold does not take it."""
+    try:
+        event = decode_event(value)
+    except DecodeError as err:
+        return Unfoldable(err.reason, err.message)
+    if key is None or key != event.conversation_id.encode():
+        shown = key if key is None or len(key) <= 200 else key[:200] + b"..."
+        return Unfoldable(
+            "key-mismatch",
+            f"record key {shown!r} is not the event's conversation id "
+            f"{event.conversation_id[:200]!r}",
+        )
+    if len(key) > MAX_CONVERSATION_ID_BYTES:
+        return Unfoldable(
+            "conversation-id-too-long",
+            f"a conversation id of {len(key)} bytes (at most {MAX_CONVERSATION_ID_BYTES}): "
+            "its snapshot could not be written",
+        )
+    return event
