@@ -36,6 +36,7 @@ from services.store.fold_agent import fold_events
 from services.store.idempotency import REPLIES_CODEC, register_codec
 from services.store.llm import Providers
 from services.store.output_limits import OutputLimits
+from services.store.recovery_watchdog import SteadyTableManager
 from services.store.replies import ReplyWaiters
 from services.store.tools_registry import load_tools
 from services.store.turns import TurnSettings
@@ -154,6 +155,7 @@ def create_app(
         store="memory://",
         topic_partitions=partitions,
         table_standby_replicas=1,
+        TableManager=SteadyTableManager,  # a watchdog on table recovery
         consumer_auto_offset_reset="earliest",
         producer_acks=-1,
         producer_max_request_size=max_batch_bytes(settings),

@@ -38,9 +38,20 @@ def assigned_event_partitions(worker: StoreWorker, topic: str) -> set[int]:
     return partitions
 
 
-def test_two_workers_split_the_partitions_and_one_takes_over(topics: Settings) -> None:
+@pytest.mark.parametrize(
+    "lose_seek",
+    [False, True],
+    ids=["takeover", "takeover-with-a-lost-recovery-seek"],
+)
+def test_two_workers_split_the_partitions_and_one_takes_over(
+    topics: Settings, lose_seek: bool
+) -> None:
+    """With ``lose_seek``, b's first recovery seek of a promoted standby partition goes to
+    its end (the silent partition seen once in fifty takeovers): the recovery watchdog
+    must seek it again, or b never folds its events."""
+    hook = {"GOAICORE_TEST_LOSE_RECOVERY_SEEK": "1"} if lose_seek else {}
     a = StoreWorker(topics, "a").start()
-    b = StoreWorker(topics, "b").start()
+    b = StoreWorker(topics, "b", **hook).start()
     try:
         deadline = time.monotonic() + 60
         events = topics.topic("events")
@@ -65,6 +76,9 @@ def test_two_workers_split_the_partitions_and_one_takes_over(topics: Settings) -
             topics, {f"s{n}": more[n].offset for n in range(30)}, timeout=300, workers=(b,)
         )
         assert {s.event_count for s in stored.values()} == {2}
+        if lose_seek:
+            assert "fault hook GOAICORE_TEST_LOSE_RECOVERY_SEEK" in b.log()
+            assert "delivered nothing in" in b.log()
     finally:
         a.stop()
         b.stop()

@@ -20,16 +20,17 @@ worker_env = settings_env
 class StoreWorker:
     """One ``goaicore worker`` process, its log in a file."""
 
-    def __init__(self, settings: Settings, name: str = "worker") -> None:
+    def __init__(self, settings: Settings, name: str = "worker", **env: str) -> None:
         self.settings = settings
         self.log_path: Path = settings.data_path / f"{name}.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self.extra_env = env
 
     def start(self) -> StoreWorker:
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "goaicore", "worker", "--loglevel", "info"],
-                env=worker_env(self.settings),
+                env={**worker_env(self.settings), **self.extra_env},
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
