@@ -20,11 +20,9 @@ import uuid
 from collections import Counter
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
 
 from goaicore.broker import ensure_topics
-from goaicore.clients import DeadLetter, HistoryReader
-from goaicore.clients.log_reader import read_to_end
+from goaicore.clients import HistoryReader
 from goaicore.config import Settings
 from goaicore.records import ReplyStatus
 from goaicore.testing import OpenAIServer
@@ -32,7 +30,7 @@ from goaicore.worker_process import settings_env
 from tests.chat_agent.helpers import ChatWorker, Replies, ScriptedLLM, llm_env, wait_http
 from tests.faults.injector import Books, Injector
 from tests.projector.helpers import ProjectorProcess
-from tests.store.workers import wait_folded
+from tests.store.workers import dead_letters, wait_folded
 
 SEED = int(os.environ.get("GOAICORE_FAULT_SEED", "20261123"))
 OPERATIONS = int(os.environ.get("GOAICORE_FAULT_OPERATIONS", "240"))
@@ -127,16 +125,7 @@ def _check(settings: Settings, books: Books, replies: Replies) -> dict[str, int]
                 copies = logged[(partition, offset)]
                 lost += copies == 0
                 doubled += copies > 1
-    consumer = KafkaConsumer(bootstrap_servers=settings.require_bootstrap())
-    letters: dict[tuple[int, int], DeadLetter] = {}
-    for p in range(settings.partition_count):
-        for record in read_to_end(
-            consumer, TopicPartition(settings.topic("dead-letters"), p), settings=settings
-        ):
-            letter = DeadLetter.from_record(record)
-            if letter.topic == settings.topic("events"):
-                letters[(letter.partition, letter.offset)] = letter
-    consumer.close()
+    letters = dead_letters(settings)
     wrong_reason = 0
     for position, reasons in books.dead.items():
         found = letters.get(position)

@@ -3,37 +3,20 @@
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
 
 from goaicore.broker.probe import kafka_api_versions_error, kafka_known_brokers
 from tests.brokers import SessionBroker
+from tests.listeners import http_listener
 
 
 @pytest.fixture
 def not_kafka() -> Iterator[int]:
-    """A port whose listener answers every connection with text, not the Kafka protocol."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                conn.recv(1024)
-                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        server.close()
+    """Something at the address that answers, but not Kafka."""
+    with http_listener() as port:
+        yield port
 
 
 def test_the_session_broker_answers_both_probes(kafka_broker: SessionBroker) -> None:

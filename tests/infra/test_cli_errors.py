@@ -6,11 +6,12 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.listeners import http_listener
 
 KAFKA_COMMANDS = [
     ["history", "p1"],
@@ -39,26 +40,9 @@ def _closed_port() -> int:
 
 @pytest.fixture
 def http_port() -> Iterator[int]:
-    """A listener that answers like a web server: something at the address, not Kafka."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                conn.recv(1024)
-                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield int(server.getsockname()[1])
-    finally:
-        server.close()
+    """Something at the address that answers, but not Kafka."""
+    with http_listener() as port:
+        yield port
 
 
 def _run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:

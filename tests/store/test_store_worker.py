@@ -7,17 +7,16 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 
 from goaicore.avro.api import encode_snapshot
 from goaicore.broker import ensure_topics
-from goaicore.clients import DeadLetter, EventPublisher, HistoryReader
-from goaicore.clients.log_reader import read_to_end
+from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.fold.replay import replay, verify_snapshot
 from goaicore.records import AssistantTurn, GameEvent, ToolCall, ToolResult, UserMessage
-from tests.store.workers import StoreWorker, wait_folded, worker_env
+from tests.store.workers import StoreWorker, dead_letters, wait_folded, worker_env
 
 
 @pytest.fixture
@@ -109,16 +108,7 @@ def test_bad_records_go_to_dead_letters_and_the_worker_goes_on(
     stored = wait_folded(topics, {"p3": last.offset}, workers=(worker,))
     assert [m.text for m in stored["p3"].messages] == ["still folding"]
 
-    consumer = KafkaConsumer(bootstrap_servers=topics.require_bootstrap())
-    letters = {
-        (letter.partition, letter.offset): letter
-        for p in range(topics.partition_count)
-        for letter in map(
-            DeadLetter.from_record,
-            read_to_end(consumer, TopicPartition(topics.topic("dead-letters"), p), settings=topics),
-        )
-    }
-    consumer.close()
+    letters = dead_letters(topics)
     assert letters[(garbage.partition, garbage.offset)].reason == "bad-magic"
     assert letters[(mismatch.partition, mismatch.offset)].reason == "key-mismatch"
     assert letters[(garbage.partition, garbage.offset)].value == b"\x00garbage"
@@ -190,16 +180,7 @@ def test_oversized_and_unfoldable_records_become_dead_letters_that_fit(
     stored = wait_folded(topics, {"p4": last.offset}, workers=(worker,))
     assert [m.text for m in stored["p4"].messages] == ["still folding"]
 
-    consumer = KafkaConsumer(bootstrap_servers=topics.require_bootstrap())
-    letters = {
-        (letter.partition, letter.offset): letter
-        for p in range(topics.partition_count)
-        for letter in map(
-            DeadLetter.from_record,
-            read_to_end(consumer, TopicPartition(topics.topic("dead-letters"), p), settings=topics),
-        )
-    }
-    consumer.close()
+    letters = dead_letters(topics)
     big = letters[(huge.partition, huge.offset)]
     assert big.reason == "bad-magic"
     assert big.value is not None

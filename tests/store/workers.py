@@ -8,6 +8,10 @@ import sys
 import time
 from pathlib import Path
 
+from kafka import KafkaConsumer, TopicPartition
+
+from goaicore.clients.deadletter import DeadLetter
+from goaicore.clients.log_reader import read_to_end
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.records import ConversationSnapshot
@@ -92,3 +96,19 @@ def wait_folded(
         f"not folded in {timeout:.0f} s: {len(missing)} conversations missing, "
         f"(folded, wanted) offsets of those behind {behind}{logs}"
     )
+
+
+def dead_letters(settings: Settings, topic: str = "events") -> dict[tuple[int, int], DeadLetter]:
+    """Every dead letter of ``topic``'s records so far, by the (partition, offset) it came from."""
+    consumer = KafkaConsumer(bootstrap_servers=settings.require_bootstrap())
+    letters: dict[tuple[int, int], DeadLetter] = {}
+    try:
+        for p in range(settings.partition_count):
+            dead_topic = TopicPartition(settings.topic("dead-letters"), p)
+            for record in read_to_end(consumer, dead_topic, settings=settings):
+                letter = DeadLetter.from_record(record)
+                if letter.topic == settings.topic(topic):
+                    letters[(letter.partition, letter.offset)] = letter
+    finally:
+        consumer.close()
+    return letters
