@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -28,6 +27,7 @@ from goaicore.records import ReplyStatus
 from goaicore.testing import OpenAIServer
 from goaicore.worker_process import settings_env
 from tests.chat_agent.helpers import ChatWorker, Replies, ScriptedLLM, llm_env, wait_http
+from tests.cli import run_goaicore
 from tests.faults.injector import Books, Injector
 from tests.projector.helpers import ProjectorProcess
 from tests.store.workers import dead_letters, wait_folded
@@ -47,13 +47,7 @@ def _worker(settings: Settings, llm: OpenAIServer, name: str) -> ChatWorker:
 
 def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**settings_env(settings), "GOAICORE_DB_SCHEMA": settings.schema}
-    return subprocess.run(
-        [sys.executable, "-m", "goaicore", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_goaicore(*args, env=env, timeout=300)
 
 
 def test_random_faults_lose_nothing_double_nothing_and_stop_nothing(settings: Settings) -> None:

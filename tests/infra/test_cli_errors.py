@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.cli import run_goaicore
 from tests.listeners import http_listener
 
 KAFKA_COMMANDS = [
@@ -48,13 +48,7 @@ def http_port() -> Iterator[int]:
 def _run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "GOAICORE_"))}
     clean.pop("DATABASE_URL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "goaicore", *args],
-        env={**clean, "GOAICORE_DATA_DIR": str(tmp_path), **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_goaicore(*args, env={**clean, "GOAICORE_DATA_DIR": str(tmp_path), **env}, timeout=60)
 
 
 @pytest.mark.parametrize("args", KAFKA_COMMANDS, ids=[" ".join(a) for a in KAFKA_COMMANDS])

@@ -25,6 +25,7 @@ from goaicore.config import Settings
 from goaicore.database import EmbeddedPostgres
 from goaicore.devstack import LocalStack
 from goaicore.net import free_loopback_port, port_open
+from tests.cli import run_goaicore
 
 # The stack and its demo take about 6 s here; a machine starved of CPU can make
 # the embedded profile's short group sessions rebalance, so allow much more.
@@ -409,14 +410,7 @@ def _run_stack_once(data_dir: Path) -> LocalStack:
 
 
 def _clear(env: dict[str, str], schema: str, prefix: str) -> subprocess.CompletedProcess[str]:
-    command = ["projection", "clear", "--schema", schema, "--prefix", prefix]
-    return subprocess.run(
-        [sys.executable, "-m", "goaicore", *command],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_goaicore("projection", "clear", "--schema", schema, "--prefix", prefix, env=env)
 
 
 def _count(url: str, schema: str) -> int:

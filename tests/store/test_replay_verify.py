@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 
 from kafka import KafkaProducer
@@ -17,18 +16,13 @@ from goaicore.fold import fold_all
 from goaicore.fold.replay import replay
 from goaicore.records import GameEvent, LogPosition, UserMessage, new_event
 from goaicore.worker_process import settings_env
+from tests.cli import run_goaicore
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
 def goaicore(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "goaicore", *args],
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_goaicore(*args, env=settings_env(settings))
 
 
 def _publish_story(settings: Settings) -> list[int]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -16,6 +14,7 @@ from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.fold.replay import replay, verify_snapshot
 from goaicore.records import AssistantTurn, GameEvent, ToolCall, ToolResult, UserMessage
+from tests.cli import run_goaicore
 from tests.store.workers import StoreWorker, dead_letters, wait_folded, worker_env
 
 
@@ -59,32 +58,14 @@ def test_worker_folds_events_into_the_snapshots_topic(
         assert reader.get("p1") == stored["p1"]
         assert reader.get("nobody") is None
 
-    verify = subprocess.run(
-        [sys.executable, "-m", "goaicore", "verify"],
-        env=worker_env(topics),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    verify = run_goaicore("verify", env=worker_env(topics))
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "verified 2 snapshots: 2 equal, 0 different" in verify.stdout
-    unknown = subprocess.run(
-        [sys.executable, "-m", "goaicore", "verify", "nobody"],
-        env=worker_env(topics),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    unknown = run_goaicore("verify", "nobody", env=worker_env(topics))
     assert unknown.returncode == 0, unknown.stderr
     assert "NO EVENTS nobody: the log has no events of it" in unknown.stdout
     assert "verified 0 snapshots: 0 equal, 0 different, 1 without events" in unknown.stdout
-    shown = subprocess.run(
-        [sys.executable, "-m", "goaicore", "replay", "p1"],
-        env=worker_env(topics),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    shown = run_goaicore("replay", "p1", env=worker_env(topics))
     assert shown.returncode == 0, shown.stderr
     assert "events applied 5" in shown.stdout
     assert "assistant: 2-1 to Leeds." in shown.stdout
