@@ -43,7 +43,7 @@ def require_reachable(settings: Settings, timeout: float = REACH_TIMEOUT) -> Non
             reason = err.strerror if isinstance(err, OSError) and err.strerror else err
             errors.append(f"{server.strip()}: {reason}")
             continue
-        if (settings.security_protocol or "PLAINTEXT").startswith("SSL"):
+        if "SSL" in (settings.security_protocol or "PLAINTEXT"):
             return  # a TLS listener answers nothing before its handshake
         problem = kafka_api_versions_error(host.strip("[]"), int(port), timeout)
         if problem is None:

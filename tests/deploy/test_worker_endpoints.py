@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -44,12 +43,11 @@ def test_create_topics_creates_then_finds_them(settings: Settings) -> None:
 
 def test_create_topics_says_when_no_broker_answers(settings: Settings) -> None:
     env = {**settings_env(settings), "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{free_loopback_port()}"}
-    started = time.monotonic()
     done = goaicore(env, "create-topics", "--timeout", "1", "--wait", "2")
     assert done.returncode == 1
     assert "retrying" in done.stdout
-    assert "did not answer" in done.stderr
-    assert time.monotonic() - started < 30
+    [line] = done.stderr.splitlines()
+    assert line.startswith("goaicore: no Kafka broker answers at 127.0.0.1:")
 
 
 class _Recovery:
