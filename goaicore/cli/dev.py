@@ -64,17 +64,17 @@ def handle(args: argparse.Namespace) -> int:
         table.add_row("dev.json", str(stack.dev_file))
         console.print(table)
         choice = stack.schema_choice
-        if choice is not None and choice.moved:
-            console.print(
-                f"[yellow]![/yellow] the broker holds a new log (the embedded broker keeps "
-                f"nothing between runs), so it is projected into schema {choice.schema}; "
-                f"schema {choice.configured} keeps an earlier log's rows, untouched"
-            )
         if choice is not None and choice.earlier:
+            reason = (
+                "the broker holds a new log (the embedded broker keeps nothing between runs)"
+                if choice.moved
+                else "this log's projection has a schema of its own"
+            )
             console.print(
-                f"  earlier logs' rows stay in schema(s) {', '.join(choice.earlier)}; "
-                f"`goaicore projection clear --schema SCHEMA --prefix {info.topic_prefix}` "
-                "removes one"
+                f"[yellow]![/yellow] {reason}: projecting into schema {choice.schema}; "
+                f"earlier logs' rows stay untouched in schema(s) {', '.join(choice.earlier)} "
+                f"(`goaicore projection clear --schema SCHEMA --prefix {info.topic_prefix}` "
+                "removes one)"
             )
 
         check = stack.check()

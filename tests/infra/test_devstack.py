@@ -433,6 +433,12 @@ def test_a_restart_keeps_earlier_rows_apart_and_only_an_explicit_clear_removes_t
     assert new_schema.startswith("public_log_")
     assert second.schema_choice.earlier == ("public",)
 
+    third = run_goaicore("dev", "--check-only", env=_clean_env(tmp_path), timeout=300)
+    assert third.returncode == 0, third.stdout[-2000:] + third.stderr
+    banner = " ".join(third.stdout.split())  # rich wraps long lines
+    assert "the broker holds a new log" in banner
+    assert f"earlier logs' rows stay untouched in schema(s) public, {new_schema}" in banner
+
     server = EmbeddedPostgres(tmp_path / "postgres").start()
     try:
         url = server.url.rsplit("/", 1)[0] + "/goaicore"
