@@ -137,27 +137,6 @@ def _check(settings: Settings, name: str, partitions: int) -> None:
         )
 
 
-def _create(admin: Any, new: Any, deadline: float) -> None:
-    """Create one topic, retrying what a cluster still starting or electing answers.
-
-    A controller that moved, or one not yet in the client's metadata
-    (UnknownBrokerId right after a cluster starts), is worth another try until
-    ``deadline``; anything else (a bad replication factor, an existing topic) is not.
-    """
-    from kafka.errors import KafkaError, UnknownBrokerIdError
-
-    while True:
-        timeout_ms = max(1000, int((deadline - time.monotonic()) * 1000))
-        try:
-            admin.create_topics([new], timeout_ms=timeout_ms)
-            return
-        except KafkaError as err:
-            transient = err.retriable or isinstance(err, UnknownBrokerIdError)
-            if not transient or time.monotonic() > deadline:
-                raise
-        time.sleep(0.5)
-
-
 def _wait_led(admin: Any, names: list[str], deadline: float) -> dict[str, int]:
     """Partition counts of ``names`` once every partition of each has a leader.
 

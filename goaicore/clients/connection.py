@@ -26,26 +26,26 @@ class BrokerUnreachableError(ConnectionError):
 
 
 def require_reachable(settings: Settings, timeout: float = REACH_TIMEOUT) -> None:
-    """Return once one bootstrap server accepts a TCP connection; else one clear error.
+    """Return once one bootstrap server answers; else one clear error.
 
     kafka-python would retry for 30 s and end in a traceback; a closed port is
     known at once, an unroutable host or something other than Kafka (asked for
-    its API versions, except on a TLS listener) within ``timeout``.
+    its API versions, except on a TLS listener, which only takes the connection)
+    within ``timeout``.
     """
     servers = settings.require_bootstrap()
+    tls = "SSL" in (settings.security_protocol or "PLAINTEXT")
     errors = []
     for server in servers.split(","):
         host, _, port = server.strip().rpartition(":")
         try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
-                pass
-        except (OSError, ValueError) as err:
-            reason = err.strerror if isinstance(err, OSError) and err.strerror else err
-            errors.append(f"{server.strip()}: {reason}")
+            address = (host.strip("[]"), int(port))
+        except ValueError:
+            errors.append(f"{server.strip()}: {port!r} is not a port")
             continue
-        if "SSL" in (settings.security_protocol or "PLAINTEXT"):
-            return  # a TLS listener answers nothing before its handshake
-        problem = kafka_api_versions_error(host.strip("[]"), int(port), timeout)
+        problem = (
+            _connect_error(address, timeout) if tls else kafka_api_versions_error(*address, timeout)
+        )
         if problem is None:
             return
         errors.append(f"{server.strip()}: {problem}")
@@ -53,6 +53,15 @@ def require_reachable(settings: Settings, timeout: float = REACH_TIMEOUT) -> Non
         f"no Kafka broker answers at {servers} ({'; '.join(errors)}); is Kafka running? "
         "Set KAFKA_BOOTSTRAP_SERVERS, or start the dev stack with `make run`"
     )
+
+
+def _connect_error(address: tuple[str, int], timeout: float) -> str | None:
+    """None when ``address`` accepts a TCP connection, else why not."""
+    try:
+        with socket.create_connection(address, timeout=timeout):
+            return None
+    except OSError as err:
+        return f"{type(err).__name__}: {err}"
 
 
 def make_producer(settings: Settings, **overrides: Any) -> Any:
