@@ -113,7 +113,7 @@ class ChatAgent:
             )
             await self.store.dead_letter(message, "key-mismatch", detail)
             reply = failure(request, ReplyStatus.REJECTED, "key-mismatch", detail).reply
-            await self.publish_reply(reply)
+            await self.publish_reply(self.services.limits.fit_reply(reply))
             return
         stored = self._stored_replies(key).get(request.request_id)
         if stored is not None:
@@ -176,8 +176,12 @@ class ChatAgent:
             await future
 
     async def publish_reply(self, reply: ChatReply) -> None:
-        """Publish the reply (after the turn's events) and wake a local HTTP waiter."""
-        value = encode_chat_reply(self.services.limits.fit_reply(reply))
+        """Publish the reply (after the turn's events) and wake a local HTTP waiter.
+
+        ``reply`` is already within the record limit: fitted by the caller, or stored
+        (the replies table keeps only fitted replies).
+        """
+        value = encode_chat_reply(reply)
         key = reply.conversation_id.encode()
         await (await _send(self.store.replies, key, value))
         self.services.waiters.resolve(reply)
