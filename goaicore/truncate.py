@@ -7,6 +7,8 @@ beginning is kept, never half a character, and a marker names what was cut.
 
 from __future__ import annotations
 
+import json
+
 MARKER = "[goaicore: {what}; {kept} of {total} bytes kept{where}]"
 
 
@@ -28,3 +30,21 @@ def truncate_utf8(text: str, max_bytes: int, what: str, where: str = "") -> str:
     room = max(max_bytes - utf8_size(suffix) - 20, 0)  # 20: the digits of {kept}
     kept = text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
     return kept + suffix.replace("{kept}", str(utf8_size(kept)))
+
+
+def truncate_json_arguments(arguments: str, max_bytes: int) -> str:
+    """Tool call ``arguments`` in at most ``max_bytes``: whole, or their beginning held in
+    ``{"goaicore_truncated": ...}``, a JSON object, which every provider accepts.
+
+    Escaping may make the kept part longer than it was: it is halved until the whole fits.
+    """
+    if utf8_size(arguments) <= max_bytes:
+        return arguments
+    data = arguments.encode("utf-8", "surrogatepass")
+    room = max_bytes
+    while True:
+        prefix = data[:room].decode("utf-8", "ignore")
+        wrapped = json.dumps({"goaicore_truncated": prefix}, ensure_ascii=False)
+        if utf8_size(wrapped) <= max_bytes or room == 0:
+            return wrapped
+        room //= 2

@@ -10,7 +10,6 @@ with a marker in the text, so whoever reads it next, the model included, knows.
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 from goaicore.avro.api import encode_chat_reply, encode_event
@@ -21,7 +20,7 @@ from goaicore.records import (
     EventBody,
     ToolCall,
 )
-from goaicore.truncate import truncate_utf8, utf8_size
+from goaicore.truncate import truncate_json_arguments, truncate_utf8, utf8_size
 
 LIMIT_NOTE = "truncated to fit the record size limit"
 _SLACK = 64  # bytes the encoding may differ by after a cut (length varints, the marker's digits)
@@ -95,13 +94,6 @@ def _largest(record: Any, names: tuple[str, ...]) -> str | None:
 
 
 def _shrunk_arguments(call: ToolCall, excess: int) -> ToolCall:
-    """Arguments cut down and wrapped in a JSON object, which every provider accepts."""
+    """``call`` with its arguments about ``excess`` bytes shorter, still a JSON object."""
     target = max(utf8_size(call.arguments) - excess, 0)
-    data = call.arguments.encode("utf-8", "surrogatepass")
-    room = target
-    while True:  # escaping may lengthen the kept part: halve it until the whole fits
-        prefix = data[:room].decode("utf-8", "ignore")
-        wrapped = json.dumps({"goaicore_truncated": prefix}, ensure_ascii=False)
-        if utf8_size(wrapped) <= target or room == 0:
-            return dataclasses.replace(call, arguments=wrapped)
-        room //= 2
+    return dataclasses.replace(call, arguments=truncate_json_arguments(call.arguments, target))

@@ -11,13 +11,18 @@ everything: the snapshot counts what left and says up to which position.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 
 from goaicore.fold.policy import FoldPolicy
-from goaicore.fold.size import bookkeeping_bytes, message_bytes, messages_bytes, string_bytes
+from goaicore.fold.size import (
+    bookkeeping_bytes,
+    message_bytes,
+    messages_bytes,
+    string_bytes,
+    tool_call_bytes,
+)
 from goaicore.records import ConversationSnapshot, LogPosition, Message, ToolCall
-from goaicore.truncate import truncate_utf8
+from goaicore.truncate import truncate_json_arguments, truncate_utf8
 
 _NOTE_ROOM = 512
 """Bytes kept free for the anomaly note the policy adds about itself."""
@@ -122,9 +127,7 @@ def truncate_message(message: Message, allowance: int) -> Message:
     room = max(allowance - fixed, 0)
     calls_room = room // 2 if slim.tool_calls else 0
     calls = _truncated_calls(slim.tool_calls, calls_room)
-    calls_used = sum(
-        string_bytes(c.id) + string_bytes(c.name) + string_bytes(c.arguments) for c in calls
-    )
+    calls_used = sum(map(tool_call_bytes, calls))
     text = _truncated_text(slim.text, room - calls_used, message.event_id)
     return dataclasses.replace(slim, text=text, tool_calls=calls)
 
@@ -137,16 +140,10 @@ def _truncated_text(text: str, room: int, event_id: str | None) -> str:
 def _truncated_calls(calls: tuple[ToolCall, ...], room: int) -> tuple[ToolCall, ...]:
     if not calls:
         return calls
-    share = room // len(calls)
-    out = []
-    for call in calls:
-        if string_bytes(call.arguments) <= share:
-            out.append(call)
-            continue
-        prefix = call.arguments.encode("utf-8", "surrogatepass")[: max(share - 96, 0)]
-        held = json.dumps({"goaicore_truncated": prefix.decode("utf-8", "ignore")})
-        out.append(dataclasses.replace(call, arguments=held))
-    return tuple(out)
+    share = max(room // len(calls) - _LENGTH, 0)
+    return tuple(
+        dataclasses.replace(c, arguments=truncate_json_arguments(c.arguments, share)) for c in calls
+    )
 
 
 def _bounded_in_chars(

@@ -48,7 +48,8 @@ def _strings(strings: tuple[str, ...]) -> int:
     return _array(len(strings), utf8_size("".join(strings)) + widest * len(strings))
 
 
-def _tool_call_bytes(call: ToolCall) -> int:
+def tool_call_bytes(call: ToolCall) -> int:
+    """Encoded size of one tool call: its id, name and arguments."""
     return string_bytes(call.id) + string_bytes(call.name) + string_bytes(call.arguments)
 
 
@@ -78,7 +79,7 @@ def _message_bytes(message: Message) -> int:
     return (
         string_bytes(message.role)
         + string_bytes(message.text)
-        + _array(len(calls), sum(_tool_call_bytes(c) for c in calls))
+        + _array(len(calls), sum(tool_call_bytes(c) for c in calls))
         + _optional(message.tool_call_id)
         + _optional(message.name)
         + _optional(message.content_json)
