@@ -19,14 +19,19 @@ of the active set taken when it starts, and the same copy filters what it
 returns: every record handed over by aiokafka reaches a stream or is handled
 by Faust's own seek-back when flow stopped meanwhile.
 
-Its producer also waits, after creating a topic, until its metadata knows the
-topic. Faust refreshes the metadata once right after the creation; on a
-cluster that answer can come from a broker that has not applied the new topic
-yet, and a table picks a changelog record's partition from that metadata
-without waiting for it (aiokafka's ``_partition``): every write to the table
-failed with a TypeError until the next periodic refresh, five minutes later.
-Seen on a three-node Apache Kafka: every chat request in those minutes was
-abandoned, because the replies table's changelog was unknown.
+Its producer also never picks a partition without knowing the topic. A
+table (and the router answering which worker owns a key) picks a changelog
+record's partition from the producer's metadata without waiting for it
+(aiokafka's ``_partition``), and that metadata can lack a topic the app
+created: once aiokafka's client tracks any topic (a send to one it did not
+know yet), every refresh asks for the tracked topics alone and forgets the
+others; on a cluster a refresh can also come from a broker that has not
+applied a new topic yet. Every write to the table then failed with a
+TypeError until the next periodic refresh, five minutes later: seen as every
+chat request abandoned, and every HTTP read answered 500. Here each topic the
+producer creates is tracked, and a key of a topic missing from the metadata
+goes where Kafka's default partitioner puts it over the partitions last
+known for it (partitions are never removed), while a refresh is asked for.
 
 Used for every broker (``goaicore-kafka://``); the embedded broker's transport
 (``goaicore.broker.faust_embedded``) builds on it.
@@ -38,8 +43,10 @@ import asyncio
 import time
 from typing import Any, ClassVar
 
+from aiokafka.errors import UnknownTopicOrPartitionError  # type: ignore[import-untyped]
 from faust.transport.drivers import TRANSPORTS
 from faust.transport.drivers import aiokafka as driver
+from faust.types import TP
 
 SCHEME = "goaicore-kafka"
 # How long a producer waits for a topic it created to appear in its metadata.
@@ -79,23 +86,46 @@ class IdempotentProducer(driver.Producer):
 
 
 class SteadyProducer(IdempotentProducer):
-    """A Faust producer whose metadata knows every topic it has created."""
+    """A Faust producer that keeps knowing the partitions of every topic it created."""
 
-    async def create_topic(self, topic: str, *args: Any, **kwargs: Any) -> None:
-        await super().create_topic(topic, *args, **kwargs)
+    _partitions_known: dict[str, list[int]] | None = None
+
+    def _known(self) -> dict[str, list[int]]:
+        if self._partitions_known is None:
+            self._partitions_known = {}
+        return self._partitions_known
+
+    async def create_topic(self, topic: str, partitions: int, *args: Any, **kwargs: Any) -> None:
+        await super().create_topic(topic, partitions, *args, **kwargs)
         if not self.app.conf.topic_allow_declare:
             return
         client = self._ensure_producer().client
+        client.add_topic(topic)  # every later refresh asks for it
         deadline = time.monotonic() + TOPIC_METADATA_TIMEOUT
-        # A forced update asks for every topic while the client tracks none in
-        # particular (aiokafka's default); asking for this one alone would make
-        # later refreshes forget the others.
-        while client.cluster.partitions_for_topic(topic) is None:
+        while (known := client.cluster.partitions_for_topic(topic)) is None:
             if time.monotonic() > deadline:
                 self.log.warning("topic %r is still not in the producer's metadata", topic)
+                self._known().setdefault(topic, list(range(partitions)))
                 return
             await asyncio.sleep(0.1)
             await client.force_metadata_update()
+        self._known()[topic] = sorted(known)
+
+    def key_partition(self, topic: str, key: bytes) -> TP:
+        producer = self._ensure_producer()
+        client = producer.client
+        current = client.cluster.partitions_for_topic(topic)
+        if current:
+            self._known()[topic] = sorted(current)
+            return super().key_partition(topic, key)
+        remembered = self._known().get(topic)
+        client.add_topic(topic)  # tracked from now on; refreshed in the background
+        if remembered is None:
+            raise UnknownTopicOrPartitionError(f"no partitions known yet for topic {topic!r}")
+        self.log.warning(
+            "topic %r is missing from the metadata; using its last known partitions", topic
+        )
+        return TP(topic, producer._partitioner(key, remembered, remembered))
 
 
 class Transport(driver.Transport):
