@@ -6,21 +6,8 @@ Kafka, Faust nor psycopg, so it can be used on its own.
 
 from typing import TYPE_CHECKING
 
-from goaicore.avro import (
-    DecodeError,
-    EncodeError,
-    decode,
-    decode_chat_reply,
-    decode_chat_request,
-    decode_event,
-    decode_snapshot,
-    encode,
-    encode_chat_reply,
-    encode_chat_request,
-    encode_event,
-    encode_snapshot,
-)
-from goaicore.chat import (
+from goaicore.config import ConfigError, Settings
+from goaicore.conversation.chat import (
     Chat,
     ChatError,
     ChatResult,
@@ -34,7 +21,7 @@ from goaicore.chat import (
     TurnResult,
     UnknownFinishReasonError,
 )
-from goaicore.compaction import (
+from goaicore.conversation.compaction import (
     AllOf,
     AnyOf,
     CompactionRecord,
@@ -54,9 +41,10 @@ from goaicore.compaction import (
     TriggeredCompactor,
     apply_compaction,
 )
-from goaicore.config import ConfigError, Settings
-from goaicore.history import validate_history
-from goaicore.messages import Message, ToolCall
+from goaicore.conversation.messages import Message, ToolCall
+from goaicore.conversation.tools import Tool, tool
+from goaicore.conversation.usage import Usage
+from goaicore.conversation.validation import validate_history
 from goaicore.records import (
     ChatReply,
     ChatRequest,
@@ -66,8 +54,20 @@ from goaicore.records import (
     new_chat_request,
     new_event,
 )
-from goaicore.tools import Tool, tool
-from goaicore.usage import Usage
+from goaicore.records.avro import (
+    DecodeError,
+    EncodeError,
+    decode,
+    decode_chat_reply,
+    decode_chat_request,
+    decode_event,
+    decode_snapshot,
+    encode,
+    encode_chat_reply,
+    encode_chat_request,
+    encode_event,
+    encode_snapshot,
+)
 
 __version__ = "0.1.0"
 

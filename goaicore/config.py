@@ -199,7 +199,7 @@ DEFAULT_SYSTEM_PROMPT = (
 DEFAULT_TOOLS = "services.store.game_tools:registry"
 
 # Read where they are used, not by Settings: the schemas when they are loaded, the
-# Apache Kafka jars when a local Apache Kafka starts (goaicore.broker.apache.jars).
+# Apache Kafka jars when a local Apache Kafka starts (goaicore.kafka.apache.jars).
 LOADER_VARIABLES = frozenset(
     {"GOAICORE_SCHEMAS_DIR", "GOAICORE_KAFKA_CACHE", "GOAICORE_KAFKA_FETCH_TIMEOUT"}
 )

@@ -14,10 +14,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from goaicore.broker import EmbeddedBroker
-from goaicore.broker.apache import KAFKA_VERSION, LocalKafka, prepared_or_reason
-from goaicore.broker.apache.jars import KafkaUnavailable
 from goaicore.config import BrokerProfile
+from goaicore.kafka import EmbeddedBroker
+from goaicore.kafka.apache import KAFKA_VERSION, LocalKafka, prepared_or_reason
+from goaicore.kafka.apache.jars import KafkaUnavailable
 
 # Fast for tests, same semantics: no wait for more members before the first
 # rebalance, few offsets partitions to create, short sessions allowed for the

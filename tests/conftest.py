@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from goaicore.broker import EmbeddedBroker
 from goaicore.config import Settings
-from goaicore.database import discover_postgres, ensure_database
-from goaicore.database.discovery import drop_database
+from goaicore.kafka import EmbeddedBroker
+from goaicore.projection.postgres import discover_postgres, ensure_database
+from goaicore.projection.postgres.discovery import drop_database
 from tests.brokers import BrokerChoice, SessionBroker, choose_broker, start_apache_kafka
 
 _BROKER = pytest.StashKey[BrokerChoice]()

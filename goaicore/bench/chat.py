@@ -22,15 +22,15 @@ from pathlib import Path
 
 from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
-from goaicore.broker.local import LocalBroker
-from goaicore.broker.topics import ensure_topics
 from goaicore.clients import ChatClient
 from goaicore.config import Settings
-from goaicore.messages import Message
-from goaicore.providers.base import CompletionRequest
+from goaicore.conversation.messages import Message
+from goaicore.conversation.providers.base import CompletionRequest
+from goaicore.devstack.worker_process import settings_env
+from goaicore.kafka.local import LocalBroker
+from goaicore.kafka.topics import ensure_topics
 from goaicore.records import ReplyStatus
 from goaicore.testing import OpenAIServer, openai_echo
-from goaicore.worker_process import settings_env
 
 LEVELS = ((1, 60), (10, 15), (100, 4))  # (concurrent conversations, questions each)
 NOTE = "one worker process, instant scripted LLM"
@@ -59,7 +59,7 @@ def _through_worker(client: ChatClient, conversations: int, questions: int) -> l
 
 
 def _direct(base_url: str, conversations: int, questions: int) -> list[float]:
-    from goaicore.providers import OpenAIProvider
+    from goaicore.conversation.providers import OpenAIProvider
 
     provider = OpenAIProvider("bench", api_key="bench", base_url=base_url)
 

@@ -15,16 +15,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from goaicore.avro.api import encode_event
 from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
-from goaicore.broker.local import LocalBroker
-from goaicore.broker.topics import ensure_topics
 from goaicore.clients import EventPublisher, HistoryReader
-from goaicore.clients.connection import make_consumer, make_producer, partition_for
-from goaicore.clients.log_reader import read_to_end
 from goaicore.config import Settings
+from goaicore.kafka.connection import make_consumer, make_producer, partition_for
+from goaicore.kafka.local import LocalBroker
+from goaicore.kafka.topics import ensure_topics
 from goaicore.records import ConversationEvent, GameEvent, new_event
+from goaicore.records.avro.api import encode_event
+from goaicore.replay.log_reader import read_to_end
 
 RECORDS = 20_000  # published in one batch
 SINGLES = 500  # published one call (and one acknowledgement) at a time

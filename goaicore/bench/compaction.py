@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from goaicore.bench.registry import Measurement, suite
-from goaicore.chat import Chat
-from goaicore.compaction import (
+from goaicore.conversation.chat import Chat
+from goaicore.conversation.compaction import (
     Always,
     CompactionOutcome,
     CompactionRequest,
@@ -37,11 +37,11 @@ from goaicore.compaction import (
     ToolExchangeSummary,
     TriggeredCompactor,
 )
-from goaicore.messages import Message
-from goaicore.providers.base import STOP, Completion, CompletionRequest
-from goaicore.providers.offline import OfflineProvider
-from goaicore.tools import tool
-from goaicore.usage import Usage
+from goaicore.conversation.messages import Message
+from goaicore.conversation.providers.base import STOP, Completion, CompletionRequest
+from goaicore.conversation.providers.offline import OfflineProvider
+from goaicore.conversation.tools import tool
+from goaicore.conversation.usage import Usage
 
 SUITE = "compaction"
 TURNS = 1000

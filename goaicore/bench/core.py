@@ -16,16 +16,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from goaicore.bench.registry import Measurement, suite
-from goaicore.chat import Chat
-from goaicore.messages import Message
-from goaicore.providers.anthropic import AnthropicProvider
-from goaicore.providers.base import Completion, CompletionRequest
-from goaicore.providers.openai import OpenAIProvider
-from goaicore.state import DEFAULT_GZIP_THRESHOLD, encode_state
+from goaicore.conversation.chat import Chat
+from goaicore.conversation.messages import Message
+from goaicore.conversation.providers.anthropic import AnthropicProvider
+from goaicore.conversation.providers.base import Completion, CompletionRequest
+from goaicore.conversation.providers.openai import OpenAIProvider
+from goaicore.conversation.state import DEFAULT_GZIP_THRESHOLD, encode_state
+from goaicore.conversation.tools import tool
 from goaicore.testing import AnthropicServer, OpenAIServer, anthropic_echo, openai_echo
 from goaicore.testing.anthropic_server import anthropic_reply
 from goaicore.testing.openai_server import openai_reply
-from goaicore.tools import tool
 
 SUITE = "core"
 TURN_COUNTS = (10, 100, 1000)

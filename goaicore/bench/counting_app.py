@@ -14,9 +14,9 @@ from typing import Any
 
 import faust
 
-from goaicore.broker.profile import client_profile, faust_broker_urls
-from goaicore.broker.security import faust_credentials
 from goaicore.config import Settings
+from goaicore.kafka.profile import client_profile, faust_broker_urls
+from goaicore.kafka.security import faust_credentials
 from goaicore.net import free_loopback_port
 
 

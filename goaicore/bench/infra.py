@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 from goaicore.bench.registry import Measurement, suite
-from goaicore.broker.embedded import EmbeddedBroker
-from goaicore.broker.topics import ensure_topics
 from goaicore.config import Settings
-from goaicore.database.embedded import EmbeddedPostgres
+from goaicore.kafka.embedded import EmbeddedBroker
+from goaicore.kafka.topics import ensure_topics
+from goaicore.projection.postgres.embedded import EmbeddedPostgres
 
 
 @suite("infra")

@@ -21,16 +21,15 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from goaicore.audit import connect, conversations, history, search
 from goaicore.bench.brokers import PARTITIONS, broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
-from goaicore.broker.local import LocalBroker
-from goaicore.broker.topics import ensure_topics
 from goaicore.clients import EventPublisher
-from goaicore.clients.connection import make_consumer, topic_partitions
-from goaicore.clients.log_reader import read_to_end
 from goaicore.config import Settings
-from goaicore.database.discovery import discover_postgres, drop_database, ensure_database
+from goaicore.kafka.connection import make_consumer, topic_partitions
+from goaicore.kafka.local import LocalBroker
+from goaicore.kafka.topics import ensure_topics
+from goaicore.projection import connect, conversations, history, search
+from goaicore.projection.postgres.discovery import discover_postgres, drop_database, ensure_database
 from goaicore.records import (
     AssistantTurn,
     ConversationEvent,
@@ -42,6 +41,7 @@ from goaicore.records import (
     UserMessage,
     new_event,
 )
+from goaicore.replay.log_reader import read_to_end
 from services.projector import Projector
 
 EVENTS = 20_000

@@ -6,7 +6,6 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from goaicore.avro import decode_event, decode_snapshot, encode_event, encode_snapshot
 from goaicore.bench.registry import Measurement, suite
 from goaicore.records import (
     ConversationEvent,
@@ -17,6 +16,7 @@ from goaicore.records import (
     ToolCall,
     new_event,
 )
+from goaicore.records.avro import decode_event, decode_snapshot, encode_event, encode_snapshot
 
 _SECONDS_PER_FIGURE = 1.0
 

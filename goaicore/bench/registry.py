@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from goaicore.broker.local import LocalBroker
+    from goaicore.kafka.local import LocalBroker
 
 SuiteFn = Callable[[], list["Measurement"]]
 BrokerSuiteFn = Callable[["LocalBroker"], list["Measurement"]]

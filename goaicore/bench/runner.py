@@ -24,9 +24,9 @@ from rich.console import Console
 from rich.table import Table
 
 from goaicore.bench.registry import BROKER_SUITES, SUITES, BrokerSuiteFn, Measurement
-from goaicore.broker.apache import KafkaUnavailable, prepared_or_reason
-from goaicore.broker.local import LocalBroker, broker_name, broker_profile, broker_slug
 from goaicore.config import LocalBrokerKind
+from goaicore.kafka.apache import KafkaUnavailable, prepared_or_reason
+from goaicore.kafka.local import LocalBroker, broker_name, broker_profile, broker_slug
 
 # Modules whose import registers suites. A new suite adds its module here.
 SUITE_MODULES: tuple[str, ...] = (

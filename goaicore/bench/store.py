@@ -21,21 +21,20 @@ from typing import Any
 
 from kafka.admin import NewTopic
 
-from goaicore.avro.api import decode_snapshot
 from goaicore.bench.brokers import PARTITIONS, broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
-from goaicore.broker.local import LocalBroker
-from goaicore.broker.topics import ensure_topics
 from goaicore.clients import EventPublisher
-from goaicore.clients.connection import (
+from goaicore.config import Settings
+from goaicore.devstack.worker_process import settings_env
+from goaicore.fold import fold
+from goaicore.kafka.connection import (
     MissingTopicError,
     make_admin,
     make_consumer,
     topic_partitions,
 )
-from goaicore.clients.log_reader import read_to_end
-from goaicore.config import Settings
-from goaicore.fold import fold
+from goaicore.kafka.local import LocalBroker
+from goaicore.kafka.topics import ensure_topics
 from goaicore.records import (
     ConversationEvent,
     ConversationSnapshot,
@@ -44,7 +43,8 @@ from goaicore.records import (
     UserMessage,
     new_event,
 )
-from goaicore.worker_process import settings_env
+from goaicore.records.avro.api import decode_snapshot
+from goaicore.replay.log_reader import read_to_end
 
 EVENTS = 5_000
 WARM_UP = b"warm-up"

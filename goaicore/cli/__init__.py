@@ -33,19 +33,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _stack_errors() -> tuple[type[Exception], ...]:
-    from goaicore.audit.db import (
+    from goaicore.kafka import BrokerStartError, TopicMismatchError
+    from goaicore.kafka.apache import KafkaUnavailable
+    from goaicore.kafka.connection import BrokerUnreachableError, MissingTopicError
+    from goaicore.kafka.security import KafkaSecurityError
+    from goaicore.kafka.topics import TopicsNotReadyError
+    from goaicore.projection.db import (
         DatabaseUnreachableError,
         ForeignProjectionError,
         PositionConflictError,
         ProjectionMissingError,
     )
-    from goaicore.broker import BrokerStartError, TopicMismatchError
-    from goaicore.broker.apache import KafkaUnavailable
-    from goaicore.broker.security import KafkaSecurityError
-    from goaicore.broker.topics import TopicsNotReadyError
-    from goaicore.clients.connection import BrokerUnreachableError, MissingTopicError
-    from goaicore.clients.validation import InvalidInputError
-    from goaicore.database import PostgresStartError
+    from goaicore.projection.postgres import PostgresStartError
+    from goaicore.records.validation import InvalidInputError
 
     return (
         BrokerStartError,

@@ -108,7 +108,7 @@ def _when(value: datetime | None) -> str:
 
 
 def _connect(settings: Settings) -> Any:
-    from goaicore.audit import connect, require_projection
+    from goaicore.projection import connect, require_projection
 
     conn = connect(settings)
     try:
@@ -124,7 +124,7 @@ def handle_projector(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from goaicore.broker.topics import ensure_topics
+    from goaicore.kafka.topics import ensure_topics
     from services.projector import Projector
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -147,8 +147,8 @@ def handle_projector(args: argparse.Namespace) -> int:
 
 
 def handle_projection_clear(args: argparse.Namespace) -> int:
-    from goaicore.audit import connect
-    from goaicore.audit.clear import clear_projection
+    from goaicore.projection import connect
+    from goaicore.projection.clear import clear_projection
 
     settings = Settings().with_overrides(db_schema=args.schema)
     with connect(settings) as conn:
@@ -162,7 +162,7 @@ def handle_projection_clear(args: argparse.Namespace) -> int:
 
 
 def history_from_db(args: argparse.Namespace) -> int:
-    from goaicore.audit import history
+    from goaicore.projection import history
 
     with _connect(Settings()) as conn:
         rows = history(conn, args.conversation, args.type, args.since, args.until)
@@ -173,7 +173,7 @@ def history_from_db(args: argparse.Namespace) -> int:
 
 
 def handle_conversations(args: argparse.Namespace) -> int:
-    from goaicore.audit import conversations
+    from goaicore.projection import conversations
 
     with _connect(Settings()) as conn:
         rows = conversations(conn, args.since, args.limit)
@@ -190,7 +190,7 @@ def handle_conversations(args: argparse.Namespace) -> int:
 
 
 def handle_search(args: argparse.Namespace) -> int:
-    from goaicore.audit import search
+    from goaicore.projection import search
 
     with _connect(Settings()) as conn:
         hits = search(conn, args.text, args.conversation, args.limit)
@@ -209,7 +209,7 @@ def _dollars(nanos: int) -> str:
 
 
 def handle_ledger(args: argparse.Namespace) -> int:
-    from goaicore.audit import ledger, ledger_totals
+    from goaicore.projection import ledger, ledger_totals
 
     with _connect(Settings()) as conn:
         if args.conversation is None:
@@ -240,8 +240,8 @@ def handle_ledger(args: argparse.Namespace) -> int:
 
 
 def verify_from_db(args: argparse.Namespace) -> int:
-    from goaicore.audit import verify_db
-    from goaicore.clients.progress import ProgressBar
+    from goaicore.projection import verify_db
+    from goaicore.replay.progress import ProgressBar
 
     settings = Settings()
     with _connect(settings) as conn:

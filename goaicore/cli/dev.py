@@ -13,7 +13,7 @@ from rich.table import Table
 from goaicore.config import Settings
 
 if TYPE_CHECKING:
-    from goaicore.devstack import LocalStack
+    from goaicore.devstack.stack import LocalStack
 
 
 def register(subparsers: Any) -> None:
@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from goaicore.devstack import LocalStack
+    from goaicore.devstack.stack import LocalStack
 
     console = Console()
     stop = threading.Event()

@@ -64,8 +64,8 @@ def _moment(raw: str) -> datetime:
 def handle_worker(args: argparse.Namespace) -> int:
     import faust
 
-    from goaicore.broker.topics import ensure_topics
     from goaicore.config import Settings
+    from goaicore.kafka.topics import ensure_topics
     from services.store import create_app
 
     settings = Settings()
@@ -83,7 +83,7 @@ def handle_worker(args: argparse.Namespace) -> int:
 def handle_replay(args: argparse.Namespace) -> int:
     from goaicore.clients import HistoryReader
     from goaicore.fold.policy import policy_for_record_limit
-    from goaicore.fold.replay import replay
+    from goaicore.replay.log import replay
 
     with HistoryReader() as reader:
         policy = policy_for_record_limit(reader.settings.record_limit)
@@ -120,9 +120,9 @@ def handle_verify(args: argparse.Namespace) -> int:
     import sys
 
     from goaicore.clients import HistoryReader
-    from goaicore.clients.progress import ProgressBar
     from goaicore.clients.snapshots import SnapshotReader
-    from goaicore.fold.replay import Difference, verify_snapshot
+    from goaicore.replay.log import Difference, verify_snapshot
+    from goaicore.replay.progress import ProgressBar
 
     with SnapshotReader() as snapshots:
         stored = snapshots.all()

@@ -6,9 +6,9 @@ import argparse
 import time
 from typing import Any
 
-from goaicore.broker.topics import TOPICS
 from goaicore.cli.args import POSITIVE, seconds
 from goaicore.cli.render import describe
+from goaicore.kafka.topics import TOPICS
 
 
 def register(subparsers: Any) -> None:
@@ -36,11 +36,11 @@ def register(subparsers: Any) -> None:
 
 
 def handle_tail(args: argparse.Namespace) -> int:
-    from goaicore.avro.api import decode
-    from goaicore.avro.errors import DecodeError
-    from goaicore.clients.connection import make_consumer, topic_partitions
     from goaicore.clients.deadletter import DeadLetter
     from goaicore.config import Settings
+    from goaicore.kafka.connection import make_consumer, topic_partitions
+    from goaicore.records.avro.api import decode
+    from goaicore.records.avro.errors import DecodeError
 
     settings = Settings()
     topic = settings.topic(args.topic)

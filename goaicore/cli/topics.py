@@ -40,9 +40,9 @@ def register(subparsers: Any) -> None:
 def handle_create_topics(args: argparse.Namespace) -> int:
     from kafka.errors import KafkaError
 
-    from goaicore.broker.topics import ensure_topics
-    from goaicore.clients.connection import BrokerUnreachableError
     from goaicore.config import Settings
+    from goaicore.kafka.connection import BrokerUnreachableError
+    from goaicore.kafka.topics import ensure_topics
 
     settings = Settings()
     settings.require_bootstrap()

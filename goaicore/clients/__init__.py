@@ -2,10 +2,10 @@
 
 from goaicore.clients.chat_client import ChatClient, ReplyTimeout
 from goaicore.clients.deadletter import DeadLetter, DeadLetterWriter
-from goaicore.clients.history import HistoryReader, LoggedEvent
 from goaicore.clients.publisher import EventPublisher, LogPosition
 from goaicore.clients.replies import ReplySubscriber
-from goaicore.clients.validation import InvalidInputError
+from goaicore.records.validation import InvalidInputError
+from goaicore.replay.reader import HistoryReader, LoggedEvent
 
 __all__ = [
     "ChatClient",

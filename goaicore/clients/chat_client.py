@@ -14,18 +14,18 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from goaicore.avro.api import decode_chat_reply, encode_chat_request
-from goaicore.avro.errors import DecodeError, EncodeError
-from goaicore.clients.closing import Closing
-from goaicore.clients.connection import make_consumer, make_producer, topic_partitions
-from goaicore.clients.validation import (
+from goaicore.config import Settings
+from goaicore.kafka.closing import Closing
+from goaicore.kafka.connection import make_consumer, make_producer, topic_partitions
+from goaicore.records import ChatReply, new_chat_request, new_id, utc_now
+from goaicore.records.avro.api import decode_chat_reply, encode_chat_request
+from goaicore.records.avro.errors import DecodeError, EncodeError
+from goaicore.records.validation import (
     InvalidInputError,
     check_conversation_id,
     check_size,
     check_text,
 )
-from goaicore.config import Settings
-from goaicore.records import ChatReply, new_chat_request, new_id, utc_now
 
 log = logging.getLogger(__name__)
 

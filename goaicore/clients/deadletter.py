@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from goaicore.clients.connection import make_producer
 from goaicore.config import Settings
+from goaicore.kafka.connection import make_producer
 
 HEADER_PREFIX = "goaicore.dead-letter."
 MESSAGE_LIMIT = 2000  # characters of the reason's detail kept in a header

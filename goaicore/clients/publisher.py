@@ -6,20 +6,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from goaicore.avro.api import encode_event
-from goaicore.avro.errors import EncodeError
-from goaicore.clients.closing import Closing
-from goaicore.clients.connection import make_producer
-from goaicore.clients.validation import (
+from goaicore.config import Settings
+from goaicore.kafka.closing import Closing
+from goaicore.kafka.connection import make_producer
+from goaicore.records import EVENT_BODY_TYPES, ConversationEvent, GameEvent, UserMessage, new_event
+from goaicore.records.avro.api import encode_event
+from goaicore.records.avro.errors import EncodeError
+from goaicore.records.types import EventBody
+from goaicore.records.validation import (
     InvalidInputError,
     check_attributes,
     check_conversation_id,
     check_size,
     check_text,
 )
-from goaicore.config import Settings
-from goaicore.records import EVENT_BODY_TYPES, ConversationEvent, GameEvent, UserMessage, new_event
-from goaicore.records.types import EventBody
 
 
 @dataclass(frozen=True, order=True)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from goaicore.avro.api import decode_chat_reply
-from goaicore.avro.errors import DecodeError
-from goaicore.clients.closing import Closing
-from goaicore.clients.connection import make_consumer
 from goaicore.clients.deadletter import DeadLetterWriter
 from goaicore.config import Settings
+from goaicore.kafka.closing import Closing
+from goaicore.kafka.connection import make_consumer
 from goaicore.records import ChatReply
+from goaicore.records.avro.api import decode_chat_reply
+from goaicore.records.avro.errors import DecodeError
 
 
 class ReplySubscriber(Closing):

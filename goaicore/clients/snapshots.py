@@ -10,15 +10,15 @@ import logging
 import sys
 from collections.abc import Iterable
 
-from goaicore.avro.api import decode_snapshot
-from goaicore.avro.errors import DecodeError
-from goaicore.clients.closing import Closing
-from goaicore.clients.connection import make_consumer, partition_for, topic_partitions
-from goaicore.clients.log_reader import read_to_end
-from goaicore.clients.progress import ProgressBar
-from goaicore.clients.validation import check_conversation_id
 from goaicore.config import Settings
+from goaicore.kafka.closing import Closing
+from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
 from goaicore.records import ConversationSnapshot
+from goaicore.records.avro.api import decode_snapshot
+from goaicore.records.avro.errors import DecodeError
+from goaicore.records.validation import check_conversation_id
+from goaicore.replay.log_reader import read_to_end
+from goaicore.replay.progress import ProgressBar
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from goaicore.avro.api import decode_event
-from goaicore.avro.errors import DecodeError
 from goaicore.records import ConversationEvent
+from goaicore.records.avro.api import decode_event
+from goaicore.records.avro.errors import DecodeError
 
 MAX_CONVERSATION_ID_BYTES = 4096
 """Longest conversation id folded: its snapshot must fit a record beside the history."""

@@ -22,7 +22,7 @@ from goaicore.fold.size import (
     tool_call_bytes,
 )
 from goaicore.records import ConversationSnapshot, LogPosition, Message, ToolCall
-from goaicore.truncate import truncate_json_arguments, truncate_utf8
+from goaicore.records.truncate import truncate_json_arguments, truncate_utf8
 
 _NOTE_ROOM = 512
 """Bytes kept free for the anomaly note the policy adds about itself."""

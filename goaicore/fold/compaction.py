@@ -1,6 +1,6 @@
 """Replaying a CompactionApplied event on a snapshot's messages.
 
-The same rules as the conversation library (``goaicore.compaction``): each
+The same rules as the conversation library (``goaicore.conversation.compaction``): each
 listed range of the history, as it stood when the compaction was computed, is
 dropped or replaced by one context message holding its note (a summary). So the
 stream processor, the replay tool, the verifier and ``Chat`` reach the same history.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from goaicore.compaction.record import CompactionMismatchError, replay_compaction
-from goaicore.compaction.wire import from_compaction_applied
+from goaicore.conversation.compaction.record import CompactionMismatchError, replay_compaction
+from goaicore.conversation.compaction.wire import from_compaction_applied
 from goaicore.records import CompactionApplied, Message
 
 CompactionMismatch = CompactionMismatchError

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from goaicore import messages as lib
+from goaicore.conversation import messages as lib
 from goaicore.records import AssistantTurn, Message, ToolCall, ToolResult, UserMessage
 
 

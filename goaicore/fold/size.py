@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from goaicore.avro.framing import HEADER_SIZE
 from goaicore.records import ConversationSnapshot, Message, ToolCall
-from goaicore.truncate import utf8_size
+from goaicore.records.avro.framing import HEADER_SIZE
+from goaicore.records.truncate import utf8_size
 
 _LONG = 10  # the widest zigzag varint of a 64-bit long
 _ARRAY_END = 1

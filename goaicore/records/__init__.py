@@ -1,6 +1,6 @@
 """Typed records of the wire contract (``schemas/``) and helpers that make new ones.
 
-Pure data: no I/O, no Kafka, no Avro here. ``goaicore.avro`` encodes and decodes them.
+Pure data: no I/O, no Kafka, no Avro here. ``goaicore.records.avro`` encodes and decodes them.
 """
 
 from goaicore.records.new import new_chat_request, new_event, new_id, utc_millis, utc_now

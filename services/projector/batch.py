@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from goaicore.avro.api import decode_snapshot
-from goaicore.avro.errors import DecodeError
 from goaicore.fold.admission import Unfoldable, admit
+from goaicore.records.avro.api import decode_snapshot
+from goaicore.records.avro.errors import DecodeError
 from services.projector.rows import EventRow, SnapshotRow, event_row, snapshot_row
 
 TopicPartitionKey = tuple[str, int]

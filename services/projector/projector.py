@@ -23,11 +23,11 @@ from typing import Any
 
 import psycopg
 
-from goaicore.audit.db import Connection, PositionConflictError, connect, lock_key
-from goaicore.audit.migrations import migrate
-from goaicore.clients.connection import make_consumer, topic_partitions
 from goaicore.clients.deadletter import DeadLetterWriter
 from goaicore.config import Settings
+from goaicore.kafka.connection import make_consumer, topic_partitions
+from goaicore.projection.db import Connection, PositionConflictError, connect, lock_key
+from goaicore.projection.migrations import migrate
 from services.projector.batch import Rejected, TopicPartitionKey, build_batch
 from services.projector.writer import load_positions, write_batch
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from goaicore.audit.db import Connection, ForeignProjectionError, PositionConflictError
+from goaicore.projection.db import Connection, ForeignProjectionError, PositionConflictError
 from services.projector.batch import Batch, TopicPartitionKey
 from services.projector.rows import (
     EVENT_COLUMNS,

@@ -22,12 +22,12 @@ from typing import Any
 
 import faust
 
-from goaicore.broker.limits import max_batch_bytes
-from goaicore.broker.profile import client_profile, faust_broker_urls
-from goaicore.broker.security import faust_credentials
 from goaicore.clients.deadletter import DeadLetter
 from goaicore.config import Settings
 from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
+from goaicore.kafka.limits import max_batch_bytes
+from goaicore.kafka.profile import client_profile, faust_broker_urls
+from goaicore.kafka.security import faust_credentials
 from goaicore.net import free_loopback_port
 from services.store.chat_agent import ChatAgent, ChatServices
 from services.store.codecs import SNAPSHOT_CODEC, register

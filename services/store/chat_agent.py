@@ -25,10 +25,10 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from goaicore.avro.api import decode_chat_request, encode_chat_reply, encode_event
-from goaicore.avro.errors import DecodeError
+from goaicore.conversation.tools import Tool
 from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyStatus
-from goaicore.tools import Tool
+from goaicore.records.avro.api import decode_chat_request, encode_chat_reply, encode_event
+from goaicore.records.avro.errors import DecodeError
 from services.store.dispatch import KeyedDispatcher
 from services.store.idempotency import RecentReplies, recover_from_log
 from services.store.llm import Providers

@@ -6,7 +6,7 @@ from typing import Any
 
 from faust.serializers import codecs
 
-from goaicore.avro.api import decode_snapshot, encode_snapshot
+from goaicore.records.avro.api import decode_snapshot, encode_snapshot
 
 SNAPSHOT_CODEC = "goaicore.snapshot"
 

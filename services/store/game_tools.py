@@ -7,7 +7,7 @@ static so that demos and tests get the same answers every time.
 
 from __future__ import annotations
 
-from goaicore.tools import Tool, tool
+from goaicore.conversation.tools import Tool, tool
 
 SCORES: dict[str, int] = {"leeds": 42, "harrogate": 37, "york": 29, "ripon": 12}
 

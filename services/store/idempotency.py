@@ -23,7 +23,6 @@ from typing import Any
 
 from faust.serializers import codecs
 
-from goaicore.avro.api import decode_chat_reply, encode_chat_reply
 from goaicore.records import (
     ChatReply,
     ChatRequest,
@@ -34,6 +33,7 @@ from goaicore.records import (
     ToolResult,
     new_event,
 )
+from goaicore.records.avro.api import decode_chat_reply, encode_chat_reply
 from services.store.turns import SOURCE, TurnOutcome, failure, turn_event_id
 
 REPLIES_CODEC = "goaicore.recent-replies"

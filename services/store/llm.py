@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from goaicore.config import Settings
-from goaicore.providers import OfflineProvider, Provider
+from goaicore.conversation.providers import OfflineProvider, Provider
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
@@ -59,14 +59,14 @@ class Providers:
         s = self.settings
         backend = self.backend
         if backend == "openai":
-            from goaicore.providers import OpenAIProvider
+            from goaicore.conversation.providers import OpenAIProvider
 
             # A local OpenAI-compatible server may need no key; the SDK insists on one.
             return OpenAIProvider(
                 model, api_key=s.openai_api_key or "unused", base_url=s.openai_base_url
             )
         if backend == "anthropic":
-            from goaicore.providers import AnthropicProvider
+            from goaicore.conversation.providers import AnthropicProvider
 
             return AnthropicProvider(model, api_key=s.anthropic_api_key)
         return OfflineProvider()

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from goaicore.avro.fit import fit_event, fit_reply
 from goaicore.records import ChatReply, ConversationEvent
+from goaicore.records.avro.fit import fit_event, fit_reply
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
+from goaicore.conversation.tools import Tool
 from goaicore.records import ChatRequest
-from goaicore.tools import Tool
 
 MAX_TEXT_CHARS = 100_000
 

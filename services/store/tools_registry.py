@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from goaicore.tools import Tool, tool
+from goaicore.conversation.tools import Tool, tool
 
 
 class ToolsConfigError(ValueError):

@@ -20,16 +20,16 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from goaicore.chat import Chat
-from goaicore.compaction import (
+from goaicore.conversation.chat import Chat
+from goaicore.conversation.compaction import (
     EstimatedTokens,
     KeepLastExchanges,
     TokenBudget,
     TriggeredCompactor,
     to_compaction_applied,
 )
-from goaicore.compaction.record import CompactionRecord
-from goaicore.errors import (
+from goaicore.conversation.compaction.record import CompactionRecord
+from goaicore.conversation.errors import (
     ChatError,
     ContentFilteredError,
     ContextLengthError,
@@ -38,9 +38,11 @@ from goaicore.errors import (
     ReplyTruncatedError,
     ToolLoopLimitError,
 )
+from goaicore.conversation.messages import Message as ChatMessage
+from goaicore.conversation.providers.base import Completion, Provider
+from goaicore.conversation.tools import Tool
+from goaicore.conversation.usage import Usage as TurnUsage
 from goaicore.fold.history import UnreadableMessage, to_chat_messages, to_event_body
-from goaicore.messages import Message as ChatMessage
-from goaicore.providers.base import Completion, Provider
 from goaicore.records import (
     AssistantTurn,
     ChatReply,
@@ -54,8 +56,6 @@ from goaicore.records import (
     utc_now,
 )
 from goaicore.records.types import EventBody
-from goaicore.tools import Tool
-from goaicore.usage import Usage as TurnUsage
 from services.store.requests import (
     DeadlinePassed,
     Rejected,

@@ -28,15 +28,6 @@ from typing import TYPE_CHECKING, Any, cast
 from aiohttp import web as aioweb
 from faust import web
 
-from goaicore.avro.api import encode_chat_request, encode_event
-from goaicore.avro.errors import EncodeError
-from goaicore.clients.validation import (
-    InvalidInputError,
-    check_attributes,
-    check_conversation_id,
-    check_size,
-    check_text,
-)
 from goaicore.records import (
     ChatReply,
     GameEvent,
@@ -46,7 +37,16 @@ from goaicore.records import (
     new_event,
     utc_now,
 )
+from goaicore.records.avro.api import encode_chat_request, encode_event
+from goaicore.records.avro.errors import EncodeError
 from goaicore.records.types import EventBody
+from goaicore.records.validation import (
+    InvalidInputError,
+    check_attributes,
+    check_conversation_id,
+    check_size,
+    check_text,
+)
 
 if TYPE_CHECKING:
     from services.store.app import StoreApp

@@ -21,9 +21,9 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]
 from aiokafka.structs import TopicPartition  # type: ignore[import-untyped]
 
-from goaicore.broker.profile import client_profile
-from goaicore.broker.security import aiokafka_options
 from goaicore.config import Settings
+from goaicore.kafka.profile import client_profile
+from goaicore.kafka.security import aiokafka_options
 from goaicore.records import ConversationSnapshot
 
 log = logging.getLogger(__name__)

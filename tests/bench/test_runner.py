@@ -12,8 +12,8 @@ from rich.console import Console
 from goaicore.bench import clients as clients_bench
 from goaicore.bench import runner
 from goaicore.bench.registry import BROKER_SUITES, SUITES, Measurement
-from goaicore.broker.apache import KafkaUnavailable, prepared_or_reason
-from goaicore.broker.local import broker_slug
+from goaicore.kafka.apache import KafkaUnavailable, prepared_or_reason
+from goaicore.kafka.local import broker_slug
 
 
 @pytest.fixture

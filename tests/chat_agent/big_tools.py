@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from goaicore.tools import Tool, tool
+from goaicore.conversation.tools import Tool, tool
 
 
 @tool

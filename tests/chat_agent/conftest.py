@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from goaicore.broker import ensure_topics
 from goaicore.config import Settings
+from goaicore.kafka import ensure_topics
 from goaicore.testing import OpenAIServer
 from tests.brokers import SessionBroker
 from tests.chat_agent.helpers import ChatWorker, Replies, ScriptedLLM, llm_env, wait_http

@@ -14,11 +14,11 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from goaicore.avro.api import decode_chat_reply, encode_chat_request
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.net import free_loopback_port
 from goaicore.records import ChatReply, ChatRequest, ConversationSnapshot
+from goaicore.records.avro.api import decode_chat_reply, encode_chat_request
 from goaicore.testing import OpenAIServer, RecordedRequest, ScriptedResponse, openai_reply
 from goaicore.testing.openai_server import openai_error
 from tests.store.workers import StoreWorker, worker_env

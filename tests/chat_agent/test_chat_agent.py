@@ -194,8 +194,8 @@ def test_bad_requests_are_rejected_and_bad_records_become_dead_letters(
     assert replies.wait(ok.request_id).status == ReplyStatus.OK
     assert worker.alive()
     from goaicore.clients import DeadLetter
-    from goaicore.clients.connection import make_consumer, topic_partitions
-    from goaicore.clients.log_reader import read_to_end
+    from goaicore.kafka.connection import make_consumer, topic_partitions
+    from goaicore.replay.log_reader import read_to_end
 
     consumer = make_consumer(topics)
     try:

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from goaicore.avro.api import encode_event
 from goaicore.clients import HistoryReader
 from goaicore.config import Settings
-from goaicore.fold.replay import verify_snapshot
 from goaicore.records import AssistantTurn, ReplyStatus, ToolResult, new_chat_request
+from goaicore.records.avro.api import encode_event
+from goaicore.replay.log import verify_snapshot
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, Replies, llm_env, snapshot_when, wait_http
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from goaicore.clients import HistoryReader
-from goaicore.clients.connection import partition_for
 from goaicore.config import Settings
+from goaicore.kafka.connection import partition_for
 from goaicore.records import ReplyStatus, UserMessage, new_chat_request
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, Replies, llm_env

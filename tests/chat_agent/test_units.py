@@ -8,10 +8,10 @@ from datetime import timedelta
 import pytest
 
 from goaicore.config import Settings
+from goaicore.conversation.providers import OfflineProvider
+from goaicore.conversation.validation import validate_history
 from goaicore.fold import fold
 from goaicore.fold.history import to_chat_messages
-from goaicore.history import validate_history
-from goaicore.providers import OfflineProvider
 from goaicore.records import (
     AssistantTurn,
     ChatRequest,
@@ -273,8 +273,8 @@ def test_recent_replies_stay_under_their_byte_bound_and_keep_the_newest() -> Non
 
 
 def test_an_enormous_reply_is_cut_to_fit_publishing_and_storing_it() -> None:
-    from goaicore.avro.api import encode_chat_reply
     from goaicore.records import ChatReply
+    from goaicore.records.avro.api import encode_chat_reply
 
     limits = OutputLimits.for_record_limit(900_000)
     huge = ChatReply(

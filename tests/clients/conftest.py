@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from goaicore.broker import ensure_topics
 from goaicore.config import Settings
+from goaicore.kafka import ensure_topics
 
 
 @pytest.fixture

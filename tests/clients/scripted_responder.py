@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from goaicore.avro.api import decode_chat_request, encode_chat_reply
 from goaicore.config import Settings
 from goaicore.records import ChatReply, ChatRequest, ReplyStatus
+from goaicore.records.avro.api import decode_chat_request, encode_chat_reply
 
 
 def echo(request: ChatRequest) -> ChatReply:

@@ -8,8 +8,8 @@ import pytest
 from kafka import KafkaProducer
 
 from goaicore.clients import EventPublisher, HistoryReader, InvalidInputError
-from goaicore.clients.connection import MissingTopicError, partition_for
 from goaicore.config import Settings
+from goaicore.kafka.connection import MissingTopicError, partition_for
 from goaicore.records import AssistantTurn, GameEvent, UserMessage, new_event
 
 

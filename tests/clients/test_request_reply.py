@@ -7,7 +7,6 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from goaicore.avro.api import encode_chat_reply
 from goaicore.clients import (
     ChatClient,
     DeadLetter,
@@ -15,9 +14,10 @@ from goaicore.clients import (
     ReplySubscriber,
     ReplyTimeout,
 )
-from goaicore.clients.log_reader import read_to_end
 from goaicore.config import Settings
 from goaicore.records import ChatReply, ReplyStatus
+from goaicore.records.avro.api import encode_chat_reply
+from goaicore.replay.log_reader import read_to_end
 from tests.clients.scripted_responder import ScriptedResponder
 
 

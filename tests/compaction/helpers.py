@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 
 from goaicore import Message, decode_event, encode_event, new_event
-from goaicore.compaction import (
+from goaicore.conversation.compaction import (
     CompactionOutcome,
     CompactionRecord,
     CompactionRequest,
@@ -17,8 +17,8 @@ from goaicore.compaction import (
     from_compaction_applied,
     to_compaction_applied,
 )
+from goaicore.conversation.tools import Tool
 from goaicore.records import CompactionApplied
-from goaicore.tools import Tool
 
 
 def compact(

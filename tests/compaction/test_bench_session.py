@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from goaicore.bench.compaction import play, policies, session
-from goaicore.compaction import OpenAITokenCounter
+from goaicore.conversation.compaction import OpenAITokenCounter
 
 
 def test_the_scripted_session_mixes_events_questions_and_tools() -> None:

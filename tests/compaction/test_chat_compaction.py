@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from goaicore import Chat, ChatError, ContextLengthError, Message, tool, validate_history
-from goaicore.compaction import (
+from goaicore.conversation.compaction import (
     SUMMARY_PREFIX,
     CompactionRecord,
     Composite,
@@ -21,7 +21,7 @@ from goaicore.compaction import (
     TriggeredCompactor,
     is_summary,
 )
-from goaicore.providers import OpenAIProvider
+from goaicore.conversation.providers import OpenAIProvider
 from goaicore.testing import OpenAIServer, openai_error, openai_reply
 from tests.core.conftest import Backend
 
@@ -175,7 +175,7 @@ def test_a_failed_summary_falls_through_to_the_next_strategy(
     state = grow(chat, backend, 2)
     summary_server.add(openai_error(500, "summariser down"))
     backend.add(backend.text("answer 2"))
-    with caplog.at_level(logging.WARNING, logger="goaicore.compaction"):
+    with caplog.at_level(logging.WARNING, logger="goaicore.conversation.compaction"):
         result = chat.chat_with_state(state, user="question 2")
     assert result.text == "answer 2"
     assert [r.strategy for r in result.compaction_records] == ["keep-last-exchanges"]

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goaicore import Message, decode_event, encode_event, new_event
-from goaicore.compaction import (
+from goaicore.conversation.compaction import (
     CompactionMismatchError,
     CompactionRecord,
     Replacement,

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goaicore import Message, ToolCall, validate_history
-from goaicore.compaction import (
+from goaicore.conversation.compaction import (
     Composite,
     HeuristicCounter,
     KeepLastExchanges,
@@ -21,7 +21,7 @@ from goaicore.compaction import (
     apply_compaction,
     is_summary,
 )
-from goaicore.providers import OfflineProvider
+from goaicore.conversation.providers import OfflineProvider
 
 from .helpers import compact, last_exchange, through_the_log
 from .histories import conversations
@@ -105,7 +105,7 @@ def test_an_exchange_over_the_whole_budget_is_kept_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     history = chat_history()
-    with caplog.at_level(logging.WARNING, logger="goaicore.compaction"):
+    with caplog.at_level(logging.WARNING, logger="goaicore.conversation.compaction"):
         outcome = compact(TokenBudget(5), history)
     assert outcome is not None
     assert outcome.messages == history[10:]  # the latest exchange, whole
@@ -115,7 +115,7 @@ def test_an_exchange_over_the_whole_budget_is_kept_with_a_warning(
     assert any(r.__dict__.get("goaicore_event") == "compaction_over_budget" for r in caplog.records)
     # with nothing older to drop, nothing changes (never an empty history) and it says so
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="goaicore.compaction"):
+    with caplog.at_level(logging.WARNING, logger="goaicore.conversation.compaction"):
         assert compact(TokenBudget(5), history[10:]) is None
     assert any("it is kept whole" in r.getMessage() for r in caplog.records)
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 
 from goaicore import Message, ToolCall
-from goaicore.compaction import HeuristicCounter, OpenAITokenCounter, TokenCounter
-from goaicore.tools import Tool
+from goaicore.conversation.compaction import HeuristicCounter, OpenAITokenCounter, TokenCounter
+from goaicore.conversation.tools import Tool
 
 from .histories import conversations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from goaicore import Message
-from goaicore.compaction import (
+from goaicore.conversation.compaction import (
     AllOf,
     AnyOf,
     CompactionRequest,
@@ -19,7 +19,7 @@ from goaicore.compaction import (
     TriggerContext,
     TriggeredCompactor,
 )
-from goaicore.state import encode_state
+from goaicore.conversation.state import encode_state
 
 HISTORY = [
     Message.user("first question about the theatre"),

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from goaicore import Chat
-from goaicore.providers import AnthropicProvider, OpenAIProvider
+from goaicore.conversation.providers import AnthropicProvider, OpenAIProvider
 from goaicore.testing import (
     AnthropicServer,
     OpenAIServer,

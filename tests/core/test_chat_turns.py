@@ -23,7 +23,7 @@ from goaicore import (
     tool,
     validate_history,
 )
-from goaicore.compactor import CompactionReason
+from goaicore.conversation.compaction.protocol import CompactionReason
 
 from .conftest import Backend
 

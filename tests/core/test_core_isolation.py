@@ -24,10 +24,14 @@ def run(code: str) -> subprocess.CompletedProcess[str]:
 def test_core_imports_no_broker_or_database_client() -> None:
     result = run(
         """
-        import goaicore, goaicore.chat, goaicore.providers, goaicore.testing
-        import goaicore.compaction
-        from goaicore.compaction import OpenAITokenCounter, Summarize, TriggeredCompactor
-        from goaicore.providers import OpenAIProvider, AnthropicProvider, OfflineProvider
+        import goaicore, goaicore.conversation.chat, goaicore.testing
+        import goaicore.conversation.compaction, goaicore.conversation.providers
+        from goaicore.conversation.compaction import (
+            OpenAITokenCounter, Summarize, TriggeredCompactor,
+        )
+        from goaicore.conversation.providers import (
+            OpenAIProvider, AnthropicProvider, OfflineProvider,
+        )
         import sys
         banned = {"kafka", "faust", "aiokafka", "psycopg"}
         loaded = sorted({m.split(".")[0] for m in sys.modules} & banned)
@@ -44,7 +48,7 @@ def test_import_goaicore_does_not_load_the_sdks() -> None:
         """
         import sys
         from goaicore import Chat, tool
-        from goaicore.providers import OfflineProvider
+        from goaicore.conversation.providers import OfflineProvider
         print(sorted({"openai", "anthropic"} & set(sys.modules)))
         """
     )
@@ -56,7 +60,7 @@ def test_the_sync_api_works_from_a_plain_script() -> None:
     result = run(
         """
         from goaicore import Chat, tool
-        from goaicore.providers import OfflineProvider
+        from goaicore.conversation.providers import OfflineProvider
 
         @tool
         def get_score(team: str) -> dict:
@@ -80,7 +84,7 @@ def test_the_sync_api_works_from_a_plain_script() -> None:
 
 async def test_the_sync_api_also_works_under_a_running_loop() -> None:
     from goaicore import Chat
-    from goaicore.providers import OfflineProvider
+    from goaicore.conversation.providers import OfflineProvider
 
     # blocks this loop while it runs, but completes
     assert Chat(OfflineProvider()).chat(user="inside") == "[offline] You said: inside"

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goaicore import InvalidHistoryError, Message, ToolCall, validate_history
-from goaicore.providers import OfflineProvider
+from goaicore.conversation.providers import OfflineProvider
 
 from .strategies import valid_histories
 

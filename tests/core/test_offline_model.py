@@ -8,7 +8,7 @@ from typing import Any, Literal
 import pytest
 
 from goaicore import Chat, Message, tool
-from goaicore.providers import OFFLINE_MODEL, OFFLINE_PREFIX, OfflineProvider
+from goaicore.conversation.providers import OFFLINE_MODEL, OFFLINE_PREFIX, OfflineProvider
 
 
 @tool

@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from goaicore import Chat, Message, tool
-from goaicore.providers import AnthropicProvider, OpenAIProvider
+from goaicore.conversation.providers import AnthropicProvider, OpenAIProvider
 from goaicore.testing import AnthropicServer, OpenAIServer
 
 

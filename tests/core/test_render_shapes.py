@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 
 from goaicore import Message, ToolCall
-from goaicore.render import CONTEXT_PREFIX, render_anthropic, render_openai
+from goaicore.conversation.render import CONTEXT_PREFIX, render_anthropic, render_openai
 
 from .strategies import valid_histories
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goaicore import Message, ToolCall
-from goaicore.state import (
+from goaicore.conversation.state import (
     DEFAULT_GZIP_THRESHOLD,
     GZIP_MAGIC,
     STATE_FORMAT,
@@ -93,11 +93,11 @@ def valid_state(**changes: Any) -> bytes:
 def test_bad_state_starts_fresh_with_a_logged_reason(
     state: bytes, reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="goaicore.state"):
+    with caplog.at_level(logging.WARNING, logger="goaicore.conversation.state"):
         decoded = decode_state(state, "openai")
     assert decoded.messages == []
     assert decoded.reset_reason == reason
-    [record] = [r for r in caplog.records if r.name == "goaicore.state"]
+    [record] = [r for r in caplog.records if r.name == "goaicore.conversation.state"]
     assert record.__dict__["goaicore_event"] == "state_reset"
     assert record.__dict__["reason"] == reason
     assert record.__dict__["detail"]
@@ -112,7 +112,7 @@ def test_none_and_empty_bytes_are_a_new_conversation(caplog: pytest.LogCaptureFi
 
 
 def test_a_gzip_bomb_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("goaicore.state.MAX_STATE_BYTES", 1000)
+    monkeypatch.setattr("goaicore.conversation.state.MAX_STATE_BYTES", 1000)
     bomb = gzip.compress(b" " * 100_000)
     assert decode_state(bomb, "openai").reset_reason == "invalid_bytes"
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, TypedDict
 import pytest
 
 from goaicore import Tool, tool
-from goaicore.schema import check, schema_of
+from goaicore.conversation.tool_schema import check, schema_of
 
 
 class Side(enum.Enum):

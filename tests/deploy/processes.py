@@ -12,8 +12,8 @@ import urllib.request
 from typing import Any
 
 from goaicore.config import Settings
+from goaicore.devstack.worker_process import settings_env
 from goaicore.net import free_loopback_port
-from goaicore.worker_process import settings_env
 from tests.store.workers import StoreWorker
 
 

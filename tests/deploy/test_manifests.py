@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from goaicore.config import VARIABLES, Settings
-from goaicore.projector_process import ProjectorProcess
-from goaicore.worker_process import WorkerProcess
+from goaicore.devstack.projector_process import ProjectorProcess
+from goaicore.devstack.worker_process import WorkerProcess
 from tests.conftest import docker_unavailable_reason
 from tests.deploy.manifests import (
     COMPOSE,
@@ -213,7 +213,7 @@ def test_compose_has_every_process_the_system_needs() -> None:
 
 def test_compose_runs_the_kafka_version_the_tests_run() -> None:
     """One pinned Apache Kafka version: the local launcher's is the compose stack's."""
-    from goaicore.broker.apache import KAFKA_VERSION
+    from goaicore.kafka.apache import KAFKA_VERSION
 
     images = {str(_services()[name]["image"]) for name in KAFKA_SERVICES}
     assert images == {f"apache/kafka:{KAFKA_VERSION}"}

@@ -25,7 +25,7 @@ import pytest
 
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
-from goaicore.projector_process import ProjectorProcess
+from goaicore.devstack.projector_process import ProjectorProcess
 from goaicore.records import ConversationEvent, GameEvent, UserMessage, new_event
 from tests.deploy.processes import WebWorker, get, goaicore
 from tests.kafka.helpers import row_counts

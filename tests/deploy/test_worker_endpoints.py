@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from goaicore.config import Settings
+from goaicore.devstack.worker_process import settings_env
 from goaicore.net import free_loopback_port
-from goaicore.worker_process import settings_env
 from services.store.app import default_canonical_url
 from services.store.views import HEALTH_PATH, READY_PATH, readiness
 from tests.deploy.processes import WebWorker, get

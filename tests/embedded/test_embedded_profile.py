@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from goaicore.broker import EmbeddedBroker, ensure_topics
 from goaicore.config import Settings
+from goaicore.kafka import EmbeddedBroker, ensure_topics
 from tests.clients import test_publish_and_history as clients_suite
 from tests.store import test_store_worker as store_suite
 from tests.store.workers import StoreWorker

@@ -15,11 +15,11 @@ from typing import Any
 
 from kafka import KafkaProducer
 
-from goaicore.avro.api import encode_event
 from goaicore.clients import EventPublisher
-from goaicore.clients.validation import InvalidInputError
 from goaicore.config import Settings
 from goaicore.records import GameEvent, UserMessage, new_chat_request, new_event
+from goaicore.records.avro.api import encode_event
+from goaicore.records.validation import InvalidInputError
 from tests.chat_agent.helpers import Replies
 
 CONVERSATIONS = [f"f{n}" for n in range(8)]

@@ -20,12 +20,12 @@ from collections import Counter
 
 import pytest
 
-from goaicore.broker import ensure_topics
 from goaicore.clients import HistoryReader
 from goaicore.config import Settings
+from goaicore.devstack.worker_process import settings_env
+from goaicore.kafka import ensure_topics
 from goaicore.records import ReplyStatus
 from goaicore.testing import OpenAIServer
-from goaicore.worker_process import settings_env
 from tests.chat_agent.helpers import ChatWorker, Replies, ScriptedLLM, llm_env, wait_http
 from tests.cli import run_goaicore
 from tests.faults.injector import Books, Injector

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from goaicore.tools import Tool
+from goaicore.conversation.tools import Tool
 from services.store.game_tools import registry as game_tools
 from tests.chat_agent.big_tools import big_result
 

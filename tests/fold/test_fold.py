@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+from goaicore.conversation.messages import Message
 from goaicore.fold import fold, fold_all
 from goaicore.fold.history import to_chat_messages, to_event_body
-from goaicore.messages import Message
 from goaicore.records import (
     AssistantTurn,
     CompactionApplied,
@@ -221,7 +221,7 @@ def test_library_messages_become_event_bodies_and_back() -> None:
 def test_the_fold_replays_chat_compactions_exactly() -> None:
     """Events appended from a turn's timeline fold to the history Chat keeps."""
     from goaicore import Chat, CompactionRecord, tool
-    from goaicore.compaction import (
+    from goaicore.conversation.compaction import (
         Composite,
         KeepLastExchanges,
         MessageCount,
@@ -229,7 +229,7 @@ def test_the_fold_replays_chat_compactions_exactly() -> None:
         TriggeredCompactor,
         to_compaction_applied,
     )
-    from goaicore.providers import OfflineProvider
+    from goaicore.conversation.providers import OfflineProvider
 
     @tool
     def get_score(team: str) -> dict[str, object]:

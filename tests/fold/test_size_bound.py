@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from goaicore.avro.api import encode_snapshot
+from goaicore.conversation.validation import validate_history
 from goaicore.fold import fold, fold_all
 from goaicore.fold.history import to_chat_messages
 from goaicore.fold.policy import (
@@ -20,7 +20,6 @@ from goaicore.fold.policy import (
     policy_of,
 )
 from goaicore.fold.size import snapshot_bytes
-from goaicore.history import validate_history
 from goaicore.records import (
     AssistantTurn,
     ConversationEvent,
@@ -32,6 +31,7 @@ from goaicore.records import (
     ToolResult,
     UserMessage,
 )
+from goaicore.records.avro.api import encode_snapshot
 from tests.fold.conversations import START
 from tests.records.records_strategies import snapshots
 

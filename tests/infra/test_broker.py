@@ -8,7 +8,7 @@ import psutil
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from goaicore.broker import BrokerStartError, EmbeddedBroker
+from goaicore.kafka import BrokerStartError, EmbeddedBroker
 from goaicore.net import port_open
 
 

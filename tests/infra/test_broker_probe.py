@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from goaicore.broker.probe import kafka_api_versions_error, kafka_known_brokers
+from goaicore.kafka.probe import kafka_api_versions_error, kafka_known_brokers
 from tests.brokers import SessionBroker
 from tests.listeners import http_listener
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from goaicore.broker import ensure_topics
 from goaicore.config import Settings
-from goaicore.devstack import record_round_trip, row_round_trip
+from goaicore.devstack.stack import record_round_trip, row_round_trip
+from goaicore.kafka import ensure_topics
 
 pytestmark = pytest.mark.docker
 

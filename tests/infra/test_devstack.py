@@ -18,13 +18,13 @@ import psycopg
 import pytest
 from kafka import KafkaAdminClient
 
-from goaicore.broker import EmbeddedBroker, ensure_topics
-from goaicore.broker.apache import KAFKA_VERSION, unavailable_reason
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
-from goaicore.database import EmbeddedPostgres
-from goaicore.devstack import LocalStack
+from goaicore.devstack.stack import LocalStack
+from goaicore.kafka import EmbeddedBroker, ensure_topics
+from goaicore.kafka.apache import KAFKA_VERSION, unavailable_reason
 from goaicore.net import free_loopback_port, port_open
+from goaicore.projection.postgres import EmbeddedPostgres
 from tests.cli import run_goaicore
 
 # The stack and its demo take about 6 s here; a machine starved of CPU can make
@@ -324,7 +324,7 @@ def test_dev_on_apache_kafka_keeps_its_log_between_runs(tmp_path: Path, postgres
 _START_AND_LEAVE = """
 import sys
 from pathlib import Path
-from goaicore.broker.apache import LocalKafka
+from goaicore.kafka.apache import LocalKafka
 print(LocalKafka(Path(sys.argv[1])).start().nodes[0].pid)
 """
 

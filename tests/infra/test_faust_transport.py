@@ -8,8 +8,8 @@ from typing import Any
 import faust
 from faust.types import TP
 
-from goaicore.broker.faust_embedded import EmbeddedConsumer
-from goaicore.broker.faust_transport import SteadyConsumer, register
+from goaicore.kafka.faust.embedded import EmbeddedConsumer
+from goaicore.kafka.faust.transport import SteadyConsumer, register
 
 EVENTS = TP("events", 0)
 CHANGELOG = TP("snapshots", 0)

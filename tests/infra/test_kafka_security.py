@@ -27,13 +27,13 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from goaicore.broker import KafkaSecurityError, ensure_topics
-from goaicore.broker.apache import Listener, LocalKafka, unavailable_reason
 from goaicore.clients import ChatClient, EventPublisher, HistoryReader, ReplySubscriber
-from goaicore.clients.connection import make_consumer, make_producer
 from goaicore.config import SaslMechanism, SecurityProtocol, Settings
+from goaicore.devstack.worker_process import settings_env
+from goaicore.kafka import KafkaSecurityError, ensure_topics
+from goaicore.kafka.apache import Listener, LocalKafka, unavailable_reason
+from goaicore.kafka.connection import make_consumer, make_producer
 from goaicore.records import ConversationEvent, GameEvent, new_event
-from goaicore.worker_process import settings_env
 from tests.kafka_certs import CertificateFiles, make_certificates
 
 _REASON = unavailable_reason()

@@ -14,15 +14,15 @@ import faust
 import pytest
 from aiokafka import errors as aiokafka_errors  # type: ignore[import-untyped]
 
-from goaicore.broker.security import (
+from goaicore.config import ConfigError, Settings
+from goaicore.devstack.worker_process import settings_env
+from goaicore.kafka.security import (
     aiokafka_options,
     faust_credentials,
     kafka_python_options,
     security_problem,
     ssl_context,
 )
-from goaicore.config import ConfigError, Settings
-from goaicore.worker_process import settings_env
 from tests.kafka_certs import CertificateFiles, make_certificates
 
 PASSWORD = "pa55-word-never-shown"

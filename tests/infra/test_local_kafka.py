@@ -10,8 +10,8 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from goaicore.broker.apache import KAFKA_VERSION, KafkaUnavailable, LocalKafka, kafka_jars
-from goaicore.broker.apache import jars as jars_module
+from goaicore.kafka.apache import KAFKA_VERSION, KafkaUnavailable, LocalKafka, kafka_jars
+from goaicore.kafka.apache import jars as jars_module
 from tests.brokers import TEST_BROKER_CONFIG
 
 

@@ -9,8 +9,8 @@ import psycopg
 import pytest
 
 from goaicore.config import Settings
-from goaicore.database import EmbeddedPostgres, discover_postgres
 from goaicore.net import free_loopback_port, port_open
+from goaicore.projection.postgres import EmbeddedPostgres, discover_postgres
 
 
 @pytest.fixture(scope="module")

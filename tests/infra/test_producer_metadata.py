@@ -19,7 +19,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.partitioner.default import murmur2
 
-from goaicore.broker.faust_transport import SteadyProducer, register
+from goaicore.kafka.faust.transport import SteadyProducer, register
 from tests.brokers import SessionBroker
 
 PARTITIONS = 5

@@ -1,6 +1,6 @@
 """The standard profile's producer settings reach every producer.
 
-The reason for each setting is in goaicore.broker.profile.
+The reason for each setting is in goaicore.kafka.profile.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from goaicore.broker import ensure_topics
 from goaicore.clients import ChatClient, EventPublisher
 from goaicore.clients.deadletter import DeadLetterWriter
 from goaicore.config import Settings
+from goaicore.kafka import ensure_topics
 
 DURABLE = {"acks": -1, "enable_idempotence": True, "compression_type": "lz4", "linger_ms": 5}
 

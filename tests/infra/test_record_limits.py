@@ -11,15 +11,15 @@ from kafka import KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.errors import MessageSizeTooLargeError
 
-from goaicore.avro.api import decode_event, encode_event
-from goaicore.broker import TOPICS, TopicMismatchError, ensure_topics
-from goaicore.broker.limits import RECORD_HEADROOM, max_batch_bytes
-from goaicore.broker.topics import _reported_configs
 from goaicore.clients import EventPublisher, HistoryReader, InvalidInputError
-from goaicore.clients.connection import make_admin, make_consumer, make_producer
 from goaicore.config import Settings
+from goaicore.devstack.worker_process import settings_env
+from goaicore.kafka import TOPICS, TopicMismatchError, ensure_topics
+from goaicore.kafka.connection import make_admin, make_consumer, make_producer
+from goaicore.kafka.limits import RECORD_HEADROOM, max_batch_bytes
+from goaicore.kafka.topics import _reported_configs
 from goaicore.records import GameEvent, new_event
-from goaicore.worker_process import settings_env
+from goaicore.records.avro.api import decode_event, encode_event
 
 LIMIT = 64 * 1024
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from kafka import KafkaAdminClient
 
-from goaicore.broker import TOPICS, TopicMismatchError, ensure_topics
 from goaicore.config import Settings
+from goaicore.kafka import TOPICS, TopicMismatchError, ensure_topics
 
 
 def _partition_counts(settings: Settings) -> dict[str, int]:

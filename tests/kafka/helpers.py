@@ -21,16 +21,16 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.errors import KafkaError
 
-from goaicore.audit.db import connect
-from goaicore.avro.api import encode_chat_request
-from goaicore.broker.apache import LocalKafka
 from goaicore.clients import EventPublisher, HistoryReader
-from goaicore.clients.connection import make_consumer, make_producer
-from goaicore.clients.log_reader import LogReadTimeout, read_to_end
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
-from goaicore.projector_process import ProjectorProcess
+from goaicore.devstack.projector_process import ProjectorProcess
+from goaicore.kafka.apache import LocalKafka
+from goaicore.kafka.connection import make_consumer, make_producer
+from goaicore.projection.db import connect
 from goaicore.records import ConversationSnapshot, GameEvent, new_chat_request, new_event
+from goaicore.records.avro.api import encode_chat_request
+from goaicore.replay.log_reader import LogReadTimeout, read_to_end
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, Replies, llm_env
 from tests.deploy.processes import goaicore

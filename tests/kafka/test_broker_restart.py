@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from goaicore.broker import ensure_topics
-from goaicore.broker.apache import LocalKafka
 from goaicore.clients import EventPublisher
+from goaicore.kafka import ensure_topics
+from goaicore.kafka.apache import LocalKafka
 from goaicore.records import ReplyStatus, new_chat_request
 from goaicore.testing import OpenAIServer
 from tests.brokers import start_apache_kafka

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from goaicore.broker import ensure_topics
-from goaicore.broker.apache import LocalKafka
-from goaicore.broker.probe import kafka_known_brokers
 from goaicore.clients import EventPublisher
+from goaicore.kafka import ensure_topics
+from goaicore.kafka.apache import LocalKafka
+from goaicore.kafka.probe import kafka_known_brokers
 from goaicore.records import ReplyStatus
 from goaicore.testing import OpenAIServer
 from tests.brokers import start_apache_kafka

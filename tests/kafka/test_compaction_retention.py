@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from goaicore.broker import ensure_topics
-from goaicore.broker.apache import LocalKafka
 from goaicore.clients import EventPublisher
 from goaicore.config import Settings
+from goaicore.kafka import ensure_topics
+from goaicore.kafka.apache import LocalKafka
 from goaicore.records import GameEvent, ReplyStatus, new_chat_request
 from goaicore.testing import OpenAIServer
 from tests.brokers import start_apache_kafka

@@ -8,8 +8,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from goaicore.broker import ensure_topics
 from goaicore.config import Settings
+from goaicore.kafka import ensure_topics
 
 
 @pytest.fixture

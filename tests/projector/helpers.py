@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from goaicore.audit.db import connect
-from goaicore.avro.api import encode_snapshot
 from goaicore.clients import EventPublisher
-from goaicore.clients.connection import make_producer
 from goaicore.config import Settings
+from goaicore.devstack.worker_process import settings_env
 from goaicore.fold import fold
+from goaicore.kafka.connection import make_producer
+from goaicore.projection.db import connect
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
-from goaicore.worker_process import settings_env
+from goaicore.records.avro.api import encode_snapshot
 from services.projector import Projector
 
 

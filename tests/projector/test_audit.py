@@ -7,7 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from goaicore.audit import (
+from goaicore.config import Settings
+from goaicore.projection import (
     ProjectionMissingError,
     connect,
     conversations,
@@ -18,9 +19,8 @@ from goaicore.audit import (
     search,
     verify_db,
 )
-from goaicore.avro.api import decode_snapshot, encode_snapshot
-from goaicore.config import Settings
 from goaicore.records import UserMessage, new_event
+from goaicore.records.avro.api import decode_snapshot, encode_snapshot
 from tests.projector.helpers import fold_logged, project, publish, publish_snapshots
 from tests.projector.sessions import START, game_session
 

@@ -8,11 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from goaicore.audit import connect
-from goaicore.avro.api import decode_snapshot, encode_snapshot
 from goaicore.cli import main
 from goaicore.config import Settings
+from goaicore.projection import connect
 from goaicore.records import UserMessage, new_event
+from goaicore.records.avro.api import decode_snapshot, encode_snapshot
 from tests.projector.helpers import (
     ProjectorProcess,
     fold_logged,

@@ -7,12 +7,12 @@ import threading
 import psycopg
 import pytest
 
-from goaicore.audit import LATEST_VERSION, MIGRATIONS, connect, migrate
-from goaicore.avro.api import encode_event
 from goaicore.clients.deadletter import DeadLetter
-from goaicore.clients.log_reader import read_to_end
 from goaicore.config import Settings
+from goaicore.projection import LATEST_VERSION, MIGRATIONS, connect, migrate
 from goaicore.records import ConversationDeleted, UserMessage, new_event
+from goaicore.records.avro.api import encode_event
+from goaicore.replay.log_reader import read_to_end
 from services.projector import ForeignProjectionError, PositionConflictError, Projector
 from tests.projector.helpers import (
     ProjectorProcess,
@@ -159,7 +159,7 @@ def test_bad_records_go_to_dead_letters_and_the_projection_goes_on(projection: S
 
 
 def _dead_letters(settings: Settings) -> list[DeadLetter]:
-    from goaicore.clients.connection import make_consumer, topic_partitions
+    from goaicore.kafka.connection import make_consumer, topic_partitions
 
     consumer = make_consumer(settings)
     try:
@@ -202,7 +202,7 @@ def test_a_schema_holding_other_topics_is_refused(projection: Settings, settings
     publish(projection, game_session("p1"))
     project(projection)
     stranger = projection.with_overrides(topic_prefix=f"{projection.prefix}-other")
-    from goaicore.broker import ensure_topics
+    from goaicore.kafka import ensure_topics
 
     ensure_topics(stranger)
     with pytest.raises(ForeignProjectionError, match="GOAICORE_DB_SCHEMA"):
@@ -210,7 +210,7 @@ def test_a_schema_holding_other_topics_is_refused(projection: Settings, settings
 
 
 def test_a_cleared_projection_is_projected_again_from_the_start(projection: Settings) -> None:
-    from goaicore.audit.clear import clear_projection
+    from goaicore.projection.clear import clear_projection
 
     publish(projection, game_session("p1"))
     project(projection)
@@ -226,7 +226,7 @@ def test_a_cleared_projection_is_projected_again_from_the_start(projection: Sett
 
 
 def test_clearing_a_schema_of_another_prefix_is_refused(projection: Settings) -> None:
-    from goaicore.audit.clear import clear_projection
+    from goaicore.projection.clear import clear_projection
 
     publish(projection, game_session("p1"))
     project(projection)

@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from goaicore.avro import default_codecs
-from goaicore.avro.schemas import load_released
+from goaicore.records.avro import default_codecs
+from goaicore.records.avro.schemas import load_released
 from tests.records.records_samples import SAMPLES_BY_SCHEMA
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"

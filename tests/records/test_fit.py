@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from goaicore.avro.api import encode_chat_reply, encode_event
-from goaicore.avro.fit import LIMIT_NOTE, RecordTooLargeError, fit_event, fit_reply
 from goaicore.records import AssistantTurn, ChatReply, ConversationEvent, ToolCall
+from goaicore.records.avro.api import encode_chat_reply, encode_event
+from goaicore.records.avro.fit import LIMIT_NOTE, RecordTooLargeError, fit_event, fit_reply
 from tests.records.records_strategies import chat_replies, events
 
 FREE_TEXT = ("text", "content", "summary", "message", "reason", "raw_json", "content_json")

@@ -8,26 +8,6 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from fastavro import parse_schema
 
-from goaicore.avro import (
-    HEADER_SIZE,
-    MAGIC,
-    DecodeError,
-    EncodeError,
-    decode,
-    decode_chat_reply,
-    decode_chat_request,
-    decode_event,
-    decode_snapshot,
-    default_codecs,
-    encode,
-    encode_chat_reply,
-    encode_chat_request,
-    encode_event,
-    encode_snapshot,
-    payload_schema,
-)
-from goaicore.avro.check import compile_check
-from goaicore.avro.schemas import load_released
 from goaicore.records import (
     AssistantTurn,
     ChatReply,
@@ -45,6 +25,26 @@ from goaicore.records import (
     new_event,
     utc_millis,
 )
+from goaicore.records.avro import (
+    HEADER_SIZE,
+    MAGIC,
+    DecodeError,
+    EncodeError,
+    decode,
+    decode_chat_reply,
+    decode_chat_request,
+    decode_event,
+    decode_snapshot,
+    default_codecs,
+    encode,
+    encode_chat_reply,
+    encode_chat_request,
+    encode_event,
+    encode_snapshot,
+    payload_schema,
+)
+from goaicore.records.avro.check import compile_check
+from goaicore.records.avro.schemas import load_released
 from goaicore.records.types import EVENT_BODY_TYPES, Record
 from tests.records.records_samples import (
     ALL_SAMPLES,

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from fastavro import parse_schema, schemaless_writer
 
-from goaicore.avro import (
+from goaicore.records import ChatReply, ReplyStatus, UserMessage, convert
+from goaicore.records.avro import (
     MAGIC,
     Codec,
     Codecs,
@@ -29,9 +30,8 @@ from goaicore.avro import (
     encode,
     fingerprint,
 )
-from goaicore.avro.codec import read_body
-from goaicore.avro.schemas import SCHEMA_NAMES, load_current, load_released
-from goaicore.records import ChatReply, ReplyStatus, UserMessage, convert
+from goaicore.records.avro.codec import read_body
+from goaicore.records.avro.schemas import SCHEMA_NAMES, load_current, load_released
 from tests.records.make_golden import golden_path, load_golden
 from tests.records.records_samples import EVENT_SAMPLES, SAMPLES_BY_SCHEMA
 

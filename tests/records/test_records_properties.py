@@ -6,7 +6,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from goaicore.avro import (
+from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ConversationSnapshot
+from goaicore.records.avro import (
     DECODE_REASONS,
     MAGIC,
     DecodeError,
@@ -22,7 +23,6 @@ from goaicore.avro import (
     encode_event,
     encode_snapshot,
 )
-from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ConversationSnapshot
 from tests.records.records_samples import ALL_SAMPLES
 from tests.records.records_strategies import chat_replies, chat_requests, events, records, snapshots
 

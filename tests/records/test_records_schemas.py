@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from goaicore.avro import SchemaLoadError, SchemaRegistry, canonical_form, fingerprint
-from goaicore.avro.fingerprint import fingerprint_int
-from goaicore.avro.release import pending, release
-from goaicore.avro.schemas import (
+from goaicore.records.avro import SchemaLoadError, SchemaRegistry, canonical_form, fingerprint
+from goaicore.records.avro.fingerprint import fingerprint_int
+from goaicore.records.avro.release import pending, release
+from goaicore.records.avro.schemas import (
     SCHEMA_NAMES,
     SCHEMAS_DIR_ENV,
     load_current,

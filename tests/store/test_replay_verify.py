@@ -8,14 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 from kafka import KafkaProducer
 
-from goaicore.avro.api import encode_snapshot
-from goaicore.broker import ensure_topics
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
+from goaicore.devstack.worker_process import settings_env
 from goaicore.fold import fold_all
-from goaicore.fold.replay import replay
+from goaicore.kafka import ensure_topics
 from goaicore.records import GameEvent, LogPosition, UserMessage, new_event
-from goaicore.worker_process import settings_env
+from goaicore.records.avro.api import encode_snapshot
+from goaicore.replay.log import replay
 from tests.cli import run_goaicore
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

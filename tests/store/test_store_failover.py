@@ -9,11 +9,11 @@ from collections import Counter
 
 import pytest
 
-from goaicore.broker import ensure_topics
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
-from goaicore.fold.replay import verify_snapshot
+from goaicore.kafka import ensure_topics
 from goaicore.records import GameEvent, UserMessage
+from goaicore.replay.log import verify_snapshot
 from tests.store.workers import StoreWorker, wait_folded
 
 

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 import pytest
 from kafka import KafkaProducer
 
-from goaicore.avro.api import encode_snapshot
-from goaicore.broker import ensure_topics
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
-from goaicore.fold.replay import replay, verify_snapshot
+from goaicore.kafka import ensure_topics
 from goaicore.records import AssistantTurn, GameEvent, ToolCall, ToolResult, UserMessage
+from goaicore.records.avro.api import encode_snapshot
+from goaicore.replay.log import replay, verify_snapshot
 from tests.cli import run_goaicore
 from tests.store.workers import StoreWorker, dead_letters, wait_folded, worker_env
 
@@ -78,8 +78,8 @@ def test_bad_records_go_to_dead_letters_and_the_worker_goes_on(
     events = topics.topic("events")
     garbage = producer.send(events, key=b"p3", value=b"\x00garbage").get(10)
     with EventPublisher(topics) as publisher:
-        from goaicore.avro.api import encode_event
         from goaicore.records import new_event
+        from goaicore.records.avro.api import encode_event
 
         stray = encode_event(new_event("p3", UserMessage(text="under another key")))
     mismatch = producer.send(events, key=b"someone-else", value=stray).get(10)
@@ -143,8 +143,8 @@ def test_a_conversation_of_megabytes_folds_within_the_record_limit(
 def test_oversized_and_unfoldable_records_become_dead_letters_that_fit(
     topics: Settings, worker: StoreWorker
 ) -> None:
-    from goaicore.avro.api import encode_event
     from goaicore.records import new_event
+    from goaicore.records.avro.api import encode_event
 
     events = topics.topic("events")
     producer = KafkaProducer(

@@ -11,11 +11,11 @@ from pathlib import Path
 from kafka import KafkaConsumer, TopicPartition
 
 from goaicore.clients.deadletter import DeadLetter
-from goaicore.clients.log_reader import read_to_end
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
+from goaicore.devstack.worker_process import settings_env
 from goaicore.records import ConversationSnapshot
-from goaicore.worker_process import settings_env
+from goaicore.replay.log_reader import read_to_end
 
 # The environment a child process of these settings runs with.
 worker_env = settings_env

@@ -1,0 +1,144 @@
+"""The provider protocol: one LLM call from a neutral request to a neutral completion."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+from goaicore.conversation.errors import ContextLengthError, ProviderError
+from goaicore.conversation.messages import Message
+from goaicore.conversation.tools import Tool
+from goaicore.conversation.usage import Usage
+
+# Normalised finish reasons. Any other value is the provider's own, unknown reason.
+STOP = "stop"
+TOOL_CALLS = "tool_calls"
+LENGTH = "length"
+CONTENT_FILTER = "content_filter"
+CONTEXT_LENGTH = "context_length"
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionRequest:
+    """What one LLM call sends: the leading system prompts, the history, the tools."""
+
+    system: tuple[str, ...]
+    messages: Sequence[Message]
+    tools: Sequence[Tool] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """What one LLM call returned: the assistant message (raw JSON kept) and its metadata.
+
+    ``finish_reason`` is normalised (``stop``, ``tool_calls``, ``length``,
+    ``content_filter``, ``context_length``, or the provider's own unknown value);
+    ``raw_finish_reason`` is the provider's word for it.
+    """
+
+    message: Message
+    finish_reason: str
+    raw_finish_reason: str | None
+    usage: Usage
+    model: str
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """An LLM behind one API. ``name`` selects the wire shape and tags stored messages."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        """Make one call; raise ``ProviderError`` / ``ContextLengthError`` on failure."""
+        ...
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+@dataclass
+class PerLoopClients(Generic[C]):
+    """One SDK client per event loop, closed when that loop shuts down.
+
+    An async HTTP client's pooled connections belong to the loop that opened them, so a
+    client must not be shared between loops (each ``asyncio.run``, each test, the loop
+    that runs the sync API). Each client is closed from inside its own loop when the
+    loop finalises its async generators (``asyncio.run`` does), instead of being
+    garbage-collected later while another loop runs.
+    """
+
+    factory: Callable[[], C]
+    first: C | None = None
+    _clients: weakref.WeakKeyDictionary[
+        asyncio.AbstractEventLoop, tuple[C, AsyncGenerator[None, None]]
+    ] = field(default_factory=weakref.WeakKeyDictionary)
+
+    async def get(self) -> C:
+        loop = asyncio.get_running_loop()
+        entry = self._clients.get(loop)
+        if entry is not None:
+            return entry[0]
+        if self.first is not None:
+            client, self.first = self.first, None
+        else:
+            client = self.factory()
+        closer = _close_at_loop_shutdown(client)
+        await closer.__anext__()
+        self._clients[loop] = (client, closer)
+        return client
+
+    async def aclose(self) -> None:
+        """Close the running loop's client now."""
+        entry = self._clients.pop(asyncio.get_running_loop(), None)
+        if entry is not None:
+            await entry[1].aclose()
+
+
+async def _close_at_loop_shutdown(client: _Closable) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await client.close()
+
+
+async def raw_response_json(
+    provider: str,
+    call: Awaitable[Any],
+    *,
+    status_error: type[Exception],
+    connection_error: type[Exception],
+    is_context_length: Callable[[Any], bool],
+) -> Any:
+    """The JSON body of an SDK ``with_raw_response`` call, its errors mapped to ours.
+
+    Both SDKs raise an HTTP status error (with ``status_code`` and ``message``) and a
+    connection error; a status error the provider names as an overlong prompt becomes
+    :class:`ContextLengthError`, so a compactor can shorten the history and retry.
+    """
+    try:
+        response = await call
+        return response.http_response.json()
+    except status_error as exc:
+        status: Any = exc
+        error = ContextLengthError if is_context_length(exc) else ProviderError
+        raise error(
+            f"{provider}: HTTP {status.status_code}: {status.message}",
+            provider=provider,
+            status_code=status.status_code,
+        ) from exc
+    except connection_error as exc:
+        raise ProviderError(f"{provider}: {exc}", provider=provider) from exc
+    except ValueError as exc:
+        raise ProviderError(f"{provider}: response is not JSON: {exc}", provider=provider) from exc

@@ -1,0 +1,245 @@
+"""One conversation turn: LLM calls and tool calls until the model answers.
+
+The turn works on copies: the caller's history is only replaced by the returned one, so
+a failure at any point (limit, finish reason, provider error, cancellation) leaves no
+half turn anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from goaicore.conversation.compaction.protocol import (
+    CompactionReason,
+    CompactionRequest,
+    Compactor,
+    RequestCompactor,
+)
+from goaicore.conversation.compaction.record import CompactionOutcome, CompactionRecord, diff_record
+from goaicore.conversation.errors import (
+    ChatError,
+    ContentFilteredError,
+    ContextLengthError,
+    ReplyTruncatedError,
+    ToolLoopLimitError,
+    UnknownFinishReasonError,
+)
+from goaicore.conversation.messages import Message, ToolCall
+from goaicore.conversation.providers.base import (
+    CONTENT_FILTER,
+    CONTEXT_LENGTH,
+    LENGTH,
+    STOP,
+    TOOL_CALLS,
+    Completion,
+    CompletionRequest,
+    Provider,
+)
+from goaicore.conversation.tools import Tool, ToolOutcome
+from goaicore.conversation.usage import Usage
+from goaicore.conversation.validation import validate_history
+from goaicore.records.truncate import truncate_utf8, utf8_size
+
+log = logging.getLogger("goaicore.conversation.turn")
+
+
+@dataclass
+class TurnResult:
+    """What a turn produced.
+
+    ``messages`` is the whole history after the turn (compacted, if a compactor ran);
+    ``new_messages`` are the messages this turn added, in order (user, assistant, tool
+    results..., assistant): what an event log records. ``compactions`` counts the
+    compactions of the turn; ``compaction_records`` holds the record of each one that has
+    a record, and ``timeline`` the new messages and those records in the order they
+    happened: an event log appends exactly these, in this order, so that a fold that
+    replays each record with ``apply_compaction`` rebuilds ``messages``.
+    """
+
+    text: str
+    messages: list[Message]
+    new_messages: list[Message]
+    usage: Usage
+    finish_reason: str
+    model: str
+    compactions: int = 0
+    completions: list[Completion] = field(default_factory=list, repr=False)
+    compaction_records: tuple[CompactionRecord, ...] = ()
+    timeline: tuple[Message | CompactionRecord, ...] = ()
+
+
+async def run_turn(
+    provider: Provider,
+    history: Sequence[Message],
+    incoming: Sequence[Message],
+    *,
+    system: tuple[str, ...],
+    tools: Sequence[Tool],
+    max_llm_calls: int,
+    compactor: Compactor | None = None,
+    max_tool_result_bytes: int | None = None,
+) -> TurnResult:
+    """Append ``incoming`` to ``history`` and call the LLM (and tools) until it answers."""
+    by_name: dict[str, Tool] = {}
+    for t in tools:
+        if t.name in by_name:
+            raise ValueError(f"two tools are named {t.name!r}")
+        by_name[t.name] = t
+    messages = [*history, *incoming]
+    new = list(incoming)
+    usage = Usage()
+    completions: list[Completion] = []
+    compactions = 0
+    records: list[CompactionRecord] = []
+    timeline: list[Message | CompactionRecord] = list(incoming)
+    reported: int | None = None  # prompt tokens of the latest call, as the provider said
+    reported_count = 0  # how many messages that call sent
+
+    async def compact(reason: CompactionReason) -> bool:
+        nonlocal messages, compactions
+        if compactor is None:
+            return False
+        if isinstance(compactor, RequestCompactor):
+            request = CompactionRequest(
+                tuple(messages),
+                provider.name,
+                reason,
+                system=system,
+                tools=tuple(tools),
+                reported_prompt_tokens=reported,
+                reported_message_count=reported_count,
+            )
+            result = compactor.compact_request(request)
+        else:
+            result = compactor.compact(messages, provider=provider.name, reason=reason)
+        if inspect.isawaitable(result):
+            result = await result
+        if result is None:
+            return False
+        record: CompactionRecord | None
+        if isinstance(result, CompactionOutcome):
+            compacted, record = list(result.messages), result.record
+        else:
+            compacted = list(result)
+            record = diff_record(messages, compacted)
+            if record is None and compacted != messages:
+                log.warning(
+                    "a compaction without a record cannot be replayed from an event log",
+                    extra={"goaicore_event": "compaction_without_record"},
+                )
+        messages = compacted
+        compactions += 1
+        if record is not None:
+            records.append(record)
+            timeline.append(record)
+        return True
+
+    try:
+        for call_number in range(1, max_llm_calls + 1):
+            await compact("before_call")
+            retried = False
+            while True:  # one LLM call; compact and retry once if it does not fit
+                validate_history(messages, provider.name)
+                try:
+                    request = CompletionRequest(system, list(messages), tools)
+                    completion = await provider.complete(request)
+                    break
+                except ContextLengthError:
+                    if retried or not await compact("context_length"):
+                        raise
+                    retried = True
+            completions.append(completion)
+            usage = usage + completion.usage
+            reported, reported_count = completion.usage.prompt_tokens, len(messages)
+            _check_finish(completion, provider.name)
+            reply = completion.message
+            messages.append(reply)
+            new.append(reply)
+            timeline.append(reply)
+            if not reply.tool_calls:
+                return TurnResult(
+                    text=reply.text,
+                    messages=messages,
+                    new_messages=new,
+                    usage=usage,
+                    finish_reason=completion.finish_reason,
+                    model=completion.model,
+                    compactions=compactions,
+                    completions=completions,
+                    compaction_records=tuple(records),
+                    timeline=tuple(timeline),
+                )
+            if call_number == max_llm_calls:
+                break
+            results = await run_tool_calls(reply.tool_calls, by_name, max_tool_result_bytes)
+            messages.extend(results)
+            new.extend(results)
+            timeline.extend(results)
+        raise ToolLoopLimitError(
+            f"the turn needed more than max_tool_iterations={max_llm_calls} LLM calls",
+            limit=max_llm_calls,
+        )
+    except ChatError as exc:
+        if exc.usage is None:
+            exc.usage = usage
+        raise
+
+
+def _check_finish(completion: Completion, provider: str) -> None:
+    reason, raw = completion.finish_reason, completion.raw_finish_reason
+    if reason in (STOP, TOOL_CALLS):
+        return  # tool calls present with "stop" are run too: none is left unanswered
+    if reason == LENGTH:
+        raise ReplyTruncatedError(
+            f"{provider}: the reply hit the output token limit ({raw})", finish_reason=reason
+        )
+    if reason == CONTENT_FILTER:
+        raise ContentFilteredError(
+            f"{provider}: the reply was withheld ({raw})", finish_reason=reason
+        )
+    if reason == CONTEXT_LENGTH:
+        raise ContextLengthError(
+            f"{provider}: the context window is full ({raw})", provider=provider
+        )
+    raise UnknownFinishReasonError(
+        f"{provider}: unknown finish reason {raw!r}", finish_reason=str(raw)
+    )
+
+
+async def run_tool_calls(
+    calls: Sequence[ToolCall], tools: Mapping[str, Tool], max_result_bytes: int | None = None
+) -> list[Message]:
+    """Run one step's tool calls; results come back in call order.
+
+    Async tools run concurrently; sync tools run one at a time in a worker thread, since
+    they were not written to run in parallel. A result over ``max_result_bytes`` is cut
+    down with a marker before the model sees it, so the model knows it saw a part.
+    """
+    sync_lock = asyncio.Lock()
+
+    async def run(call: ToolCall) -> Message:
+        t = tools.get(call.name)
+        if t is None:
+            known = ", ".join(sorted(tools)) or "none"
+            outcome = ToolOutcome(f"error: unknown tool {call.name!r} (tools: {known})", True)
+        elif t.is_async:
+            outcome = await t.invoke(call.arguments)
+        else:
+            async with sync_lock:
+                outcome = await t.invoke(call.arguments)
+        text = outcome.text
+        if max_result_bytes is not None and utf8_size(text) > max_result_bytes:
+            log.warning(
+                "tool %r returned %d bytes; the model sees the first %d",
+                call.name,
+                utf8_size(text),
+                max_result_bytes,
+            )
+            text = truncate_utf8(text, max_result_bytes, "tool result truncated to fit the limit")
+        return Message.tool_result(call.id, text, name=call.name, is_error=outcome.is_error)
+
+    return list(await asyncio.gather(*(run(c) for c in calls)))

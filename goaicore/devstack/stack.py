@@ -1,0 +1,477 @@
+"""The local stack behind ``goaicore dev``: broker, PostgreSQL, topics, dev.json.
+
+It starts only what is not configured (when ``KAFKA_BOOTSTRAP_SERVERS`` is
+unset, the local broker ``GOAICORE_LOCAL_BROKER`` names: the embedded one, or
+Apache Kafka keeping its data in ``<data dir>/kafka``; PostgreSQL by
+discovery), writes the endpoints to ``<data dir>/dev.json`` so other commands
+find them, and on ``stop()`` removes dev.json and stops exactly what it started.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goaicore.config import DEV_FILE_NAME, ConfigError, Settings, read_dev_file
+from goaicore.devstack.projector_process import ProjectorProcess
+from goaicore.devstack.worker_process import WorkerProcess
+from goaicore.kafka.apache import KafkaUnavailable
+from goaicore.kafka.local import LocalBroker, stop_orphaned_kafka
+from goaicore.kafka.topics import TopicStatus, ensure_topics
+from goaicore.net import free_loopback_port
+from goaicore.projection.postgres.discovery import (
+    LOCAL_SERVER,
+    DatabaseHandle,
+    discover_postgres,
+    ensure_database,
+)
+
+if TYPE_CHECKING:
+    from goaicore.devstack.demo import DemoStep
+
+DEV_DATABASE = "goaicore"
+CHECK_TOPIC = "stack-check"
+KAFKA_FOLDER = "kafka"
+# In the dev database: which log each projection schema was built from.
+PROJECTED_LOG_TABLE = "goaicore_dev_projected_log"
+
+
+@dataclass(frozen=True)
+class StackInfo:
+    """What dev.json holds: where each part of the running stack is."""
+
+    pid: int
+    bootstrap_servers: str
+    broker: str  # what it is: "Apache Kafka 3.9.1 (KRaft, data in ...)"
+    broker_kind: str  # "kafka", "embedded" or "external" (KAFKA_BOOTSTRAP_SERVERS)
+    broker_version: str | None
+    broker_data_dir: str | None
+    broker_profile: str
+    broker_embedded: bool
+    broker_pid: int | None
+    worker_pid: int | None
+    projector_pid: int | None
+    database_url: str
+    database_source: str
+    db_schema: str
+    topic_prefix: str
+    partitions: int
+    http_url: str | None
+    started_at: str
+
+
+@dataclass(frozen=True)
+class StackCheck:
+    """The round-trip proof: one record through the broker, one row through PostgreSQL."""
+
+    topic: str
+    partition: int
+    offset: int
+    record_ms: float
+    table: str
+    row_id: int
+    row_ms: float
+
+
+class LocalStack:
+    """Start, describe and stop the local stack; a context manager."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        local_postgres: tuple[str, int] = LOCAL_SERVER,
+        schema_given: bool | None = None,
+    ) -> None:
+        self.settings = settings
+        self.local_postgres = local_postgres
+        self.broker: LocalBroker | None = None
+        self.database: DatabaseHandle | None = None
+        self.info: StackInfo | None = None
+        self.topics: list[TopicStatus] = []
+        self.worker: WorkerProcess | None = None
+        self.projector: ProjectorProcess | None = None
+        self.schema_choice: SchemaChoice | None = None
+        self.schema_given = schema_given
+
+    def _schema_given(self) -> bool:
+        if self.schema_given is not None:
+            return self.schema_given
+        return bool(os.environ.get("GOAICORE_DB_SCHEMA"))
+
+    @property
+    def dev_file(self) -> Path:
+        return self.settings.data_path / DEV_FILE_NAME
+
+    def start(self) -> StackInfo:
+        live = read_dev_file(self.settings.data_path)
+        if live is not None:
+            raise ConfigError(
+                f"a dev stack is already running (pid {live.get('pid')}, {self.dev_file}); "
+                "stop it first or use another GOAICORE_DATA_DIR"
+            )
+        self.settings.data_path.mkdir(parents=True, exist_ok=True)
+        try:
+            settings = self.settings
+            if settings.bootstrap_servers is None:
+                self.broker = self._start_broker(settings)
+                settings = settings.with_overrides(
+                    bootstrap_servers=self.broker.bootstrap_servers,
+                    broker_profile=self.broker.profile,
+                    security_protocol="PLAINTEXT",  # the stack's own broker, on loopback
+                )
+            # No live dev stack owns this data dir (checked above), so an embedded
+            # server still running on it was orphaned by a killed stack: ours to stop.
+            self.database = discover_postgres(
+                settings, local_server=self.local_postgres, adopt_orphan=True
+            )
+            url = self.database.url
+            if self.database.source != "DATABASE_URL":
+                url = ensure_database(url, DEV_DATABASE)
+            settings = settings.with_overrides(database_url=url)
+            self.topics = ensure_topics(settings)
+            self.settings = settings
+            web_port = free_loopback_port()
+            self.worker = WorkerProcess(
+                settings, settings.data_path / "worker.log", web_port=web_port
+            ).start()
+            # A projection kept in the dev database describes the log it was built
+            # from. A broker holding another log (the memory-only one always does)
+            # gets a schema of its own: earlier rows are never cleared or mixed in.
+            if self.broker is not None:
+                self.schema_choice = choose_schema(
+                    url, settings.schema, self._schema_given(), self.broker.log_id, settings.prefix
+                )
+                settings = settings.with_overrides(db_schema=self.schema_choice.schema)
+                self.settings = settings
+            self.projector = ProjectorProcess(
+                settings, settings.data_path / "projector.log"
+            ).start()
+            broker = self.broker
+            self.info = StackInfo(
+                pid=os.getpid(),
+                bootstrap_servers=settings.require_bootstrap(),
+                broker=broker.description if broker else "KAFKA_BOOTSTRAP_SERVERS",
+                broker_kind=broker.kind if broker else "external",
+                broker_version=broker.version if broker else None,
+                broker_data_dir=str(broker.folder) if broker and broker.folder else None,
+                broker_profile=settings.broker_profile or "standard",
+                broker_embedded=broker is not None and broker.kind == "embedded",
+                broker_pid=broker.pid if broker else None,
+                worker_pid=self.worker.pid,
+                projector_pid=self.projector.pid,
+                database_url=url,
+                database_source=self.database.source,
+                db_schema=settings.schema,
+                topic_prefix=settings.prefix,
+                partitions=settings.partition_count,
+                http_url=f"http://127.0.0.1:{web_port}",
+                started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            )
+            self._write_dev_file(self.info)
+            return self.info
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_broker(self, settings: Settings) -> LocalBroker:
+        """The local broker ``GOAICORE_LOCAL_BROKER`` names, started."""
+        kind = settings.local_broker or "embedded"
+        folder = settings.data_path / KAFKA_FOLDER
+        if kind == "kafka":
+            # No live dev stack owns this data dir (checked by start), so an Apache
+            # Kafka that a killed stack left running on its folder is ours to stop.
+            stale = _dev_file_left_behind(self.dev_file)
+            pid = stale.get("broker_pid") if stale.get("broker_kind") == "kafka" else None
+            if isinstance(pid, int):
+                stop_orphaned_kafka(pid, folder.resolve())
+        broker = LocalBroker(
+            kind,
+            folder=folder if kind == "kafka" else None,
+            log_path=settings.data_path / "broker.log",
+        )
+        self.broker = broker  # stopped by stop() if starting fails half way
+        try:
+            return broker.start()
+        except KafkaUnavailable as err:
+            raise KafkaUnavailable(f"GOAICORE_LOCAL_BROKER=kafka, but {err}") from None
+
+    def _write_dev_file(self, info: StackInfo) -> None:
+        tmp = self.dev_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(info), indent=2) + "\n")
+        tmp.replace(self.dev_file)
+
+    def check(self) -> StackCheck:
+        """Send one record through the broker and one row through PostgreSQL."""
+        return check_stack(self.settings)
+
+    def check_fold(self, timeout: float = 90.0) -> FoldCheck:
+        """Publish one game event and wait until the worker has folded it into a snapshot."""
+        return fold_round_trip(self.settings, timeout, self.worker)
+
+    def chat_session(self) -> list[DemoStep]:
+        """Play the scripted game session through the store worker's HTTP API."""
+        from goaicore.devstack.demo import run_session, wait_ready
+
+        assert self.info is not None
+        assert self.info.http_url is not None
+        wait_ready(self.info.http_url)
+        return run_session(self.info.http_url)
+
+    def check_projection(self, folded: FoldCheck, timeout: float = 60.0) -> ProjectionCheck:
+        """Wait until the projector has written the folded check event to PostgreSQL."""
+        return projection_round_trip(self.settings, folded, timeout, self.projector)
+
+    def stop(self) -> None:
+        """Remove dev.json (if ours) and stop what this stack started, nothing else."""
+        info = read_dev_file(self.settings.data_path)
+        if info is not None and info.get("pid") == os.getpid():
+            self.dev_file.unlink(missing_ok=True)
+        if self.projector is not None:
+            self.projector.stop()
+            self.projector = None
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+        if self.database is not None:
+            self.database.stop()
+            self.database = None
+        if self.broker is not None:
+            self.broker.stop()
+            self.broker = None
+
+    def __enter__(self) -> LocalStack:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def _dev_file_left_behind(path: Path) -> dict[str, Any]:
+    """What a dev.json holds, live or not (a stack that was killed leaves its own)."""
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+@dataclass(frozen=True)
+class SchemaChoice:
+    """The schema the dev stack projects into, and the schemas earlier logs' rows stay in."""
+
+    schema: str
+    configured: str
+    earlier: tuple[str, ...]
+
+    @property
+    def moved(self) -> bool:
+        """True when the configured schema holds another log's rows, so this log went elsewhere."""
+        return self.schema != self.configured
+
+
+def choose_schema(url: str, configured: str, given: bool, log_id: str, prefix: str) -> SchemaChoice:
+    """The schema for the projection of ``log_id``: one empty or following this log.
+
+    The configured schema when it is empty or already follows this log; else, unless
+    the schema was set explicitly (GOAICORE_DB_SCHEMA), one named after the log. A
+    schema holding another log's rows is never cleared: an explicit one is an error.
+    """
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {PROJECTED_LOG_TABLE} ("
+            "projection_schema text PRIMARY KEY, log_id text NOT NULL, "
+            "since timestamptz NOT NULL DEFAULT now())"
+        )
+        rows = conn.execute(f"SELECT projection_schema, log_id FROM {PROJECTED_LOG_TABLE}")
+        followed: dict[str, str] = {str(schema): str(log) for schema, log in rows}
+        digest = hashlib.sha1(log_id.encode()).hexdigest()[:8]
+        candidates = [configured] if given else [configured, f"{configured[:50]}_log_{digest}"]
+        for schema in candidates:
+            if followed.get(schema) == log_id or not _holds_rows(conn, schema):
+                conn.execute(
+                    f"INSERT INTO {PROJECTED_LOG_TABLE} (projection_schema, log_id) "
+                    "VALUES (%s, %s) ON CONFLICT (projection_schema) DO UPDATE SET "
+                    "log_id = excluded.log_id, since = now()",
+                    (schema, log_id),
+                )
+                earlier = tuple(
+                    sorted(s for s, log in followed.items() if log != log_id and s != schema)
+                )
+                return SchemaChoice(schema, configured, earlier)
+    raise ConfigError(
+        f"GOAICORE_DB_SCHEMA={configured} holds the projection of another log "
+        f"({followed.get(configured, 'not this broker')}); nothing was cleared. Choose another "
+        f"schema, or clear it: goaicore projection clear --schema {configured} --prefix {prefix}"
+    )
+
+
+def _holds_rows(conn: Any, schema: str) -> bool:
+    """True when ``schema`` has projected anything (a position past the start)."""
+    from psycopg import sql
+
+    exists = conn.execute(
+        "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'projector_positions'",
+        (schema,),
+    ).fetchone()
+    if exists is None:
+        return False
+    row = conn.execute(
+        sql.SQL("SELECT 1 FROM {} WHERE next_offset > 0 LIMIT 1").format(
+            sql.Identifier(schema, "projector_positions")
+        )
+    ).fetchone()
+    return row is not None
+
+
+@dataclass(frozen=True)
+class FoldCheck:
+    """One event through the store worker: published, folded, read back as a snapshot."""
+
+    conversation_id: str
+    offset: int
+    messages: int
+    seconds: float
+
+
+def fold_round_trip(
+    settings: Settings, timeout: float, worker: WorkerProcess | None = None
+) -> FoldCheck:
+    """Publish a game event to the check conversation and wait for its snapshot."""
+    from goaicore.clients import EventPublisher
+    from goaicore.clients.snapshots import SnapshotReader
+
+    started = time.perf_counter()
+    conversation = "stack-check"
+    with EventPublisher(settings, source="goaicore dev") as publisher:
+        position = publisher.game_event(conversation, "The local stack started", kind="stack-check")
+    deadline = time.monotonic() + timeout
+    with SnapshotReader(settings) as reader:
+        while time.monotonic() < deadline:
+            if worker is not None and not worker.alive():
+                raise RuntimeError(f"the store worker stopped; see {worker.log_path}")
+            snapshot = reader.get(conversation)
+            last = snapshot.last_position if snapshot else None
+            if snapshot is not None and last is not None and last.offset >= position.offset:
+                return FoldCheck(
+                    conversation,
+                    position.offset,
+                    len(snapshot.messages),
+                    time.perf_counter() - started,
+                )
+            time.sleep(0.25)
+    raise RuntimeError(f"the store worker did not fold the check event in {timeout:.0f} s")
+
+
+@dataclass(frozen=True)
+class ProjectionCheck:
+    """The check event, read back from PostgreSQL as the projector wrote it."""
+
+    table: str
+    offset: int
+    seconds: float
+
+
+def projection_round_trip(
+    settings: Settings, folded: FoldCheck, timeout: float, projector: ProjectorProcess | None
+) -> ProjectionCheck:
+    """Wait for the check event's row in ``conversation_events``."""
+    import psycopg
+
+    from goaicore.projection.db import connect
+
+    started = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if projector is not None and not projector.alive():
+            raise RuntimeError(f"the projector stopped; see {projector.log_path}")
+        try:
+            with connect(settings) as conn:
+                row = conn.execute(
+                    "SELECT log_offset FROM conversation_events"
+                    " WHERE conversation_id = %s AND log_offset = %s",
+                    (folded.conversation_id, folded.offset),
+                ).fetchone()
+        except psycopg.errors.UndefinedTable:
+            row = None  # the projector has not created its tables yet
+        if row is not None:
+            return ProjectionCheck(
+                "conversation_events", int(row[0]), time.perf_counter() - started
+            )
+        time.sleep(0.25)
+    raise RuntimeError(f"the projector did not write the check event in {timeout:.0f} s")
+
+
+def check_stack(settings: Settings) -> StackCheck:
+    """Send one record through the broker and one row through PostgreSQL."""
+    return StackCheck(*record_round_trip(settings), *row_round_trip(settings))
+
+
+def record_round_trip(settings: Settings) -> tuple[str, int, int, float]:
+    """Produce one record to the check topic and consume it back."""
+    from kafka import TopicPartition
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    from goaicore.kafka.connection import make_admin, make_consumer, make_producer
+
+    topic = settings.topic(CHECK_TOPIC)
+    admin = make_admin(settings)
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1 if settings.embedded_broker else -1)])
+    except TopicAlreadyExistsError:
+        pass
+    finally:
+        admin.close()
+    started = time.perf_counter()
+    producer = make_producer(settings)
+    token = uuid.uuid4().hex.encode()
+    try:
+        sent = producer.send(topic, key=b"stack-check", value=token).get(timeout=10)
+    finally:
+        producer.close()
+    consumer = make_consumer(settings)
+    try:
+        partition = TopicPartition(topic, sent.partition)
+        consumer.assign([partition])
+        consumer.seek(partition, sent.offset)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for record in consumer.poll(timeout_ms=500).get(partition, []):
+                if record.value == token:
+                    elapsed = (time.perf_counter() - started) * 1000
+                    return topic, sent.partition, sent.offset, elapsed
+    finally:
+        consumer.close()
+    raise RuntimeError(f"the check record sent to {topic} did not come back in 10 s")
+
+
+def row_round_trip(settings: Settings) -> tuple[str, int, float]:
+    """Write one row to PostgreSQL and read it back."""
+    import psycopg
+
+    started = time.perf_counter()
+    table = "goaicore_stack_check"
+    with psycopg.connect(settings.require_database_url()) as conn:
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {table} ("
+            "id bigserial PRIMARY KEY, checked_at timestamptz NOT NULL DEFAULT now(), "
+            "pid integer NOT NULL)"
+        )
+        row = conn.execute(
+            f"INSERT INTO {table} (pid) VALUES (%s) RETURNING id", (os.getpid(),)
+        ).fetchone()
+        assert row is not None
+        back = conn.execute(f"SELECT id FROM {table} WHERE id = %s", (row[0],)).fetchone()
+    if back is None:
+        raise RuntimeError(f"the check row written to {table} could not be read back")
+    return table, int(back[0]), (time.perf_counter() - started) * 1000

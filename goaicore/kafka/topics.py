@@ -1,0 +1,223 @@
+"""Create goaicore's topics under the configured prefix, idempotently.
+
+Every topic is keyed by ``conversation_id`` and has the same partition count,
+so a conversation's events, snapshot, requests and replies are co-partitioned
+and one worker owns the conversation. An existing topic with another partition
+count is an error: silently accepting it would break co-partitioning.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from goaicore.config import Settings
+from goaicore.kafka.limits import RECORD_HEADROOM, max_batch_bytes
+
+_FOREVER = "-1"
+_WEEK_MS = str(7 * 24 * 3600 * 1000)
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """One of goaicore's topics: its short name, its purpose and its configs."""
+
+    name: str
+    purpose: str
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+TOPICS: tuple[TopicSpec, ...] = (
+    TopicSpec(
+        "events",
+        "the log: every conversation event; never expires",
+        {"cleanup.policy": "delete", "retention.ms": _FOREVER, "retention.bytes": "-1"},
+    ),
+    TopicSpec(
+        "snapshots",
+        "latest folded state per conversation; the fold table's changelog",
+        {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"},
+    ),
+    TopicSpec("requests", "chat requests", {"cleanup.policy": "delete", "retention.ms": _WEEK_MS}),
+    TopicSpec("replies", "chat replies", {"cleanup.policy": "delete", "retention.ms": _WEEK_MS}),
+    TopicSpec(
+        "dead-letters",
+        "records that could not be decoded or applied, with the reason",
+        {"cleanup.policy": "delete", "retention.ms": _FOREVER},
+    ),
+)
+
+
+class TopicMismatchError(RuntimeError):
+    """An existing topic disagrees with what goaicore needs (partitions, cleanup policy)."""
+
+
+class TopicsNotReadyError(RuntimeError):
+    """Topics exist but not every partition has a leader within the timeout."""
+
+
+@dataclass(frozen=True)
+class TopicStatus:
+    name: str
+    partitions: int
+    action: Literal["created", "exists"]
+
+
+def ensure_topics(settings: Settings, timeout_s: float = 30.0) -> list[TopicStatus]:
+    """Create any missing topic and check the existing ones; safe to run again.
+
+    A cluster still starting or electing a controller answers with transient
+    errors (a controller not yet in the client's metadata is UnknownBrokerId);
+    the whole idempotent pass then runs again on a fresh client, until
+    ``timeout_s``. Anything else (a bad replication factor, a mismatch) is raised.
+    """
+    from kafka.errors import KafkaError, UnknownBrokerIdError
+
+    from goaicore.kafka.connection import make_admin
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        admin = make_admin(
+            settings,
+            request_timeout_ms=int(timeout_s * 1000),
+            bootstrap_timeout_ms=int(timeout_s * 1000),
+        )
+        try:
+            return _ensure(admin, settings, timeout_s)
+        except KafkaError as err:
+            transient = err.retriable or isinstance(err, UnknownBrokerIdError)
+            if not transient or time.monotonic() > deadline:
+                raise
+        finally:
+            admin.close()
+        time.sleep(0.5)
+
+
+def _ensure(admin: Any, settings: Settings, timeout_s: float) -> list[TopicStatus]:
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    existing = _partition_counts(admin, [settings.topic(t.name) for t in TOPICS])
+    statuses: list[TopicStatus] = []
+    for spec in TOPICS:
+        name = settings.topic(spec.name)
+        if name in existing:
+            _check(settings, name, existing[name])
+            statuses.append(TopicStatus(name, existing[name], "exists"))
+            continue
+        replication = 1 if settings.embedded_broker else settings.replication_factor
+        new = NewTopic(
+            name, settings.partition_count, replication, topic_configs=topic_configs(spec, settings)
+        )
+        try:
+            admin.create_topics([new], timeout_ms=int(timeout_s * 1000))
+            statuses.append(TopicStatus(name, settings.partition_count, "created"))
+        except TopicAlreadyExistsError:
+            # Created concurrently (by another process, or by an earlier pass): check it.
+            count = _wait_led(admin, [name], time.monotonic() + timeout_s)[name]
+            _check(settings, name, count)
+            statuses.append(TopicStatus(name, count, "exists"))
+    _wait_led(admin, [s.name for s in statuses], time.monotonic() + timeout_s)
+    _check_configs(admin, settings)
+    return statuses
+
+
+def topic_configs(spec: TopicSpec, settings: Settings) -> dict[str, str]:
+    """The configs a topic is created with: its own, and the record limit every writer uses."""
+    return {**spec.configs, "max.message.bytes": str(max_batch_bytes(settings))}
+
+
+def _check(settings: Settings, name: str, partitions: int) -> None:
+    if partitions != settings.partition_count:
+        raise TopicMismatchError(
+            f"topic {name} has {partitions} partitions but GOAICORE_PARTITIONS is "
+            f"{settings.partition_count}; co-partitioning needs them equal "
+            "(use the existing count, or another GOAICORE_TOPIC_PREFIX)"
+        )
+
+
+def _wait_led(admin: Any, names: list[str], deadline: float) -> dict[str, int]:
+    """Partition counts of ``names`` once every partition of each has a leader.
+
+    Apache Kafka answers CreateTopics before every broker's metadata shows the
+    topic, so a client started right after could find it missing.
+    """
+    while True:
+        try:
+            described = admin.describe_topics(names)
+        except Exception:  # UnknownTopicOrPartition while the metadata catches up
+            described = []
+        led = {
+            topic["name"]: len(topic["partitions"])
+            for topic in described
+            if topic.get("error_code", 0) == 0
+            and topic["partitions"]
+            and all(p.get("leader_id", -1) >= 0 for p in topic["partitions"])
+        }
+        if set(names) <= set(led) or time.monotonic() > deadline:
+            missing = sorted(set(names) - set(led))
+            if missing:
+                raise TopicsNotReadyError(
+                    f"topics {', '.join(missing)} exist but not every partition has a leader yet"
+                )
+            return led
+        time.sleep(0.1)
+
+
+def _partition_counts(admin: Any, names: list[str]) -> dict[str, int]:
+    present = set(admin.list_topics())
+    wanted = [n for n in names if n in present]
+    if not wanted:
+        return {}
+    counts: dict[str, int] = {}
+    for topic in admin.describe_topics(wanted):
+        counts[topic["topic"] if "topic" in topic else topic["name"]] = len(topic["partitions"])
+    return counts
+
+
+def _check_configs(admin: Any, settings: Settings) -> None:
+    """Check cleanup.policy and max.message.bytes where the broker reports configs.
+
+    The embedded broker reports none. A topic that accepts smaller batches than
+    goaicore's producers may send would refuse records the clients let through.
+    """
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    resources = [ConfigResource(ConfigResourceType.TOPIC, settings.topic(t.name)) for t in TOPICS]
+    try:
+        described = admin.describe_configs(resources, config_filter="all")
+    except Exception:
+        return
+    reported = _reported_configs(described)
+    needed = max_batch_bytes(settings)
+    for spec in TOPICS:
+        name = settings.topic(spec.name)
+        configs = reported.get(name, {})
+        policy = configs.get("cleanup.policy")
+        wanted = spec.configs.get("cleanup.policy")
+        if policy is not None and wanted is not None and policy != wanted:
+            raise TopicMismatchError(
+                f"topic {name} has cleanup.policy={policy}, goaicore needs {wanted}"
+            )
+        limit = configs.get("max.message.bytes")
+        if limit is not None and limit.isdigit() and int(limit) < needed:
+            raise TopicMismatchError(
+                f"topic {name} has max.message.bytes={limit}, below the {needed} that "
+                f"GOAICORE_MAX_RECORD_BYTES={settings.record_limit} needs (record limit plus "
+                f"{RECORD_HEADROOM} bytes of headroom): raise the topic's max.message.bytes "
+                "or lower GOAICORE_MAX_RECORD_BYTES"
+            )
+
+
+def _reported_configs(described: Any) -> dict[str, dict[str, str]]:
+    """Normalise kafka-python's describe_configs answer to {topic: {key: value}}."""
+    out: dict[str, dict[str, str]] = {}
+    if isinstance(described, dict) and "topic" in described:
+        for topic, configs in described["topic"].items():
+            if isinstance(configs, dict):
+                out[topic] = {
+                    str(k): str(v.get("value") if isinstance(v, dict) else v)
+                    for k, v in configs.items()
+                }
+    return out

@@ -1,0 +1,108 @@
+"""HistoryReader: read conversations back from the log, for auditors and tools."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from goaicore.config import Settings
+from goaicore.fold.admission import Unfoldable, admit
+from goaicore.kafka.closing import Closing
+from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
+from goaicore.records import ConversationEvent
+from goaicore.records.validation import check_conversation_id
+from goaicore.replay.log_reader import read_to_end
+from goaicore.replay.progress import ProgressBar
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LoggedEvent:
+    """An event with the log position it was read from."""
+
+    partition: int
+    offset: int
+    event: ConversationEvent
+
+
+class HistoryReader(Closing):
+    """Read events from the ``events`` topic, in log order.
+
+    ``events(conversation_id)`` reads only that conversation's partition (every
+    record is keyed by conversation id). Records that do not decode are skipped,
+    counted in ``skipped`` and logged: reading is repeatable, so forwarding them
+    to dead letters is left to the consumers that process the log.
+    """
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.topic = self.settings.topic("events")
+        self.skipped = 0
+        self._consumer = make_consumer(self.settings)
+
+    def events(self, conversation_id: str) -> Iterator[ConversationEvent]:
+        """One conversation's events, oldest first."""
+        for logged in self.logged_events(conversation_id):
+            yield logged.event
+
+    def logged_events(
+        self, conversation_id: str, until_offset: int | None = None
+    ) -> Iterator[LoggedEvent]:
+        """One conversation's events with their positions, up to ``until_offset`` inclusive."""
+        from kafka import TopicPartition
+
+        check_conversation_id(conversation_id)
+        partition = TopicPartition(
+            self.topic, partition_for(conversation_id, self._partition_count())
+        )
+        key = conversation_id.encode()
+        for record in read_to_end(self._consumer, partition, settings=self.settings):
+            if until_offset is not None and record.offset > until_offset:
+                return
+            if record.key != key:
+                continue
+            event = self._admit(record)
+            if event is not None:
+                yield LoggedEvent(record.partition, record.offset, event)
+
+    def all_events(self, progress: bool | None = None) -> Iterator[LoggedEvent]:
+        """The whole log, partition by partition; a progress bar when interactive."""
+        partitions = topic_partitions(self._consumer, self.topic)
+        show = sys.stderr.isatty() if progress is None else progress
+        totals = self._consumer.end_offsets(partitions) if show else {}
+        bar = ProgressBar(show, sum(int(v or 0) for v in totals.values()))
+        try:
+            for partition in partitions:
+                for record in read_to_end(self._consumer, partition, settings=self.settings):
+                    bar.advance()
+                    event = self._admit(record)
+                    if event is not None:
+                        yield LoggedEvent(record.partition, record.offset, event)
+        finally:
+            bar.close()
+
+    def _partition_count(self) -> int:
+        return len(topic_partitions(self._consumer, self.topic))
+
+    def _admit(self, record: Any) -> ConversationEvent | None:
+        """The record's event, or None (logged and counted) for one the fold does not take."""
+        event = admit(record.key, record.value)
+        if isinstance(event, Unfoldable):
+            self.skipped += 1
+            log.warning(
+                "skipped an event the fold does not take at %s[%d]@%d: %s (%s)",
+                record.topic,
+                record.partition,
+                record.offset,
+                event.reason,
+                event.detail,
+            )
+            return None
+        return event
+
+    def close(self) -> None:
+        self._consumer.close()
