@@ -2,9 +2,10 @@
 
 aiokafka keeps metadata only for the topics its client tracks once it tracks
 any: a send to a topic it did not know yet narrows every later refresh to the
-tracked ones. A table's changelog topic is created, never sent to before its
-first write, and a table (or the router answering which worker owns a key)
-picks a partition from that metadata without waiting for it.
+tracked ones. A table's changelog topic (created by the app, or one that existed before,
+like the snapshots topic) may never be sent to before its first write, and a
+table (or the router answering which worker owns a key) picks a partition from
+that metadata without waiting for it.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ def _expected(key: bytes) -> int:
     return int(murmur2(key) & 0x7FFFFFFF) % PARTITIONS
 
 
-def _create_elsewhere(bootstrap: str, topic: str) -> None:
+def _create_elsewhere(bootstrap: str, topic: str, partitions: int = 1) -> None:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        admin.create_topics([NewTopic(topic, 1, 1)])
+        admin.create_topics([NewTopic(topic, partitions, 1)])
     finally:
         admin.close()
 
@@ -102,6 +103,30 @@ def test_a_topic_missing_from_the_metadata_uses_its_last_known_partitions(
             assert client.cluster.partitions_for_topic(changelog) == set(range(PARTITIONS))
             with pytest.raises(UnknownTopicOrPartitionError, match="never-created"):
                 producer.key_partition(f"{prefix}-never-created", b"k")
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
+
+
+def test_a_topic_that_existed_before_the_start_keeps_its_partitions(
+    kafka_broker: SessionBroker,
+) -> None:
+    app, prefix = _app(kafka_broker)
+    existing = f"{prefix}-snapshots"
+    _create_elsewhere(kafka_broker.bootstrap_servers, existing, PARTITIONS)
+
+    async def run() -> None:
+        producer = app.producer
+        assert isinstance(producer, SteadyProducer)
+        await producer.start()
+        try:
+            other = f"{prefix}-other"
+            _create_elsewhere(kafka_broker.bootstrap_servers, other)
+            await producer.send_and_wait(other, b"k", b"v", None, None, None)
+            await producer._ensure_producer().client.force_metadata_update()
+            chosen = [producer.key_partition(existing, key).partition for key in KEYS]
+            assert chosen == [_expected(key) for key in KEYS]
         finally:
             await producer.stop()
 

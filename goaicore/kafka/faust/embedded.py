@@ -14,7 +14,7 @@ from typing import Any
 
 from faust.transport.drivers import aiokafka as driver
 
-from goaicore.kafka.faust.transport import SteadyConsumer
+from goaicore.kafka.faust.transport import SteadyConsumer, SteadyProducer
 from goaicore.kafka.faust.transport import Transport as SteadyTransport
 
 SCHEME = "goaicore-embedded"
@@ -37,4 +37,4 @@ class EmbeddedConsumer(SteadyConsumer):
 class Transport(SteadyTransport):
     Consumer = EmbeddedConsumer
     # aiokafka's idempotent producer fails at start on the embedded broker.
-    Producer = driver.Producer
+    Producer = SteadyProducer

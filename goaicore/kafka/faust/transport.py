@@ -20,21 +20,22 @@ returns: every record handed over by aiokafka reaches a stream or is handled
 by Faust's own seek-back when flow stopped meanwhile.
 
 Its producer also never picks a partition without knowing the topic. A
-table (and the router answering which worker owns a key) picks a changelog
-record's partition from the producer's metadata without waiting for it
-(aiokafka's ``_partition``), and that metadata can lack a topic the app
-created: once aiokafka's client tracks any topic (a send to one it did not
-know yet), every refresh asks for the tracked topics alone and forgets the
-others; on a cluster a refresh can also come from a broker that has not
-applied a new topic yet. Every write to the table then failed with a
-TypeError until the next periodic refresh, five minutes later: seen as every
-chat request abandoned, and every HTTP read answered 500. Here each topic the
-producer creates is tracked, and a key of a topic missing from the metadata
-goes where Kafka's default partitioner puts it over the partitions last
-known for it (partitions are never removed), while a refresh is asked for.
+table (and the router answering which worker owns a key) picks a record's
+partition from the producer's metadata without waiting for it (aiokafka's
+``_partition``), and that metadata can lose a topic: once aiokafka's client
+tracks any topic (a send to one it did not know yet), every refresh asks for
+the tracked topics alone and forgets the others; on a cluster, a refresh can
+also come from a broker that has not applied a new topic yet. Every write to
+a table then failed with a TypeError until the next periodic refresh, five
+minutes later: seen as every chat request abandoned and every HTTP read of a
+snapshot answered 500. Here the producer remembers the partitions of every
+topic any metadata update showed it (partitions are never removed); a key of
+a topic missing from the current metadata goes where Kafka's default
+partitioner puts it over those partitions, and the topic is tracked from then
+on.
 
 Used for every broker (``goaicore-kafka://``); the embedded broker's transport
-(``goaicore.broker.faust_embedded``) builds on it.
+(``goaicore.kafka.faust.embedded``) builds on it.
 """
 
 from __future__ import annotations
@@ -77,7 +78,64 @@ class SteadyConsumer(driver.Consumer):
             self.not_waiting_next_records.set()
 
 
-class IdempotentProducer(driver.Producer):
+class SteadyProducer(driver.Producer):
+    """A Faust producer that never forgets the partitions of a topic it has seen."""
+
+    _partitions_seen: dict[str, list[int]] | None = None
+    _missing_warned: set[str] | None = None
+
+    def _seen(self) -> dict[str, list[int]]:
+        if self._partitions_seen is None:
+            self._partitions_seen = {}
+        return self._partitions_seen
+
+    def _remember(self, cluster: Any) -> None:
+        """A metadata listener: every topic of every update, never forgotten."""
+        seen = self._seen()
+        for topic in cluster.topics(exclude_internal_topics=False):
+            partitions = cluster.partitions_for_topic(topic)
+            if partitions:
+                seen[topic] = sorted(partitions)
+
+    async def on_start(self) -> None:
+        await super().on_start()
+        client = self._ensure_producer().client
+        client.cluster.add_listener(self._remember)
+        # The client tracks no topic yet, so this asks for every topic there is.
+        await client.force_metadata_update()
+
+    async def create_topic(self, topic: str, *args: Any, **kwargs: Any) -> None:
+        await super().create_topic(topic, *args, **kwargs)
+        if not self.app.conf.topic_allow_declare:
+            return
+        client = self._ensure_producer().client
+        deadline = time.monotonic() + TOPIC_METADATA_TIMEOUT
+        while topic not in self._seen():
+            if time.monotonic() > deadline:
+                self.log.warning("topic %r is still not in the producer's metadata", topic)
+                return
+            await asyncio.sleep(0.1)
+            await client.force_metadata_update()
+
+    def key_partition(self, topic: str, key: bytes) -> TP:
+        producer = self._ensure_producer()
+        client = producer.client
+        if client.cluster.partitions_for_topic(topic):
+            return super().key_partition(topic, key)
+        client.add_topic(topic)  # tracked from now on; refreshed in the background
+        seen = self._seen().get(topic)
+        if seen is None:
+            raise UnknownTopicOrPartitionError(f"no partitions known for topic {topic!r}")
+        if self._missing_warned is None:
+            self._missing_warned = set()
+        if topic not in self._missing_warned:
+            self._missing_warned.add(topic)
+            self.log.warning("topic %r left the metadata; using its partitions seen before", topic)
+        # Kafka's default partitioner over every partition, as aiokafka's would.
+        return TP(topic, producer._partitioner(key, seen, seen))
+
+
+class IdempotentProducer(SteadyProducer):
     """acks=all and idempotence (see ``goaicore.kafka.profile``); Faust enables them
     only inside transactions, which goaicore does not use."""
 
@@ -85,57 +143,14 @@ class IdempotentProducer(driver.Producer):
         return {**super()._settings_extra(), "acks": "all", "enable_idempotence": True}
 
 
-class SteadyProducer(IdempotentProducer):
-    """A Faust producer that keeps knowing the partitions of every topic it created."""
-
-    _partitions_known: dict[str, list[int]] | None = None
-
-    def _known(self) -> dict[str, list[int]]:
-        if self._partitions_known is None:
-            self._partitions_known = {}
-        return self._partitions_known
-
-    async def create_topic(self, topic: str, partitions: int, *args: Any, **kwargs: Any) -> None:
-        await super().create_topic(topic, partitions, *args, **kwargs)
-        if not self.app.conf.topic_allow_declare:
-            return
-        client = self._ensure_producer().client
-        client.add_topic(topic)  # every later refresh asks for it
-        deadline = time.monotonic() + TOPIC_METADATA_TIMEOUT
-        while (known := client.cluster.partitions_for_topic(topic)) is None:
-            if time.monotonic() > deadline:
-                self.log.warning("topic %r is still not in the producer's metadata", topic)
-                self._known().setdefault(topic, list(range(partitions)))
-                return
-            await asyncio.sleep(0.1)
-            await client.force_metadata_update()
-        self._known()[topic] = sorted(known)
-
-    def key_partition(self, topic: str, key: bytes) -> TP:
-        producer = self._ensure_producer()
-        client = producer.client
-        current = client.cluster.partitions_for_topic(topic)
-        if current:
-            self._known()[topic] = sorted(current)
-            return super().key_partition(topic, key)
-        remembered = self._known().get(topic)
-        client.add_topic(topic)  # tracked from now on; refreshed in the background
-        if remembered is None:
-            raise UnknownTopicOrPartitionError(f"no partitions known yet for topic {topic!r}")
-        self.log.warning(
-            "topic %r is missing from the metadata; using its last known partitions", topic
-        )
-        return TP(topic, producer._partitioner(key, remembered, remembered))
-
-
 class Transport(driver.Transport):
     Consumer = SteadyConsumer
-    Producer: ClassVar[type[driver.Producer]] = SteadyProducer
+    Producer: ClassVar[type[driver.Producer]] = IdempotentProducer
 
 
 def register() -> None:
     """Make ``goaicore-kafka://`` (and ``goaicore-embedded://``) broker URLs resolvable."""
     TRANSPORTS[SCHEME] = f"{__name__}:Transport"
-    from goaicore.kafka.faust import embedded as faust_embedded
+    from goaicore.kafka.faust import embedded
 
-    TRANSPORTS[faust_embedded.SCHEME] = f"{faust_embedded.__name__}:Transport"
+    TRANSPORTS[embedded.SCHEME] = f"{embedded.__name__}:Transport"
