@@ -30,6 +30,7 @@ from goaicore.kafka.local import LocalBroker
 from goaicore.kafka.topics import ensure_topics
 from goaicore.projection import connect, conversations, history, search
 from goaicore.projection.postgres.discovery import discover_postgres, drop_database, ensure_database
+from goaicore.projection.projector import Projector
 from goaicore.records import (
     AssistantTurn,
     ConversationEvent,
@@ -42,7 +43,6 @@ from goaicore.records import (
     new_event,
 )
 from goaicore.replay.log_reader import read_to_end
-from services.projector import Projector
 
 EVENTS = 20_000
 CONVERSATIONS = 200

@@ -12,13 +12,23 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from goaicore.cli import audit, bench, chat, dev, events, store, tail, topics
+from goaicore.cli import audit, bench, chat, dev, events, services, store, tail, topics
 from goaicore.config import ConfigError
 
 # Errors a user fixes by changing configuration or environment: one line, exit 2.
 USER_ERRORS: tuple[type[Exception], ...] = (ConfigError,)
 
-COMMAND_MODULES: tuple[ModuleType, ...] = (dev, topics, store, events, chat, tail, bench, audit)
+COMMAND_MODULES: tuple[ModuleType, ...] = (
+    dev,
+    topics,
+    services,
+    store,
+    events,
+    chat,
+    tail,
+    bench,
+    audit,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

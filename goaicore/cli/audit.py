@@ -1,6 +1,6 @@
-"""The auditor's commands over PostgreSQL, and ``goaicore projector`` that fills it.
+"""The auditor's commands over PostgreSQL (the projector fills it).
 
-``goaicore projector``, ``conversations``, ``search`` and ``ledger`` live here;
+``goaicore projection clear``, ``conversations``, ``search`` and ``ledger`` live here;
 ``history --from-db`` and ``verify --db`` are flags of the log commands and
 call into this module.
 """
@@ -12,7 +12,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from goaicore.cli.args import POSITIVE, integer
+from goaicore.cli.args import POSITIVE
 from goaicore.cli.render import clip, describe_event
 from goaicore.config import Settings
 from goaicore.records import EVENT_BODY_TYPES
@@ -21,22 +21,6 @@ BODY_TYPE_NAMES = tuple(t.__name__ for t in EVENT_BODY_TYPES)
 
 
 def register(subparsers: Any) -> None:
-    projector: argparse.ArgumentParser = subparsers.add_parser(
-        "projector", help="project events and snapshots into PostgreSQL (runs until stopped)"
-    )
-    projector.add_argument(
-        "--batch-size",
-        type=integer(1, 100_000),
-        default=2000,
-        metavar="N",
-        help="records per transaction",
-    )
-    # Fault hook for tests: SIGKILL after writing the N-th batch, before its commit.
-    projector.add_argument(
-        "--crash-after-write-before-commit", type=POSITIVE, metavar="N", help=argparse.SUPPRESS
-    )
-    projector.set_defaults(handler=handle_projector)
-
     projection: argparse.ArgumentParser = subparsers.add_parser(
         "projection", help="manage a PostgreSQL projection (clear it, only when asked)"
     )
@@ -117,33 +101,6 @@ def _connect(settings: Settings) -> Any:
         conn.close()
         raise
     return conn
-
-
-def handle_projector(args: argparse.Namespace) -> int:
-    import logging
-    import signal
-    import threading
-
-    from goaicore.kafka.topics import ensure_topics
-    from services.projector import Projector
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = Settings()
-    ensure_topics(settings)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    projector = Projector(
-        settings,
-        batch_size=args.batch_size,
-        crash_after_write_before_commit=args.crash_after_write_before_commit,
-    )
-    try:
-        projector.start(stop)
-        projector.run(stop)
-    finally:
-        projector.close()
-    return 0
 
 
 def handle_projection_clear(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""``goaicore worker``, ``goaicore replay`` and ``goaicore verify``."""
+"""``goaicore replay`` and ``goaicore verify``: the log folded again, and checked."""
 
 from __future__ import annotations
 
@@ -6,30 +6,11 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
-from goaicore.cli.args import OFFSET, PORT
+from goaicore.cli.args import OFFSET
 from goaicore.cli.render import clip
 
 
 def register(subparsers: Any) -> None:
-    worker: argparse.ArgumentParser = subparsers.add_parser(
-        "worker", help="run the store worker (the fold into snapshots)"
-    )
-    worker.add_argument("--web-port", type=PORT, default=None, help="HTTP port (default: free)")
-    worker.add_argument(
-        "--web-host",
-        default="127.0.0.1",
-        help="address HTTP binds to; 0.0.0.0 in a container (default: %(default)s)",
-    )
-    worker.add_argument(
-        "--canonical-url",
-        default=None,
-        metavar="URL",
-        help="URL other workers reach this one at, to forward requests to the owner of a "
-        "conversation (default: http://<web host, or this host's name for 0.0.0.0>:<port>)",
-    )
-    worker.add_argument("--loglevel", default="warning", help="default: %(default)s")
-    worker.set_defaults(handler=handle_worker)
-
     replay: argparse.ArgumentParser = subparsers.add_parser(
         "replay", help="fold a conversation from the log and print its state and transcript"
     )
@@ -59,25 +40,6 @@ def _moment(raw: str) -> datetime:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an ISO time, got {raw!r}") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def handle_worker(args: argparse.Namespace) -> int:
-    import faust
-
-    from goaicore.config import Settings
-    from goaicore.kafka.topics import ensure_topics
-    from services.store import create_app
-
-    settings = Settings()
-    ensure_topics(settings)
-    store = create_app(
-        settings,
-        web_port=args.web_port,
-        web_host=args.web_host,
-        canonical_url=args.canonical_url,
-    )
-    faust.Worker(store.app, loglevel=args.loglevel).execute_from_commandline()
-    return 0
 
 
 def handle_replay(args: argparse.Namespace) -> int:

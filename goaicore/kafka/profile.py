@@ -87,7 +87,7 @@ def client_profile(settings: Settings) -> ClientProfile:
 
 def faust_broker_urls(settings: Settings) -> list[str]:
     """Faust ``broker`` URLs, with the transport of the settings' profile."""
-    from goaicore.kafka.faust.transport import register
+    from goaicore.kafka.faust import register
 
     register()
     profile = client_profile(settings)

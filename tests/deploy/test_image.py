@@ -41,7 +41,7 @@ def _run(image: tuple[Any, str], *command: str, entrypoint: str | None = None) -
 
 def test_runs_as_its_own_user_and_finds_code_and_schemas(image: tuple[Any, str]) -> None:
     check = (
-        "import os, services.store, services.projector;"
+        "import os, goaicore_store, goaicore_projector;"
         "from goaicore.records.avro.schemas import schemas_dir;"
         "print(os.getuid(), schemas_dir(), os.environ['GOAICORE_BROKER_PROFILE'])"
     )

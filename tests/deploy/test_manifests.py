@@ -99,7 +99,7 @@ def needed() -> dict[str, set[str]]:
 @pytest.fixture(scope="module")
 def routes(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     """The worker's HTTP route table, from the app itself (nothing is started)."""
-    from services.store import create_app
+    from goaicore_store import create_app
 
     settings = Settings(
         env={},

@@ -13,8 +13,8 @@ import pytest
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
 from goaicore.net import free_loopback_port
-from services.store.app import default_canonical_url
-from services.store.views import HEALTH_PATH, READY_PATH, readiness
+from goaicore_store.app import default_canonical_url
+from goaicore_store.views import HEALTH_PATH, READY_PATH, readiness
 from tests.deploy.processes import WebWorker, get
 
 

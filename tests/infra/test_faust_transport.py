@@ -8,8 +8,9 @@ from typing import Any
 import faust
 from faust.types import TP
 
+from goaicore.kafka.faust import register
 from goaicore.kafka.faust.embedded import EmbeddedConsumer
-from goaicore.kafka.faust.transport import SteadyConsumer, register
+from goaicore.kafka.faust.transport import SteadyConsumer
 
 EVENTS = TP("events", 0)
 CHANGELOG = TP("snapshots", 0)

@@ -20,7 +20,8 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.partitioner.default import murmur2
 
-from goaicore.kafka.faust.transport import SteadyProducer, register
+from goaicore.kafka.faust import register
+from goaicore.kafka.faust.transport import SteadyProducer
 from tests.brokers import SessionBroker
 
 PARTITIONS = 5

@@ -41,7 +41,7 @@ def test_event_publisher_chat_client_and_dead_letters_write_durably(topics: Sett
 
 @pytest.mark.parametrize("profile", ["standard", "embedded"])
 def test_the_store_workers_producer(settings: Settings, profile: str) -> None:
-    from services.store.app import create_app
+    from goaicore_store.app import create_app
 
     store = create_app(settings.with_overrides(broker_profile=profile))
     producer: Any = store.app.producer

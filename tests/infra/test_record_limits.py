@@ -62,7 +62,7 @@ def test_every_producer_and_topic_use_the_same_limit(limited: Settings) -> None:
     finally:
         producer.close()
 
-    from services.store.app import create_app
+    from goaicore_store.app import create_app
 
     store = create_app(limited, data_dir=limited.data_path / "app")
     assert store.app.conf.producer_max_request_size == expected

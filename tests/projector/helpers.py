@@ -16,9 +16,9 @@ from goaicore.devstack.worker_process import settings_env
 from goaicore.fold import fold
 from goaicore.kafka.connection import make_producer
 from goaicore.projection.db import connect
+from goaicore.projection.projector import Projector
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
 from goaicore.records.avro.api import encode_snapshot
-from services.projector import Projector
 
 
 def publish(

@@ -10,10 +10,11 @@ import pytest
 from goaicore.clients.deadletter import DeadLetter
 from goaicore.config import Settings
 from goaicore.projection import LATEST_VERSION, MIGRATIONS, connect, migrate
+from goaicore.projection.db import ForeignProjectionError, PositionConflictError
+from goaicore.projection.projector import Projector
 from goaicore.records import ConversationDeleted, UserMessage, new_event
 from goaicore.records.avro.api import encode_event
 from goaicore.replay.log_reader import read_to_end
-from services.projector import ForeignProjectionError, PositionConflictError, Projector
 from tests.projector.helpers import (
     ProjectorProcess,
     fold_logged,
@@ -300,9 +301,9 @@ def _wait_for_rows(
 def test_a_row_postgresql_refuses_is_set_aside_and_the_batch_goes_on(
     projection: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import services.projector.rows
+    import goaicore.projection.rows
 
-    monkeypatch.setattr(services.projector.rows, "clean", lambda text: text)  # let NUL through
+    monkeypatch.setattr(goaicore.projection.rows, "clean", lambda text: text)  # let NUL through
     publish(
         projection,
         [

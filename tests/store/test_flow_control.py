@@ -7,8 +7,8 @@ import asyncio
 from mode.utils.queues import FlowControlQueue
 
 from goaicore.config import Settings
-from services.store import create_app
-from services.store.flow_control import SteadyFlowControl
+from goaicore.kafka.faust.flow_control import SteadyFlowControl
+from goaicore_store import create_app
 
 
 def _queued(flow: SteadyFlowControl) -> FlowControlQueue[str]:

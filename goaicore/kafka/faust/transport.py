@@ -45,7 +45,6 @@ import time
 from typing import Any, ClassVar
 
 from aiokafka.errors import UnknownTopicOrPartitionError  # type: ignore[import-untyped]
-from faust.transport.drivers import TRANSPORTS
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP
 
@@ -146,11 +145,3 @@ class IdempotentProducer(SteadyProducer):
 class Transport(driver.Transport):
     Consumer = SteadyConsumer
     Producer: ClassVar[type[driver.Producer]] = IdempotentProducer
-
-
-def register() -> None:
-    """Make ``goaicore-kafka://`` (and ``goaicore-embedded://``) broker URLs resolvable."""
-    TRANSPORTS[SCHEME] = f"{__name__}:Transport"
-    from goaicore.kafka.faust import embedded
-
-    TRANSPORTS[embedded.SCHEME] = f"{embedded.__name__}:Transport"

@@ -49,7 +49,7 @@ from goaicore.records.validation import (
 )
 
 if TYPE_CHECKING:
-    from services.store.app import StoreApp
+    from goaicore_store.topology import StoreApp
 
 log = logging.getLogger(__name__)
 

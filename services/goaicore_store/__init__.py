@@ -1,5 +1,6 @@
 """The store worker (Faust): folds ``events`` into the ``snapshots`` table."""
 
-from services.store.app import StoreApp, create_app
+from goaicore_store.app import create_app
+from goaicore_store.topology import StoreApp
 
 __all__ = ["StoreApp", "create_app"]

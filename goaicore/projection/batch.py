@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from goaicore.fold.admission import Unfoldable, admit
+from goaicore.projection.rows import EventRow, SnapshotRow, event_row, snapshot_row
 from goaicore.records.avro.api import decode_snapshot
 from goaicore.records.avro.errors import DecodeError
-from services.projector.rows import EventRow, SnapshotRow, event_row, snapshot_row
 
 TopicPartitionKey = tuple[str, int]
 

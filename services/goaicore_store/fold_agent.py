@@ -16,7 +16,7 @@ from goaicore.fold.admission import Unfoldable, admit
 from goaicore.records import ConversationSnapshot, LogPosition
 
 if TYPE_CHECKING:
-    from services.store.app import StoreApp
+    from goaicore_store.topology import StoreApp
 
 log = logging.getLogger(__name__)
 

@@ -7,90 +7,43 @@ worker recovers its table from it. Offsets of ``events`` are committed after
 the table's changelog writes; an event seen again after a crash is at or
 below the snapshot's last position and changes nothing (the fold is idempotent).
 
-The chat agent (``services.store.chat_agent``) answers ``requests`` from the
-same table, and the HTTP views (``services.store.views``) serve it.
+The chat agent (``goaicore_store.chat_agent``) answers ``requests`` from the
+same table, and the HTTP views (``goaicore_store.views``) serve it. This module
+builds them all into a :class:`goaicore_store.topology.StoreApp`; they import
+only the topology, never this module.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
-from dataclasses import dataclass, field
-from functools import cached_property, partial
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import faust
 
-from goaicore.clients.deadletter import DeadLetter
 from goaicore.config import Settings
-from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
+from goaicore.conversation.providers.registry import Providers
+from goaicore.kafka.faust.flow_control import SteadyApp
+from goaicore.kafka.faust.recovery import SteadyTableManager
 from goaicore.kafka.limits import max_batch_bytes
 from goaicore.kafka.profile import client_profile, faust_broker_urls
 from goaicore.kafka.security import faust_credentials
 from goaicore.net import free_loopback_port
-from services.store.chat_agent import ChatAgent, ChatServices
-from services.store.codecs import SNAPSHOT_CODEC, register
-from services.store.flow_control import SteadyApp
-from services.store.fold_agent import fold_events
-from services.store.idempotency import REPLIES_CODEC, register_codec
-from services.store.llm import Providers
-from services.store.output_limits import OutputLimits
-from services.store.recovery_watchdog import SteadyTableManager
-from services.store.replies import ReplyWaiters
-from services.store.tools_registry import load_tools
-from services.store.turns import TurnSettings
-from services.store.views import register_views
-from services.store.watermarks import FoldProgress, HighWatermarks
+from goaicore_store.chat_agent import ChatAgent
+from goaicore_store.codecs import SNAPSHOT_CODEC, register
+from goaicore_store.fold_agent import fold_events
+from goaicore_store.idempotency import REPLIES_CODEC, register_codec
+from goaicore_store.output_limits import OutputLimits
+from goaicore_store.replies import ReplyWaiters
+from goaicore_store.tools_registry import load_tools
+from goaicore_store.topology import ChatServices, StoreApp, app_id
+from goaicore_store.turns import TurnSettings
+from goaicore_store.views import register_views
+from goaicore_store.watermarks import FoldProgress, HighWatermarks
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class StoreApp:
-    """The Faust app with handles on its topics and table, for tests and views."""
-
-    app: faust.App
-    settings: Settings
-    events: Any
-    snapshots: Any
-    dead_letters: Any
-    table: Any
-    web_port: int
-    requests: Any = None
-    replies: Any = None
-    replies_table: Any = None
-    progress: FoldProgress = field(default_factory=FoldProgress)
-    chat: ChatServices | None = None
-
-    @cached_property
-    def fold_policy(self) -> FoldPolicy:
-        """The fold's bounds: every snapshot fits under the configured record limit."""
-        return policy_for_record_limit(self.settings.record_limit)
-
-    @property
-    def web_url(self) -> str:
-        return f"http://127.0.0.1:{self.web_port}"
-
-    async def dead_letter(self, message: Any, reason: str, detail: str, force: bool = True) -> None:
-        """Set ``message`` aside on the dead-letter topic with the reason, and go on.
-
-        A record too large to send again with the reason beside it keeps a prefix
-        (see :class:`goaicore.clients.DeadLetter`).
-        """
-        letter = DeadLetter.of(
-            message, reason, detail, app_id(self.settings), self.settings.record_limit
-        )
-        log.warning(
-            "dead letter from %s[%d]@%d: %s",
-            message.topic,
-            message.partition,
-            message.offset,
-            reason,
-        )
-        await self.dead_letters.send(
-            key=letter.key, value=letter.value, headers=letter.headers(), force=force
-        )
 
 
 def keyed_table(app: faust.App, name: str, changelog: Any, codec: str, partitions: int) -> Any:
@@ -122,11 +75,6 @@ def log_topic(app: faust.App, settings: Settings, name: str, value_serializer: s
         partitions=settings.partition_count,
         internal=False,
     )
-
-
-def app_id(settings: Settings) -> str:
-    """The consumer group and Faust app id; one per topic prefix."""
-    return f"{settings.prefix}.store"
 
 
 def create_app(
@@ -171,13 +119,30 @@ def create_app(
     )
     events = log_topic(app, settings, "events")
     snapshots = log_topic(app, settings, "snapshots", SNAPSHOT_CODEC)
-    dead_letters = log_topic(app, settings, "dead-letters")
-    table = keyed_table(app, "snapshots", snapshots, SNAPSHOT_CODEC, partitions)
-    store = StoreApp(app, settings, events, snapshots, dead_letters, table, port)
-    _add_chat(store)
-
+    progress = FoldProgress()
+    store = StoreApp(
+        app=app,
+        settings=settings,
+        events=events,
+        snapshots=snapshots,
+        dead_letters=log_topic(app, settings, "dead-letters"),
+        requests=log_topic(app, settings, "requests"),
+        replies=log_topic(app, settings, "replies"),
+        table=keyed_table(app, "snapshots", snapshots, SNAPSHOT_CODEC, partitions),
+        replies_table=_replies_table(app, settings),
+        chat=_chat_services(settings, progress),
+        web_port=port,
+        progress=progress,
+    )
     app.agent(events, name="fold")(partial(fold_events, store))
+    app.agent(store.requests, name="chat")(ChatAgent(store, store.chat).consume)
+    watermarks = store.chat.watermarks
 
+    async def stop_watermarks(sender: Any, *args: Any, **kwargs: Any) -> None:
+        await watermarks.stop()
+
+    app.on_before_shutdown.connect(stop_watermarks)  # type: ignore[arg-type]
+    register_views(store)
     return store
 
 
@@ -192,15 +157,14 @@ def _replication(settings: Settings) -> int:
     return 1 if settings.embedded_broker or factor < 1 else factor
 
 
-def _add_chat(store: StoreApp) -> None:
-    """The chat agent on ``requests``, its replies table, and the HTTP views."""
-    app, settings = store.app, store.settings
+def _replies_table(app: faust.App, settings: Settings) -> Any:
+    """Recent replies per conversation, for idempotent requests (see idempotency.py).
+
+    Keyed by conversation id and partitioned like every topic, so a conversation's
+    replies recover on the worker that owns the conversation.
+    """
     partitions = settings.partition_count
-    store.requests = log_topic(app, settings, "requests")
-    store.replies = log_topic(app, settings, "replies")
-    # Keyed by conversation id and partitioned like every topic, so a conversation's
-    # replies recover on the worker that owns the conversation (see idempotency.py).
-    replies_changelog = app.topic(
+    changelog = app.topic(
         f"{app_id(settings)}-replies-changelog",
         key_serializer="raw",
         value_serializer=REPLIES_CODEC,
@@ -210,13 +174,17 @@ def _add_chat(store: StoreApp) -> None:
         allow_empty=True,
         config={"max.message.bytes": str(max_batch_bytes(settings))},
     )
-    store.replies_table = keyed_table(app, "replies", replies_changelog, REPLIES_CODEC, partitions)
+    return keyed_table(app, "replies", changelog, REPLIES_CODEC, partitions)
+
+
+def _chat_services(settings: Settings, progress: FoldProgress) -> ChatServices:
+    """The chat agent's LLM providers, tools, limits and progress handles."""
     assert settings.turn_timeout is not None
     assert settings.context_tokens is not None
     assert settings.chat_concurrency is not None
     assert settings.read_wait is not None
     limits = OutputLimits.for_record_limit(settings.record_limit)
-    store.chat = ChatServices(
+    return ChatServices(
         providers=Providers(settings),
         registry=load_tools(settings.tools or ""),
         turn=TurnSettings(
@@ -225,20 +193,10 @@ def _add_chat(store: StoreApp) -> None:
             context_tokens=settings.context_tokens,
             max_tool_result_bytes=limits.tool_result_bytes,
         ),
-        progress=store.progress,
+        progress=progress,
         watermarks=HighWatermarks(settings),
         waiters=ReplyWaiters(),
         concurrency=settings.chat_concurrency,
         read_wait=settings.read_wait,
         limits=limits,
     )
-    agent = ChatAgent(store, store.chat)
-    watermarks = store.chat.watermarks
-
-    async def stop_watermarks(sender: Any, *args: Any, **kwargs: Any) -> None:
-        await watermarks.stop()
-
-    app.on_before_shutdown.connect(stop_watermarks)  # type: ignore[arg-type]
-
-    app.agent(store.requests, name="chat")(agent.consume)
-    register_views(store)

@@ -12,7 +12,7 @@ For each request (see :class:`ChatAgent`):
    publish the reply, and only then acknowledge the request's offset.
 
 Requests are read from a no-ack stream and dispatched per conversation
-(:mod:`services.store.dispatch`); Faust commits a partition's offset only up
+(:mod:`goaicore_store.dispatch`); Faust commits a partition's offset only up
 to the first request not yet finished, so a crash redelivers exactly the
 unfinished ones.
 """
@@ -22,42 +22,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from goaicore.conversation.tools import Tool
 from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyStatus
 from goaicore.records.avro.api import decode_chat_request, encode_chat_reply, encode_event
 from goaicore.records.avro.errors import DecodeError
-from services.store.dispatch import KeyedDispatcher
-from services.store.idempotency import RecentReplies, recover_from_log
-from services.store.llm import Providers
-from services.store.output_limits import OutputLimits
-from services.store.replies import ReplyWaiters
-from services.store.turns import TurnOutcome, TurnSettings, failure, run_request
-from services.store.watermarks import FoldProgress, HighWatermarks
+from goaicore_store.dispatch import KeyedDispatcher
+from goaicore_store.idempotency import RecentReplies, recover_from_log
+from goaicore_store.turns import TurnOutcome, failure, run_request
 
 if TYPE_CHECKING:
-    from services.store.app import StoreApp
+    from goaicore_store.topology import ChatServices, StoreApp
 
 log = logging.getLogger(__name__)
 
 SEND_ATTEMPTS = 5
-
-
-@dataclass
-class ChatServices:
-    """What the chat agent uses besides the Faust app: LLM, tools, turn limits, progress."""
-
-    providers: Providers
-    registry: dict[str, Tool]
-    turn: TurnSettings
-    progress: FoldProgress
-    watermarks: HighWatermarks
-    waiters: ReplyWaiters
-    concurrency: int
-    read_wait: float
-    limits: OutputLimits
 
 
 class ChatAgent:

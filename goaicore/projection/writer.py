@@ -15,9 +15,9 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from goaicore.projection.batch import Batch, TopicPartitionKey
 from goaicore.projection.db import Connection, ForeignProjectionError, PositionConflictError
-from services.projector.batch import Batch, TopicPartitionKey
-from services.projector.rows import (
+from goaicore.projection.rows import (
     EVENT_COLUMNS,
     SNAPSHOT_COLUMNS,
     EventRow,

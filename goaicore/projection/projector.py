@@ -26,10 +26,10 @@ import psycopg
 from goaicore.clients.deadletter import DeadLetterWriter
 from goaicore.config import Settings
 from goaicore.kafka.connection import make_consumer, topic_partitions
+from goaicore.projection.batch import Rejected, TopicPartitionKey, build_batch
 from goaicore.projection.db import Connection, PositionConflictError, connect, lock_key
 from goaicore.projection.migrations import migrate
-from services.projector.batch import Rejected, TopicPartitionKey, build_batch
-from services.projector.writer import load_positions, write_batch
+from goaicore.projection.writer import load_positions, write_batch
 
 log = logging.getLogger(__name__)
 

@@ -1,1 +1,0 @@
-"""The deployable stream processors built on the goaicore package."""

@@ -1,0 +1,96 @@
+"""The store worker's parts, built once by :func:`goaicore_store.app.create_app`.
+
+The agents and the views receive a :class:`StoreApp` and import only this
+module, so the worker's modules import one way: ``app`` builds, the rest use.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import faust
+from faust.types import TableT, TopicT
+
+from goaicore.clients.deadletter import DeadLetter
+from goaicore.config import Settings
+from goaicore.conversation.providers.registry import Providers
+from goaicore.conversation.tools import Tool
+from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
+from goaicore.records import ConversationSnapshot
+from goaicore_store.idempotency import RecentReplies
+from goaicore_store.output_limits import OutputLimits
+from goaicore_store.replies import ReplyWaiters
+from goaicore_store.turns import TurnSettings
+from goaicore_store.watermarks import FoldProgress, HighWatermarks
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ChatServices:
+    """What the chat agent uses besides the Faust app: LLM, tools, turn limits, progress."""
+
+    providers: Providers
+    registry: dict[str, Tool]
+    turn: TurnSettings
+    progress: FoldProgress
+    watermarks: HighWatermarks
+    waiters: ReplyWaiters
+    concurrency: int
+    read_wait: float
+    limits: OutputLimits
+
+
+@dataclass
+class StoreApp:
+    """The Faust app with its topics, its two tables and the chat agent's services."""
+
+    app: faust.App
+    settings: Settings
+    events: TopicT
+    snapshots: TopicT
+    dead_letters: TopicT
+    requests: TopicT
+    replies: TopicT
+    table: TableT[bytes, ConversationSnapshot]  # its changelog is the snapshots topic
+    replies_table: TableT[bytes, RecentReplies]
+    chat: ChatServices
+    web_port: int
+    progress: FoldProgress = field(default_factory=FoldProgress)
+
+    @cached_property
+    def fold_policy(self) -> FoldPolicy:
+        """The fold's bounds: every snapshot fits under the configured record limit."""
+        return policy_for_record_limit(self.settings.record_limit)
+
+    @property
+    def web_url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    async def dead_letter(self, message: Any, reason: str, detail: str, force: bool = True) -> None:
+        """Set ``message`` aside on the dead-letter topic with the reason, and go on.
+
+        A record too large to send again with the reason beside it keeps a prefix
+        (see :class:`goaicore.clients.DeadLetter`).
+        """
+        letter = DeadLetter.of(
+            message, reason, detail, app_id(self.settings), self.settings.record_limit
+        )
+        log.warning(
+            "dead letter from %s[%d]@%d: %s",
+            message.topic,
+            message.partition,
+            message.offset,
+            reason,
+        )
+        await self.dead_letters.send(
+            key=letter.key, value=letter.value, headers=letter.headers(), force=force
+        )
+
+
+def app_id(settings: Settings) -> str:
+    """The consumer group and Faust app id; one per topic prefix."""
+    return f"{settings.prefix}.store"

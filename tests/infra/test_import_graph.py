@@ -1,0 +1,130 @@
+"""The import graph: goaicore never imports the services, and no module imports itself back.
+
+Every import counts, at module level or inside a function, typing-only or not:
+a cycle through a lazy import is still a knot a reader has to untie.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICES = ROOT / "services"
+SERVICE_PACKAGES = tuple(sorted(p.name for p in SERVICES.iterdir() if (p / "__init__.py").exists()))
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted name -> file, for goaicore and every service package."""
+    found: dict[str, Path] = {}
+    roots = [(ROOT, ROOT / "goaicore")] + [(SERVICES, SERVICES / p) for p in SERVICE_PACKAGES]
+    for base, package in roots:
+        for path in package.rglob("*.py"):
+            parts = list(path.relative_to(base).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
+    """The modules ``name`` imports: a submodule when one is named, else its package."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                yield sub if sub in modules else base
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the modules of goaicore and the services it imports."""
+    modules = _modules()
+    return {
+        name: {t for t in _imports(name, path, modules) if t in modules and t != name}
+        for name, path in modules.items()
+    }
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_services_are_packages_with_names_of_their_own() -> None:
+    assert SERVICE_PACKAGES == ("goaicore_projector", "goaicore_store")
+    assert not (SERVICES / "__init__.py").exists()  # services/ is a folder, not a package
+
+
+def test_goaicore_never_imports_a_service() -> None:
+    modules = _modules()
+    offending = [
+        f"{name} imports {target}"
+        for name, path in modules.items()
+        if name.startswith("goaicore.") or name == "goaicore"
+        for target in _imports(name, path, modules)
+        if target.split(".")[0] in (*SERVICE_PACKAGES, "services")
+    ]
+    assert offending == []
+
+
+def test_no_module_imports_the_services_folder() -> None:
+    modules = _modules()
+    imported = {t for name, path in modules.items() for t in _imports(name, path, modules)}
+    assert not any(t == "services" or t.startswith("services.") for t in imported)
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(graph) == [["a", "b", "c"]]
