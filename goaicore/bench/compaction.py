@@ -40,6 +40,7 @@ from goaicore.conversation.compaction import (
 from goaicore.conversation.messages import Message
 from goaicore.conversation.providers.base import STOP, Completion, CompletionRequest
 from goaicore.conversation.providers.offline import OfflineProvider
+from goaicore.conversation.providers.registry import assistant_message
 from goaicore.conversation.tools import tool
 from goaicore.conversation.usage import Usage
 
@@ -110,7 +111,7 @@ class ExtractiveSummarizer:
 
     async def complete(self, request: CompletionRequest) -> Completion:
         text = " ".join(request.messages[-1].text.split()[: self.words])
-        message = Message.from_provider("offline", {"role": "assistant", "content": text})
+        message = assistant_message("offline", {"role": "assistant", "content": text})
         return Completion(message, STOP, STOP, Usage.of_call(0, 0), self.model)
 
 

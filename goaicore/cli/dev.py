@@ -123,7 +123,7 @@ def _show_chat_session(console: Console, stack: LocalStack) -> None:
     """Play the scripted game session through the worker's HTTP API and show it."""
     from rich.markup import escape
 
-    from goaicore.conversation.providers.registry import Providers
+    from goaicore.conversation.providers.choice import Providers
 
     assert stack.info is not None
     label = Providers(stack.settings).label

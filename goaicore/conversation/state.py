@@ -16,10 +16,12 @@ import logging
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from goaicore.conversation.errors import InvalidHistoryError
-from goaicore.conversation.messages import Message
+from goaicore.conversation.messages import ROLES, Content, JSONDict, Message, Role, ToolCall
+from goaicore.conversation.providers.registry import assistant_message
+from goaicore.conversation.providers.wire import string
 from goaicore.conversation.validation import validate_history
 
 STATE_FORMAT = "goaicore.conversation.state"
@@ -66,7 +68,7 @@ def encode_state(
         "format": STATE_FORMAT,
         "version": STATE_VERSION,
         "provider": provider,
-        "messages": [m.to_json() for m in messages],
+        "messages": [message_to_json(m) for m in messages],
     }
     data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
     if gzip_threshold is not None and len(data) > gzip_threshold:
@@ -152,7 +154,7 @@ def _decode(
     messages: list[Message] = []
     for i, item in enumerate(raw_messages):
         try:
-            messages.append(Message.from_json(item))
+            messages.append(message_from_json(item))
         except (ValueError, TypeError, AttributeError) as exc:
             raise _Reset("unreadable_message", f"message {i}: {exc}") from None
     converted_from = None
@@ -177,3 +179,69 @@ def _gunzip(data: bytes) -> bytes:
     if not inflater.eof:
         raise _Reset("invalid_bytes", "truncated gzip data")
     return out
+
+
+def message_to_json(message: Message) -> JSONDict:
+    """A message's stored form: raw JSON for provider messages, neutral fields otherwise."""
+    if message.raw is not None:
+        return {"role": message.role, "provider": message.provider, "raw": message.raw}
+    out: JSONDict = {"role": message.role}
+    if message.content is not None:
+        out["content"] = message.content
+    else:
+        out["text"] = message.text
+    if message.tool_calls:
+        out["tool_calls"] = [c.to_json() for c in message.tool_calls]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        out["name"] = message.name
+    if message.is_error:
+        out["is_error"] = True
+    return out
+
+
+def message_from_json(data: Any) -> Message:
+    """Read a stored message back; raises ``ValueError`` when it is not a message."""
+    if not isinstance(data, dict):
+        raise ValueError("a message must be a JSON object")
+    role = data.get("role")
+    if role not in ROLES:
+        raise ValueError(f"unknown message role {role!r}")
+    if "raw" in data:
+        provider, raw = data.get("provider"), data["raw"]
+        if role != "assistant" or not isinstance(provider, str) or not isinstance(raw, dict):
+            raise ValueError("a raw message needs role assistant, a provider and an object")
+        return assistant_message(provider, raw)
+    content = data.get("content")
+    if content is not None:
+        if not isinstance(content, str | list) or role != "user":
+            raise ValueError("only a user message carries content parts")
+        if isinstance(content, list) and not all(isinstance(p, dict) for p in content):
+            raise ValueError("content parts must be objects")
+        return Message.user(cast("Content", content))
+    calls = data.get("tool_calls", [])
+    if not isinstance(calls, list):
+        raise ValueError("tool_calls must be a list")
+    return Message(
+        role=cast("Role", role),
+        text=string(data.get("text", ""), "text"),
+        tool_calls=tuple(_tool_call_from_json(c) for c in calls),
+        tool_call_id=_optional_string(data.get("tool_call_id"), "tool_call_id"),
+        name=_optional_string(data.get("name"), "name"),
+        is_error=data.get("is_error") is True,
+    )
+
+
+def _tool_call_from_json(data: Any) -> ToolCall:
+    if not isinstance(data, dict):
+        raise ValueError("a tool call must be an object")
+    return ToolCall(
+        id=string(data.get("id"), "tool call id"),
+        name=string(data.get("name"), "tool name"),
+        arguments=string(data.get("arguments"), "arguments"),
+    )
+
+
+def _optional_string(value: Any, what: str) -> str | None:
+    return None if value is None else string(value, what)

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from goaicore.conversation.errors import InvalidHistoryError
 from goaicore.conversation.messages import ROLES, Message
+from goaicore.conversation.providers.registry import wire_for
 
 
 class _Named(Protocol):
@@ -25,52 +26,50 @@ def validate_history(messages: Sequence[Message], provider: str | _Named) -> Non
     Rules for every provider: roles are known; every tool call of an assistant message is
     answered exactly once by the tool messages that directly follow it, before any other
     message; no tool result answers a call that is not pending; tool call ids within one
-    message are distinct. Anthropic also needs the first turn to be a user turn, no two
-    assistant turns in a row and no empty user text (context and tool results render as
-    user turns there). The empty history is valid.
+    message are distinct. Then the provider's own rules (its wire's ``check``; Anthropic,
+    for one, needs the first turn to be a user turn). The first message that breaks any
+    rule is reported. The empty history is valid.
     """
     name = provider if isinstance(provider, str) else provider.name
+    common = _common_violation(messages)
+    own = wire_for(name).check(messages)
+    # The earliest message that breaks a rule; a common rule first at the same message,
+    # and an unanswered call (found only at the end) after every message's own rules.
+    found = [v for v in (common, (own[0], own[0], own[1]) if own else None) if v is not None]
+    if found:
+        _, position, reason = min(found, key=lambda v: v[0])
+        raise InvalidHistoryError(position, reason, provider=name)
 
-    def fail(position: int, reason: str) -> InvalidHistoryError:
-        return InvalidHistoryError(position, reason, provider=name)
+
+def _common_violation(messages: Sequence[Message]) -> tuple[int, int, str] | None:
+    """The first break of a common rule: (message where found, position reported, reason)."""
+
+    def fail(position: int, reason: str, found_at: int | None = None) -> tuple[int, int, str]:
+        return (position if found_at is None else found_at), position, reason
 
     pending: dict[str, int] = {}  # tool call id -> position of the assistant message
-    previous_turn: str | None = None  # "user" or "assistant", as rendered for Anthropic
     for i, m in enumerate(messages):
         if m.role not in ROLES:
-            raise fail(i, f"unknown role {m.role!r}")
+            return fail(i, f"unknown role {m.role!r}")
         if m.role == "tool":
             if not m.tool_call_id:
-                raise fail(i, "tool result without a tool_call_id")
+                return fail(i, "tool result without a tool_call_id")
             if m.tool_call_id not in pending:
-                raise fail(i, f"tool result {m.tool_call_id!r} answers no pending tool call")
+                return fail(i, f"tool result {m.tool_call_id!r} answers no pending tool call")
             del pending[m.tool_call_id]
         elif pending:
             call_id, at = next(iter(pending.items()))
-            raise fail(i, f"tool call {call_id!r} of message {at} is not answered before this")
+            return fail(i, f"tool call {call_id!r} of message {at} is not answered before this")
         if m.role == "assistant":
             seen: set[str] = set()
             for call in m.tool_calls:
                 if not call.id or not call.name:
-                    raise fail(i, "tool call without an id or a name")
+                    return fail(i, "tool call without an id or a name")
                 if call.id in seen:
-                    raise fail(i, f"tool call id {call.id!r} used twice in one message")
+                    return fail(i, f"tool call id {call.id!r} used twice in one message")
                 seen.add(call.id)
                 pending[call.id] = i
-        if name != "anthropic":
-            continue
-        if m.role == "assistant":
-            if m.provider == "anthropic" and m.raw is not None and not m.raw.get("content"):
-                continue  # an empty reply is not rendered
-            if previous_turn is None:
-                raise fail(i, "the first turn must be a user turn")
-            if previous_turn == "assistant":
-                raise fail(i, "two assistant turns in a row")
-            previous_turn = "assistant"
-        else:
-            if m.role in ("user", "system") and not m.text and not m.content:
-                raise fail(i, f"empty {m.role} message")
-            previous_turn = "user"
     if pending:
         call_id, at = next(iter(pending.items()))
-        raise fail(at, f"tool call {call_id!r} is never answered")
+        return fail(at, f"tool call {call_id!r} is never answered", found_at=len(messages))
+    return None

@@ -24,7 +24,7 @@ from typing import Any
 import faust
 
 from goaicore.config import Settings
-from goaicore.conversation.providers.registry import Providers
+from goaicore.conversation.providers.choice import Providers
 from goaicore.kafka.faust.flow_control import SteadyApp
 from goaicore.kafka.faust.recovery import SteadyTableManager
 from goaicore.kafka.limits import max_batch_bytes

@@ -16,7 +16,7 @@ from faust.types import TableT, TopicT
 
 from goaicore.clients.deadletter import DeadLetter
 from goaicore.config import Settings
-from goaicore.conversation.providers.registry import Providers
+from goaicore.conversation.providers.choice import Providers
 from goaicore.conversation.tools import Tool
 from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
 from goaicore.records import ConversationSnapshot

@@ -40,9 +40,13 @@ from goaicore.conversation.errors import (
 )
 from goaicore.conversation.messages import Message as ChatMessage
 from goaicore.conversation.providers.base import Completion, Provider
+from goaicore.conversation.snapshot_messages import (
+    UnreadableMessage,
+    to_chat_messages,
+    to_event_body,
+)
 from goaicore.conversation.tools import Tool
 from goaicore.conversation.usage import Usage as TurnUsage
-from goaicore.fold.history import UnreadableMessage, to_chat_messages, to_event_body
 from goaicore.records import (
     AssistantTurn,
     ChatReply,

@@ -9,10 +9,10 @@ import pytest
 
 from goaicore.config import Settings
 from goaicore.conversation.providers import OfflineProvider
-from goaicore.conversation.providers.registry import Providers
+from goaicore.conversation.providers.choice import Providers
+from goaicore.conversation.snapshot_messages import to_chat_messages
 from goaicore.conversation.validation import validate_history
 from goaicore.fold import fold
-from goaicore.fold.history import to_chat_messages
 from goaicore.records import (
     AssistantTurn,
     ChatRequest,

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from goaicore import InvalidHistoryError, Message, ToolCall, validate_history
 from goaicore.conversation.providers import OfflineProvider
+from goaicore.conversation.providers.registry import assistant_message
 
 from .strategies import valid_histories
 
@@ -74,7 +75,7 @@ def test_anthropic_role_order(history: list[Message], position: int) -> None:
 
 
 def test_anthropic_context_first_is_a_user_turn_and_empty_replies_are_skipped() -> None:
-    empty = Message.from_provider("anthropic", {"role": "assistant", "content": []})
+    empty = assistant_message("anthropic", {"role": "assistant", "content": []})
     history = [Message.context("event"), Message.user("q"), empty, Message.assistant("a")]
     validate_history(history, "anthropic")
 

@@ -9,6 +9,7 @@ import pytest
 
 from goaicore import Chat, Message, tool
 from goaicore.conversation.providers import OFFLINE_MODEL, OFFLINE_PREFIX, OfflineProvider
+from goaicore.conversation.state import message_to_json
 
 
 @tool
@@ -87,7 +88,7 @@ async def test_is_deterministic() -> None:
         state = chat.append_to_state(None, "Player checked in")
         for text in ["hi", "get_score team Leeds", "bye"]:
             state = (await chat.achat_with_state(state, user=text, tools=[get_score])).state
-        return [m.to_json() for m in chat.read_state(state).messages]
+        return [message_to_json(m) for m in chat.read_state(state).messages]
 
     assert await run() == await run()
 

@@ -9,7 +9,10 @@ from typing import Any
 from hypothesis import given, settings
 
 from goaicore import Message, ToolCall
-from goaicore.conversation.render import CONTEXT_PREFIX, render_anthropic, render_openai
+from goaicore.conversation.providers.anthropic import CONTEXT_PREFIX
+from goaicore.conversation.providers.anthropic import render as render_anthropic
+from goaicore.conversation.providers.openai import render as render_openai
+from goaicore.conversation.providers.registry import assistant_message
 
 from .strategies import valid_histories
 
@@ -28,7 +31,7 @@ ANTHROPIC_RAW: dict[str, Any] = {
 def test_openai_sends_own_raw_verbatim_and_context_as_system() -> None:
     history = [
         Message.user("hello"),
-        Message.from_provider("openai", copy.deepcopy(OPENAI_RAW)),
+        assistant_message("openai", copy.deepcopy(OPENAI_RAW)),
         Message.context("Player checked in"),
     ]
     rendered = render_openai(history)
@@ -39,7 +42,7 @@ def test_openai_sends_own_raw_verbatim_and_context_as_system() -> None:
 def test_openai_renders_other_providers_messages_from_the_neutral_view() -> None:
     raw = copy.deepcopy(ANTHROPIC_RAW)
     raw["content"].append({"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}})
-    history = [Message.user("q"), Message.from_provider("anthropic", raw)]
+    history = [Message.user("q"), assistant_message("anthropic", raw)]
     history.append(Message.tool_result("t1", "42", name="f"))
     rendered = render_openai(history)
     assert rendered[1] == {
@@ -87,7 +90,7 @@ def test_anthropic_batches_one_steps_results_and_merges_context() -> None:
 def test_anthropic_marks_error_results_and_skips_empty_replies() -> None:
     history = [
         Message.user("a"),
-        Message.from_provider("anthropic", {"role": "assistant", "content": []}),
+        assistant_message("anthropic", {"role": "assistant", "content": []}),
         Message.user("b"),
         Message.assistant("", [ToolCall("t", "f", "not json")]),
         Message.tool_result("t", "error: bad", name="f", is_error=True),

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goaicore import Message, ToolCall
+from goaicore.conversation.providers.registry import assistant_message
 from goaicore.conversation.state import (
     DEFAULT_GZIP_THRESHOLD,
     GZIP_MAGIC,
@@ -34,7 +35,7 @@ OPENAI_RAW: dict[str, Any] = {
 def history(n: int = 1) -> list[Message]:
     out: list[Message] = []
     for i in range(n):
-        out += [Message.user(f"question {i}"), Message.from_provider("openai", dict(OPENAI_RAW))]
+        out += [Message.user(f"question {i}"), assistant_message("openai", dict(OPENAI_RAW))]
     return out
 
 
@@ -124,7 +125,7 @@ def test_non_bytes_input_does_not_raise() -> None:
 def test_convert_keeps_the_neutral_history_without_private_fields() -> None:
     messages = [
         Message.user("q"),
-        Message.from_provider(
+        assistant_message(
             "openai",
             {
                 "role": "assistant",
@@ -136,7 +137,7 @@ def test_convert_keeps_the_neutral_history_without_private_fields() -> None:
             },
         ),
         Message.tool_result("c", "ok", name="f"),
-        Message.from_provider("openai", dict(OPENAI_RAW)),
+        assistant_message("openai", dict(OPENAI_RAW)),
     ]
     state = encode_state(messages, "openai")
     decoded = decode_state(state, "anthropic", on_provider_mismatch="convert")

@@ -6,8 +6,8 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from goaicore.conversation.messages import Message
+from goaicore.conversation.snapshot_messages import to_chat_messages, to_event_body
 from goaicore.fold import fold, fold_all
-from goaicore.fold.history import to_chat_messages, to_event_body
 from goaicore.records import (
     AssistantTurn,
     CompactionApplied,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from goaicore.conversation.snapshot_messages import to_chat_messages
 from goaicore.conversation.validation import validate_history
 from goaicore.fold import FoldPolicy, fold, fold_all
-from goaicore.fold.history import to_chat_messages
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
 from tests.fold.conversations import conversation_log
 from tests.records.records_strategies import events as any_events

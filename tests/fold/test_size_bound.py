@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from goaicore.conversation.snapshot_messages import to_chat_messages
 from goaicore.conversation.validation import validate_history
 from goaicore.fold import fold, fold_all
-from goaicore.fold.history import to_chat_messages
 from goaicore.fold.policy import (
     MIN_SNAPSHOT_BYTES,
     VERSION_1_POLICY,

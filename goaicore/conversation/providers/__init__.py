@@ -1,25 +1,15 @@
 """LLM providers: OpenAI (and compatible servers), Anthropic, and an offline model.
 
-The SDK-backed providers are imported on first use, so that ``import goaicore`` does not
-pay for loading both SDKs (about a second) in processes that never call them.
+One file per provider owns its whole wire mapping (render, parse, rules, finish
+reasons, errors); ``registry`` lists them. The SDKs are imported when a provider is
+built, so that ``import goaicore`` never pays for loading them (about a second), and
+a missing SDK names the extra that installs it.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
-
+from goaicore.conversation.providers.anthropic import AnthropicProvider
 from goaicore.conversation.providers.base import Completion, CompletionRequest, Provider
 from goaicore.conversation.providers.offline import OFFLINE_MODEL, OFFLINE_PREFIX, OfflineProvider
-
-if TYPE_CHECKING:
-    from goaicore.conversation.providers.anthropic import AnthropicProvider
-    from goaicore.conversation.providers.openai import OpenAIProvider
-
-_LAZY = {
-    "OpenAIProvider": "goaicore.conversation.providers.openai",
-    "AnthropicProvider": "goaicore.conversation.providers.anthropic",
-}
+from goaicore.conversation.providers.openai import OpenAIProvider
 
 __all__ = [
     "OFFLINE_MODEL",
@@ -31,11 +21,3 @@ __all__ = [
     "OpenAIProvider",
     "Provider",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

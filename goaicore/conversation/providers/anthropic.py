@@ -1,18 +1,27 @@
-"""AnthropicProvider: the messages API through the official ``anthropic`` SDK.
+"""Anthropic's messages API: the wire format and the provider.
 
-The stored assistant message is ``{"role": "assistant", "content": [blocks]}`` with the
-response's blocks untouched (thinking blocks, citations, block types this library does
-not know), sent back verbatim on the next turn as the API requires for thinking.
+Wire: user and assistant turns that alternate. An assistant message that came from
+Anthropic goes back as its raw ``{"role": "assistant", "content": [blocks]}``, verbatim
+(thinking blocks, citations, block types this library does not know), as the API
+requires for thinking. Anthropic has only a top-level system prompt, so context
+messages (role ``system`` inside the history) render as user text labelled
+``[context]``, merged into the neighbouring user turn; tool results of one step are
+batched into one user message of ``tool_result`` blocks, placed before any text of that
+user turn. Its own rules: the first turn is a user turn, no two assistant turns in a
+row, no empty user text.
+
+Provider: the official ``anthropic`` SDK (the ``anthropic`` extra), imported when a
+provider is built.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import anthropic
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from goaicore.conversation.errors import ProviderError
-from goaicore.conversation.messages import JSONDict, Message
+from goaicore.conversation.messages import JSONDict, Message, ToolCall, arguments_json
 from goaicore.conversation.providers.base import (
     CONTENT_FILTER,
     CONTEXT_LENGTH,
@@ -22,12 +31,21 @@ from goaicore.conversation.providers.base import (
     Completion,
     CompletionRequest,
     PerLoopClients,
+    Provider,
     raw_response_json,
 )
-from goaicore.conversation.render import render_anthropic
+from goaicore.conversation.providers.wire import ProviderSpec, Violation, Wire, string
 from goaicore.conversation.usage import Usage, as_int
+from goaicore.extras import require
 
-_FINISH = {
+if TYPE_CHECKING:
+    import anthropic
+
+    from goaicore.config import Settings
+
+CONTEXT_PREFIX = "[context] "
+
+FINISH_REASONS = {
     "end_turn": STOP,
     "stop_sequence": STOP,
     "tool_use": TOOL_CALLS,
@@ -35,6 +53,115 @@ _FINISH = {
     "refusal": CONTENT_FILTER,
     "model_context_window_exceeded": CONTEXT_LENGTH,
 }
+
+
+def render(messages: Sequence[Message]) -> list[JSONDict]:
+    """The ``messages`` list of an Anthropic request: user/assistant turns that alternate."""
+    out: list[JSONDict] = []
+    for m in messages:
+        if m.role == "assistant":
+            if m.raw is not None and m.provider == "anthropic":
+                if m.raw.get("content"):  # an empty reply cannot be sent back
+                    out.append(m.raw)
+                continue
+            blocks: list[JSONDict] = []
+            if m.text:
+                blocks.append({"type": "text", "text": m.text})
+            for c in m.tool_calls:
+                blocks.append(
+                    {"type": "tool_use", "id": c.id, "name": c.name, "input": _input(c.arguments)}
+                )
+            if blocks:
+                out.append({"role": "assistant", "content": blocks})
+            continue
+        if m.role == "tool":
+            block: JSONDict = {"type": "tool_result", "tool_use_id": m.tool_call_id}
+            if m.text:  # an empty result is sent without content, as the API documents
+                block["content"] = m.text
+            if m.is_error:
+                block["is_error"] = True
+            user_blocks = [block]
+        elif m.role == "system":
+            user_blocks = [{"type": "text", "text": CONTEXT_PREFIX + m.text}]
+        elif isinstance(m.content, list):
+            user_blocks = [_part(p) for p in m.content]
+        else:
+            user_blocks = [{"type": "text", "text": m.text}]
+        if out and out[-1]["role"] == "user":
+            out[-1]["content"].extend(user_blocks)
+        else:
+            out.append({"role": "user", "content": user_blocks})
+    return out
+
+
+def parse(raw: Mapping[str, Any]) -> tuple[str, tuple[ToolCall, ...]]:
+    """The text and tool calls of a messages-API assistant message (other blocks kept raw)."""
+    blocks = raw.get("content")
+    if isinstance(blocks, str):
+        return blocks, ()
+    if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
+        raise ValueError("anthropic content must be a list of blocks")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in blocks:
+        if block.get("type") == "text":
+            texts.append(string(block.get("text"), "text"))
+        elif block.get("type") == "tool_use":
+            calls.append(
+                ToolCall(
+                    id=string(block.get("id"), "tool_use id"),
+                    name=string(block.get("name"), "tool name"),
+                    arguments=arguments_json(block.get("input", {})),
+                )
+            )
+    return "".join(texts), tuple(calls)
+
+
+def check(messages: Sequence[Message]) -> Violation:
+    """Anthropic's own rules, on the turns as :func:`render` makes them."""
+    previous_turn: str | None = None  # "user" or "assistant"
+    for i, m in enumerate(messages):
+        if m.role == "assistant":
+            if m.provider == "anthropic" and m.raw is not None and not m.raw.get("content"):
+                continue  # an empty reply is not rendered
+            if previous_turn is None:
+                return i, "the first turn must be a user turn"
+            if previous_turn == "assistant":
+                return i, "two assistant turns in a row"
+            previous_turn = "assistant"
+        else:
+            if m.role in ("user", "system") and not m.text and not m.content:
+                return i, f"empty {m.role} message"
+            previous_turn = "user"
+    return None
+
+
+def _input(arguments: str) -> Any:
+    """Tool-use input from JSON arguments; the API requires an object."""
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _part(part: JSONDict) -> JSONDict:
+    """A content part in Anthropic's shape (an OpenAI image_url becomes an image block)."""
+    if part.get("type") == "image_url" and isinstance(part.get("image_url"), dict):
+        url = str(part["image_url"].get("url", ""))
+        if url.startswith("data:") and ";base64," in url:
+            media_type, data = url[len("data:") :].split(";base64,", 1)
+            return {
+                "type": "image",
+                "source": {"type": "base64", "media_type": media_type, "data": data},
+            }
+        return {"type": "image", "source": {"type": "url", "url": url}}
+    return part
+
+
+WIRE = Wire(
+    name="anthropic", render=render, parse=parse, check=check, finish_reasons=FINISH_REASONS
+)
 
 
 class AnthropicProvider:
@@ -57,15 +184,19 @@ class AnthropicProvider:
         temperature: float | None = None,
         extra_body: JSONDict | None = None,
     ) -> None:
+        sdk = require("anthropic", "anthropic")
         self.model = model
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.extra_body = dict(extra_body or {})
+        self._status_error: type[Exception] = sdk.APIStatusError
+        self._connection_error: type[Exception] = sdk.APIConnectionError
 
         def factory() -> anthropic.AsyncAnthropic:
-            return anthropic.AsyncAnthropic(
+            client: anthropic.AsyncAnthropic = sdk.AsyncAnthropic(
                 api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
             )
+            return client
 
         self._clients = PerLoopClients(factory, first=factory())
 
@@ -74,7 +205,7 @@ class AnthropicProvider:
         body: JSONDict = {
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "messages": render_anthropic(request.messages),
+            "messages": render(request.messages),
         }
         if request.system:
             body["system"] = [{"type": "text", "text": s} for s in request.system]
@@ -91,8 +222,7 @@ class AnthropicProvider:
     def parse_response(self, data: Any) -> Completion:
         """The completion in a messages-API response body."""
         try:
-            raw: JSONDict = {"role": "assistant", "content": data["content"]}
-            message = Message.from_provider("anthropic", raw)
+            message = WIRE.assistant({"role": "assistant", "content": data["content"]})
         except (KeyError, TypeError, ValueError) as exc:
             raise ProviderError(
                 f"anthropic: unreadable response ({type(exc).__name__}: {exc})",
@@ -107,7 +237,7 @@ class AnthropicProvider:
         )
         return Completion(
             message=message,
-            finish_reason=_FINISH.get(raw_finish, str(raw_finish)),
+            finish_reason=FINISH_REASONS.get(raw_finish, str(raw_finish)),
             raw_finish_reason=raw_finish,
             usage=Usage.of_call(prompt, as_int(usage.get("output_tokens"))),
             model=str(data.get("model") or self.model),
@@ -123,15 +253,28 @@ class AnthropicProvider:
         data = await raw_response_json(
             self.name,
             client.messages.with_raw_response.create(**body),
-            status_error=anthropic.APIStatusError,
-            connection_error=anthropic.APIConnectionError,
-            is_context_length=_is_context_length,
+            status_error=self._status_error,
+            connection_error=self._connection_error,
+            is_context_length=is_context_length,
         )
         return self.parse_response(data)
 
 
-def _is_context_length(exc: anthropic.APIStatusError) -> bool:
+def is_context_length(exc: Any) -> bool:
+    """Whether an HTTP status error says the prompt was too long for the model."""
     text = str(exc.message).lower()
     return exc.status_code == 413 or (
         exc.status_code == 400 and ("prompt is too long" in text or "context window" in text)
     )
+
+
+def _build(settings: Settings, model: str) -> Provider:
+    return AnthropicProvider(model, api_key=settings.anthropic_api_key)
+
+
+SPEC = ProviderSpec(
+    wire=WIRE,
+    default_model="claude-3-5-haiku-latest",
+    configured=lambda s: bool(s.anthropic_api_key),
+    build=_build,
+)

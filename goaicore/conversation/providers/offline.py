@@ -15,6 +15,7 @@ from typing import Any
 
 from goaicore.conversation.messages import JSONDict, Message, arguments_json
 from goaicore.conversation.providers.base import STOP, TOOL_CALLS, Completion, CompletionRequest
+from goaicore.conversation.providers.openai import WIRE
 from goaicore.conversation.tools import Tool
 from goaicore.conversation.usage import Usage
 
@@ -65,7 +66,7 @@ class OfflineProvider:
         prompt = sum(_count_words(m.text) + 4 for m in history)
         completion = _count_words(text or "") + 8 * len(calls)
         return Completion(
-            message=Message.from_provider(self.name, raw),
+            message=WIRE.assistant(raw, self.name),
             finish_reason=TOOL_CALLS if calls else STOP,
             raw_finish_reason=TOOL_CALLS if calls else STOP,
             usage=Usage.of_call(prompt, completion),

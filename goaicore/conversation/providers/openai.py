@@ -1,18 +1,23 @@
-"""OpenAIProvider: chat completions through the official ``openai`` SDK.
+"""OpenAI chat completions (and any compatible server): the wire format and the provider.
 
-Works with any OpenAI-compatible server through ``base_url``. The SDK does the retries
-on 429 and 5xx (``max_retries``) and the timeouts; the response body is read as raw
-JSON, so the stored assistant message is exactly ``choices[0].message``.
+Wire: neutral messages render to the chat-completions ``messages`` list; an assistant
+message that came from OpenAI goes back as its raw JSON, verbatim (``choices[0].message``
+exactly: fields this library does not know survive). Context messages (role ``system``
+inside the history) render as ``system`` messages in place, which chat completions
+accepts anywhere. No rules beyond the common ones.
+
+Provider: the official ``openai`` SDK (the ``openai`` extra), imported when a provider
+is built. The SDK does the retries on 429 and 5xx (``max_retries``) and the timeouts;
+the response body is read as raw JSON.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import openai
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from goaicore.conversation.errors import ProviderError
-from goaicore.conversation.messages import JSONDict, Message
+from goaicore.conversation.messages import JSONDict, Message, ToolCall, text_of_parts
 from goaicore.conversation.providers.base import (
     CONTENT_FILTER,
     LENGTH,
@@ -21,17 +26,99 @@ from goaicore.conversation.providers.base import (
     Completion,
     CompletionRequest,
     PerLoopClients,
+    Provider,
     raw_response_json,
 )
-from goaicore.conversation.render import render_openai
+from goaicore.conversation.providers.wire import ProviderSpec, Wire, no_rules, string
 from goaicore.conversation.usage import Usage, as_int
+from goaicore.extras import require
 
-_FINISH = {
+if TYPE_CHECKING:
+    import openai
+
+    from goaicore.config import Settings
+
+FINISH_REASONS = {
     "stop": STOP,
     "tool_calls": TOOL_CALLS,
     "length": LENGTH,
     "content_filter": CONTENT_FILTER,
 }
+
+
+def render(messages: Sequence[Message]) -> list[JSONDict]:
+    """The ``messages`` list of a chat-completions request (without the leading system)."""
+    out: list[JSONDict] = []
+    for m in messages:
+        if m.role == "assistant":
+            if m.raw is not None and m.provider == "openai":
+                out.append(m.raw)
+                continue
+            msg: JSONDict = {"role": "assistant", "content": m.text}
+            if m.tool_calls:
+                msg["content"] = m.text or None
+                msg["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                    for c in m.tool_calls
+                ]
+            out.append(msg)
+        elif m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.text})
+        elif m.role == "user" and isinstance(m.content, list):
+            out.append({"role": "user", "content": [_part(p) for p in m.content]})
+        else:
+            out.append({"role": m.role, "content": m.text})
+    return out
+
+
+def parse(raw: Mapping[str, Any]) -> tuple[str, tuple[ToolCall, ...]]:
+    """The text and tool calls of a chat-completions assistant message."""
+    content = raw.get("content")
+    if content is None:
+        text = ""
+    elif isinstance(content, str):
+        text = content
+    elif isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        text = text_of_parts(content)
+    else:
+        raise ValueError("assistant content must be text, a list of parts or null")
+    calls = raw.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise ValueError("tool_calls must be a list")
+    parsed: list[ToolCall] = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            raise ValueError(f"unsupported tool call {call!r}")
+        parsed.append(
+            ToolCall(
+                id=string(call.get("id"), "tool call id"),
+                name=string(function.get("name"), "tool name"),
+                arguments=string(function.get("arguments", ""), "arguments"),
+            )
+        )
+    return text, tuple(parsed)
+
+
+def _part(part: JSONDict) -> JSONDict:
+    """A content part in OpenAI's shape (an Anthropic image block becomes an image_url)."""
+    if part.get("type") == "image" and isinstance(part.get("source"), dict):
+        source = part["source"]
+        if source.get("type") == "base64":
+            url = f"data:{source.get('media_type')};base64,{source.get('data')}"
+            return {"type": "image_url", "image_url": {"url": url}}
+        if source.get("type") == "url":
+            return {"type": "image_url", "image_url": {"url": source.get("url")}}
+    return part
+
+
+WIRE = Wire(
+    name="openai", render=render, parse=parse, check=no_rules, finish_reasons=FINISH_REASONS
+)
 
 
 class OpenAIProvider:
@@ -55,15 +142,19 @@ class OpenAIProvider:
         max_tokens: int | None = None,
         extra_body: JSONDict | None = None,
     ) -> None:
+        sdk = require("openai", "openai")
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.extra_body = dict(extra_body or {})
+        self._status_error: type[Exception] = sdk.APIStatusError
+        self._connection_error: type[Exception] = sdk.APIConnectionError
 
         def factory() -> openai.AsyncOpenAI:
-            return openai.AsyncOpenAI(
+            client: openai.AsyncOpenAI = sdk.AsyncOpenAI(
                 api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
             )
+            return client
 
         # Built now so that a missing key fails at construction, not at the first turn.
         self._clients = PerLoopClients(factory, first=factory())
@@ -71,10 +162,7 @@ class OpenAIProvider:
     def build_request(self, request: CompletionRequest) -> JSONDict:
         """The chat-completions request body for ``request``."""
         messages = [{"role": "system", "content": s} for s in request.system]
-        body: JSONDict = {
-            "model": self.model,
-            "messages": messages + render_openai(request.messages),
-        }
+        body: JSONDict = {"model": self.model, "messages": messages + render(request.messages)}
         if request.tools:
             body["tools"] = [
                 {
@@ -98,7 +186,7 @@ class OpenAIProvider:
         """The completion in a chat-completions response body."""
         try:
             choice = data["choices"][0]
-            message = Message.from_provider("openai", choice["message"])
+            message = WIRE.assistant(choice["message"])
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise ProviderError(
                 f"openai: unreadable response ({type(exc).__name__}: {exc})", provider=self.name
@@ -107,7 +195,7 @@ class OpenAIProvider:
         usage = data.get("usage") or {}
         return Completion(
             message=message,
-            finish_reason=_FINISH.get(raw_finish, str(raw_finish)),
+            finish_reason=FINISH_REASONS.get(raw_finish, str(raw_finish)),
             raw_finish_reason=raw_finish,
             usage=Usage.of_call(
                 as_int(usage.get("prompt_tokens")), as_int(usage.get("completion_tokens"))
@@ -125,14 +213,15 @@ class OpenAIProvider:
         data = await raw_response_json(
             self.name,
             client.chat.completions.with_raw_response.create(**body),
-            status_error=openai.APIStatusError,
-            connection_error=openai.APIConnectionError,
-            is_context_length=_is_context_length,
+            status_error=self._status_error,
+            connection_error=self._connection_error,
+            is_context_length=is_context_length,
         )
         return self.parse_response(data)
 
 
-def _is_context_length(exc: openai.APIStatusError) -> bool:
+def is_context_length(exc: Any) -> bool:
+    """Whether an HTTP status error says the prompt was too long for the model."""
     if exc.status_code == 413:
         return True
     body = exc.body if isinstance(exc.body, dict) else {}
@@ -142,3 +231,18 @@ def _is_context_length(exc: openai.APIStatusError) -> bool:
     return code == "context_length_exceeded" or (
         exc.status_code == 400 and ("context length" in text or "context_length" in text)
     )
+
+
+def _build(settings: Settings, model: str) -> Provider:
+    # A local OpenAI-compatible server may need no key; the SDK insists on one.
+    return OpenAIProvider(
+        model, api_key=settings.openai_api_key or "unused", base_url=settings.openai_base_url
+    )
+
+
+SPEC = ProviderSpec(
+    wire=WIRE,
+    default_model="gpt-4o-mini",
+    configured=lambda s: bool(s.openai_api_key or s.openai_base_url),
+    build=_build,
+)

@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 
 from goaicore.conversation import messages as lib
+from goaicore.conversation.providers.registry import assistant_message
 from goaicore.records import AssistantTurn, Message, ToolCall, ToolResult, UserMessage
 
 
@@ -24,7 +25,7 @@ def to_chat_message(stored: Message) -> lib.Message:
     try:
         if stored.role == "assistant" and stored.raw_json is not None:
             raw = json.loads(stored.raw_json)
-            return lib.Message.from_provider(stored.provider or "openai", raw)
+            return assistant_message(stored.provider or "openai", raw)
         if stored.role == "user" and stored.content_json is not None:
             return lib.Message.user(json.loads(stored.content_json))
     except (ValueError, TypeError) as err:
