@@ -10,8 +10,8 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 
-from goaicore.fold.fold import fold
 from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy, policy_of
+from goaicore.fold.records import Rejected, fold_records
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
 from goaicore.replay.reader import HistoryReader
 
@@ -31,15 +31,22 @@ def replay(
     as_of: datetime | None = None,
     policy: FoldPolicy = DEFAULT_POLICY,
 ) -> Replay:
-    """Fold a conversation's events up to an offset (inclusive) or a time (inclusive)."""
+    """Fold a conversation's events up to an offset (inclusive) or a time (inclusive).
+
+    The records go through the worker's own loop (:func:`fold_records`): one it set
+    aside as a dead letter is skipped here too, counted in ``reader.skipped``.
+    """
     snapshot: ConversationSnapshot | None = None
     applied: list[tuple[ConversationEvent, LogPosition]] = []
-    for logged in reader.logged_events(conversation_id, until_offset=until_offset):
-        if as_of is not None and logged.event.occurred_at > as_of:
-            continue  # occurred_at is the publisher's clock: not monotonic in the log
-        position = LogPosition(partition=logged.partition, offset=logged.offset)
-        snapshot = fold(snapshot, logged.event, position, policy)
-        applied.append((logged.event, position))
+    # occurred_at is the publisher's clock: not monotonic in the log, so filter, not stop.
+    keep = None if as_of is None else (lambda event: event.occurred_at <= as_of)
+    records = reader.records(conversation_id, until_offset=until_offset)
+    for outcome in fold_records(records, policy, keep=keep):
+        if isinstance(outcome, Rejected):
+            reader.skip(outcome.record, outcome.reason, outcome.detail)
+            continue
+        snapshot = outcome.snapshot
+        applied.append((outcome.event, outcome.record.position))
     return Replay(snapshot, tuple(applied))
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class ProgressBar:
@@ -20,6 +23,12 @@ class ProgressBar:
     def advance(self) -> None:
         if self._bar is not None:
             self._bar.advance(self._task)
+
+    def counted(self, items: Iterable[T]) -> Iterator[T]:
+        """``items``, advancing the bar by one for each."""
+        for item in items:
+            self.advance()
+            yield item
 
     def close(self) -> None:
         if self._bar is not None:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from goaicore.config import Settings
 from goaicore.fold.admission import Unfoldable, admit
+from goaicore.fold.records import LogRecord
 from goaicore.kafka.closing import Closing
 from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
-from goaicore.records import ConversationEvent
+from goaicore.records import ConversationEvent, LogPosition
 from goaicore.records.validation import check_conversation_id
 from goaicore.replay.log_reader import read_to_end
 from goaicore.replay.progress import ProgressBar
@@ -53,6 +54,10 @@ class HistoryReader(Closing):
         self, conversation_id: str, until_offset: int | None = None
     ) -> Iterator[LoggedEvent]:
         """One conversation's events with their positions, up to ``until_offset`` inclusive."""
+        return self._admitted(self.records(conversation_id, until_offset))
+
+    def records(self, conversation_id: str, until_offset: int | None = None) -> Iterator[LogRecord]:
+        """The records under one conversation's key, as read, up to ``until_offset``."""
         from kafka import TopicPartition
 
         check_conversation_id(conversation_id)
@@ -60,14 +65,11 @@ class HistoryReader(Closing):
             self.topic, partition_for(conversation_id, self._partition_count())
         )
         key = conversation_id.encode()
-        for record in read_to_end(self._consumer, partition, settings=self.settings):
-            if until_offset is not None and record.offset > until_offset:
+        for record in self._read(partition):
+            if until_offset is not None and record.position.offset > until_offset:
                 return
-            if record.key != key:
-                continue
-            event = self._admit(record)
-            if event is not None:
-                yield LoggedEvent(record.partition, record.offset, event)
+            if record.key == key:
+                yield record
 
     def all_events(self, progress: bool | None = None) -> Iterator[LoggedEvent]:
         """The whole log, partition by partition; a progress bar when interactive."""
@@ -77,32 +79,37 @@ class HistoryReader(Closing):
         bar = ProgressBar(show, sum(int(v or 0) for v in totals.values()))
         try:
             for partition in partitions:
-                for record in read_to_end(self._consumer, partition, settings=self.settings):
-                    bar.advance()
-                    event = self._admit(record)
-                    if event is not None:
-                        yield LoggedEvent(record.partition, record.offset, event)
+                yield from self._admitted(bar.counted(self._read(partition)))
         finally:
             bar.close()
 
+    def skip(self, record: LogRecord, reason: str, detail: str) -> None:
+        """Count and log a record the fold does not take (the worker dead-lettered it)."""
+        self.skipped += 1
+        log.warning(
+            "skipped an event the fold does not take at %s[%d]@%d: %s (%s)",
+            self.topic,
+            record.position.partition,
+            record.position.offset,
+            reason,
+            detail,
+        )
+
+    def _read(self, partition: Any) -> Iterator[LogRecord]:
+        for record in read_to_end(self._consumer, partition, settings=self.settings):
+            position = LogPosition(partition=record.partition, offset=record.offset)
+            yield LogRecord(record.key, record.value, position, origin=record)
+
+    def _admitted(self, records: Iterable[LogRecord]) -> Iterator[LoggedEvent]:
+        for record in records:
+            event = admit(record.key, record.value)
+            if isinstance(event, Unfoldable):
+                self.skip(record, event.reason, event.detail)
+            else:
+                yield LoggedEvent(record.position.partition, record.position.offset, event)
+
     def _partition_count(self) -> int:
         return len(topic_partitions(self._consumer, self.topic))
-
-    def _admit(self, record: Any) -> ConversationEvent | None:
-        """The record's event, or None (logged and counted) for one the fold does not take."""
-        event = admit(record.key, record.value)
-        if isinstance(event, Unfoldable):
-            self.skipped += 1
-            log.warning(
-                "skipped an event the fold does not take at %s[%d]@%d: %s (%s)",
-                record.topic,
-                record.partition,
-                record.offset,
-                event.reason,
-                event.detail,
-            )
-            return None
-        return event
 
     def close(self) -> None:
         self._consumer.close()

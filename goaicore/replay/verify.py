@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from goaicore.fold import fold
 from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy, policy_of
+from goaicore.fold.records import Applied, LogRecord, fold_records
 from goaicore.projection.db import Connection
 from goaicore.records import ConversationSnapshot, LogPosition
-from goaicore.records.avro.api import decode_event, decode_snapshot
+from goaicore.records.avro.api import decode_snapshot
 from goaicore.replay.log import Difference, compare
 
 
@@ -51,17 +51,25 @@ def refold(
     until_offset: int,
     policy: FoldPolicy = DEFAULT_POLICY,
 ) -> ConversationSnapshot | None:
-    """The fold of a conversation's stored events in one partition up to an offset."""
+    """The fold of a conversation's stored events in one partition up to an offset.
+
+    The stored events go through the worker's own loop (:func:`fold_records`).
+    """
     snapshot: ConversationSnapshot | None = None
+    key = conversation_id.encode()
     with conn.cursor() as cur:
         cur.execute(
             "SELECT log_offset, avro FROM conversation_events WHERE conversation_id = %s"
             " AND topic_partition = %s AND log_offset <= %s ORDER BY log_offset",
             (conversation_id, partition, until_offset),
         )
-        for offset, avro in cur:
-            position = LogPosition(partition=partition, offset=int(offset))
-            snapshot = fold(snapshot, decode_event(bytes(avro)), position, policy)
+        records = (
+            LogRecord(key, bytes(avro), LogPosition(partition=partition, offset=int(offset)))
+            for offset, avro in cur
+        )
+        for outcome in fold_records(records, policy):
+            if isinstance(outcome, Applied):
+                snapshot = outcome.snapshot
     return snapshot
 
 

@@ -8,17 +8,13 @@ the agent, and nothing is skipped without a trace.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
-from goaicore.fold import fold
-from goaicore.fold.admission import Unfoldable, admit
+from goaicore.fold.records import LogRecord, Rejected, fold_records
 from goaicore.records import ConversationSnapshot, LogPosition
 
 if TYPE_CHECKING:
     from goaicore_store.topology import StoreApp
-
-log = logging.getLogger(__name__)
 
 # Events are folded in small batches and each touched conversation's snapshot is
 # written once per batch: encoding a snapshot costs more than folding an event.
@@ -32,28 +28,19 @@ FOLD_WITHIN = 0.05
 async def apply_batch(store: StoreApp, messages: list[Any]) -> None:
     """Fold records of ``events`` into the table; a record that cannot be folded becomes a
     dead letter with the reason, and the batch goes on without it."""
-    touched: dict[bytes, ConversationSnapshot] = {}
     consumed: dict[int, int] = {}
+    records: list[LogRecord] = []
     for message in messages:
         consumed[message.partition] = max(consumed.get(message.partition, 0), message.offset + 1)
-        event = admit(message.key, message.value)
-        if isinstance(event, Unfoldable):
-            await store.dead_letter(message, event.reason, event.detail, force=False)
-            continue
-        key = message.key
-        current = touched[key] if key in touched else store.table.get(key)
         position = LogPosition(partition=message.partition, offset=message.offset)
-        try:
-            updated = fold(current, event, position, store.fold_policy)
-        except Exception as err:  # a bug in the fold must cost one record, not the worker
-            log.exception(
-                "fold failed on %s[%d]@%d", message.topic, message.partition, message.offset
-            )
-            detail = f"{type(err).__name__}: {err}"
-            await store.dead_letter(message, "fold-failed", detail, force=False)
-            continue
-        if updated is not current:
-            touched[key] = updated
+        records.append(LogRecord(message.key, message.value, position, origin=message))
+    touched: dict[bytes, ConversationSnapshot] = {}
+    for outcome in fold_records(records, store.fold_policy, store.table.get):
+        if isinstance(outcome, Rejected):
+            origin = outcome.record.origin
+            await store.dead_letter(origin, outcome.reason, outcome.detail, force=False)
+        elif outcome.changed:
+            touched[outcome.event.conversation_id.encode()] = outcome.snapshot
     for key, snapshot in touched.items():
         store.table[key] = snapshot
     await store.progress.advance(consumed)  # read-your-writes waits on this

@@ -1,0 +1,81 @@
+"""The one loop over records of ``events``: admit, fold, and say what became of each.
+
+The store worker, log replay and verify all fold through :func:`fold_records`, so
+they agree on which records count (the admission rule: it decodes, its key is its
+conversation id, that id fits a snapshot) and on what a record that breaks the fold
+costs (that record, never the loop). A replay therefore reproduces the worker's
+snapshot, and verify can only report a difference the worker really made.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from goaicore.fold.admission import Unfoldable, admit
+from goaicore.fold.fold import fold
+from goaicore.fold.policy import FoldPolicy
+from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """A record of ``events`` as read from the log; ``origin`` is the reader's own record."""
+
+    key: bytes | None
+    value: bytes | None
+    position: LogPosition
+    origin: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A record folded: its event, and its conversation's snapshot after it."""
+
+    record: LogRecord
+    event: ConversationEvent
+    snapshot: ConversationSnapshot
+    changed: bool  # False for a record already applied (a duplicate)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A record not folded, with the reason a dead letter carries."""
+
+    record: LogRecord
+    reason: str
+    detail: str
+
+
+def fold_records(
+    records: Iterable[LogRecord],
+    policy: FoldPolicy,
+    current: Callable[[bytes], ConversationSnapshot | None] = lambda key: None,
+    keep: Callable[[ConversationEvent], bool] | None = None,
+) -> Iterator[Applied | Rejected]:
+    """Fold ``records`` in order onto the snapshots ``current`` returns (none by default).
+
+    ``keep`` leaves out admitted events it returns False for (an as-of replay).
+    """
+    latest: dict[bytes, ConversationSnapshot | None] = {}
+    for record in records:
+        event = admit(record.key, record.value)
+        if isinstance(event, Unfoldable):
+            yield Rejected(record, event.reason, event.detail)
+            continue
+        if keep is not None and not keep(event):
+            continue
+        key = event.conversation_id.encode()
+        before = latest[key] if key in latest else current(key)
+        try:
+            after = fold(before, event, record.position, policy)
+        except Exception as err:  # a bug in the fold must cost one record, not the loop
+            log.exception("fold failed at %s", record.position)
+            yield Rejected(record, "fold-failed", f"{type(err).__name__}: {err}")
+            continue
+        latest[key] = after
+        yield Applied(record, event, after, changed=after is not before)

@@ -1,0 +1,100 @@
+"""The one loop over records of ``events``: admission, the fold, and what each record became."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from goaicore.fold import DEFAULT_POLICY, fold_all
+from goaicore.fold.records import Applied, LogRecord, Rejected, fold_records
+from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition, UserMessage
+from goaicore.records.avro.api import encode_event
+from tests.fold.conversations import conversation_log
+
+Log = list[tuple[ConversationEvent, LogPosition]]
+
+
+def _records(log: Log) -> list[LogRecord]:
+    return [
+        LogRecord(event.conversation_id.encode(), encode_event(event), position)
+        for event, position in log
+    ]
+
+
+def _last_snapshot(outcomes: list[Applied | Rejected]) -> ConversationSnapshot | None:
+    applied = [o for o in outcomes if isinstance(o, Applied)]
+    return applied[-1].snapshot if applied else None
+
+
+@settings(max_examples=60, deadline=None)
+@given(conversation_log())
+def test_the_loop_folds_a_log_exactly_as_the_fold_does(log: Log) -> None:
+    outcomes = list(fold_records(_records(log), DEFAULT_POLICY))
+    assert all(isinstance(o, Applied) for o in outcomes)
+    assert _last_snapshot(outcomes) == fold_all(log)
+
+
+@settings(max_examples=40, deadline=None)
+@given(conversation_log(), st.data())
+def test_records_of_another_key_or_unreadable_bytes_cost_only_themselves(
+    log: Log, data: st.DataObject
+) -> None:
+    records = _records(log)
+    indexes = st.integers(0, len(records) - 1)
+    spoiled = sorted(data.draw(st.sets(indexes, max_size=3))) if records else []
+    mixed = list(records)
+    for n in spoiled:
+        original = records[n]
+        # The wire value of another conversation under this key, or bytes that decode to nothing.
+        if n % 2:
+            mixed[n] = LogRecord(b"someone-else", original.value, original.position)
+        else:
+            mixed[n] = LogRecord(original.key, b"\x00 not avro", original.position)
+    outcomes = list(fold_records(mixed, DEFAULT_POLICY))
+    rejected = [o for o in outcomes if isinstance(o, Rejected)]
+    assert [r.record.position for r in rejected] == [mixed[n].position for n in spoiled]
+    assert {r.reason for r in rejected} <= {"key-mismatch", "bad-magic"}
+    kept = [pair for n, pair in enumerate(log) if n not in spoiled]
+    assert _last_snapshot(outcomes) == fold_all(kept)
+
+
+@settings(max_examples=30, deadline=None)
+@given(conversation_log())
+def test_a_redelivered_log_changes_nothing(log: Log) -> None:
+    once = fold_all(log)
+    outcomes = list(fold_records(_records(log), DEFAULT_POLICY, current=lambda key: once))
+    assert all(isinstance(o, Applied) and not o.changed for o in outcomes)
+
+
+def test_keep_leaves_events_out_and_current_is_the_starting_point() -> None:
+    log = _log_of(3)
+    records = _records(log)
+    first = fold_all(log[:1])
+    outcomes = list(
+        fold_records(
+            records[1:],
+            DEFAULT_POLICY,
+            current=lambda key: first,
+            keep=lambda event: event.event_id != "c-2",
+        )
+    )
+    assert [o.event.event_id for o in outcomes if isinstance(o, Applied)] == ["c-1"]
+    assert _last_snapshot(outcomes) == fold_all(log[:2])
+
+
+def _log_of(count: int) -> Log:
+    return [
+        (
+            ConversationEvent(
+                event_id=f"c-{n}",
+                conversation_id="c",
+                occurred_at=datetime(2026, 1, 1, tzinfo=UTC),
+                source="test",
+                body=UserMessage(text=f"message {n}"),
+            ),
+            LogPosition(partition=0, offset=n),
+        )
+        for n in range(count)
+    ]
