@@ -8,15 +8,17 @@ exit code.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
 from goaicore.cli import audit, bench, chat, dev, events, services, store, tail, topics
 from goaicore.config import ConfigError
+from goaicore.extras import MissingExtraError
 
 # Errors a user fixes by changing configuration or environment: one line, exit 2.
-USER_ERRORS: tuple[type[Exception], ...] = (ConfigError,)
+USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, MissingExtraError)
 
 COMMAND_MODULES: tuple[ModuleType, ...] = (
     dev,
@@ -42,36 +44,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _stack_errors() -> tuple[type[Exception], ...]:
-    from goaicore.kafka import BrokerStartError, TopicMismatchError
-    from goaicore.kafka.apache import KafkaUnavailable
-    from goaicore.kafka.connection import BrokerUnreachableError, MissingTopicError
-    from goaicore.kafka.security import KafkaSecurityError
-    from goaicore.kafka.topics import TopicsNotReadyError
-    from goaicore.projection.db import (
-        DatabaseUnreachableError,
-        ForeignProjectionError,
-        PositionConflictError,
-        ProjectionMissingError,
-    )
-    from goaicore.projection.postgres import PostgresStartError
-    from goaicore.records.validation import InvalidInputError
+# Errors of the stack (broker, database, input), by module: one line, exit 2.
+STACK_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("goaicore.kafka", ("BrokerStartError", "TopicMismatchError")),
+    ("goaicore.kafka.apache", ("KafkaUnavailable",)),
+    ("goaicore.kafka.connection", ("BrokerUnreachableError", "MissingTopicError")),
+    ("goaicore.kafka.security", ("KafkaSecurityError",)),
+    ("goaicore.kafka.topics", ("TopicsNotReadyError",)),
+    (
+        "goaicore.projection.db",
+        (
+            "DatabaseUnreachableError",
+            "ForeignProjectionError",
+            "PositionConflictError",
+            "ProjectionMissingError",
+        ),
+    ),
+    ("goaicore.projection.postgres", ("PostgresStartError",)),
+    ("goaicore.records.validation", ("InvalidInputError",)),
+)
 
-    return (
-        BrokerStartError,
-        KafkaUnavailable,
-        KafkaSecurityError,
-        TopicMismatchError,
-        TopicsNotReadyError,
-        PostgresStartError,
-        InvalidInputError,
-        MissingTopicError,
-        ProjectionMissingError,
-        ForeignProjectionError,
-        PositionConflictError,
-        BrokerUnreachableError,
-        DatabaseUnreachableError,
-    )
+
+def _stack_errors() -> tuple[type[Exception], ...]:
+    """The stack's error classes; a module whose extra is missing cannot raise its own."""
+    found: list[type[Exception]] = []
+    for module_name, names in STACK_ERRORS:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        found.extend(getattr(module, name) for name in names)
+    return tuple(found)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,7 +17,7 @@ from goaicore.config import ConfigError
 
 GROUP = "goaicore.services"
 # The extra whose packages each service needs, for the message when one is missing.
-EXTRAS = {"worker": "worker", "projector": "postgres"}
+EXTRAS = {"worker": "worker", "projector": "projector"}
 
 
 class ServiceUnavailableError(ConfigError):
@@ -36,11 +36,12 @@ def load_service(name: str) -> Callable[..., int]:
     entry = next(iter(found))
     try:
         main: Callable[..., int] = entry.load()
-    except ModuleNotFoundError as exc:
+    except ImportError as exc:  # a package of the service's extra is missing
+        missing = exc.name or "a package"
         raise ServiceUnavailableError(
-            f"the {name} service needs {exc.name!r}, which is not installed: "
+            f"the {name} service needs {missing!r}, which is not installed: "
             f"pip install 'goaicore[{extra}]'"
-        ) from exc
+        ) from None
     return main
 
 

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from goaicore.cli.args import seconds
+from goaicore.extras import needs
 
 
 def register(subparsers: Any) -> None:
@@ -38,7 +39,8 @@ def register(subparsers: Any) -> None:
 
 
 def handle_create_topics(args: argparse.Namespace) -> int:
-    from kafka.errors import KafkaError
+    with needs("kafka"):
+        from kafka.errors import KafkaError
 
     from goaicore.config import Settings
     from goaicore.kafka.connection import BrokerUnreachableError

@@ -12,6 +12,7 @@ import socket
 from typing import Any
 
 from goaicore.config import Settings
+from goaicore.extras import needs
 from goaicore.kafka.limits import max_batch_bytes
 from goaicore.kafka.probe import kafka_api_versions_error
 from goaicore.kafka.profile import client_profile
@@ -66,7 +67,8 @@ def _connect_error(address: tuple[str, int], timeout: float) -> str | None:
 
 def make_producer(settings: Settings, **overrides: Any) -> Any:
     """A kafka-python producer: acks=all, idempotent, the profile's settings."""
-    from kafka import KafkaProducer
+    with needs("kafka"):
+        from kafka import KafkaProducer
 
     options: dict[str, Any] = {
         "bootstrap_servers": settings.require_bootstrap(),
@@ -83,7 +85,8 @@ def make_producer(settings: Settings, **overrides: Any) -> Any:
 
 def make_consumer(settings: Settings, **overrides: Any) -> Any:
     """A kafka-python consumer with the profile's settings; no auto-commit by default."""
-    from kafka import KafkaConsumer
+    with needs("kafka"):
+        from kafka import KafkaConsumer
 
     options: dict[str, Any] = {
         "bootstrap_servers": settings.require_bootstrap(),
@@ -101,7 +104,8 @@ def make_consumer(settings: Settings, **overrides: Any) -> Any:
 
 def make_admin(settings: Settings, **overrides: Any) -> Any:
     """A kafka-python admin client with the settings' security."""
-    from kafka import KafkaAdminClient
+    with needs("kafka"):
+        from kafka import KafkaAdminClient
 
     options: dict[str, Any] = {
         "bootstrap_servers": settings.require_bootstrap(),
@@ -120,7 +124,8 @@ class MissingTopicError(LookupError):
 
 def topic_partitions(consumer: Any, topic: str) -> list[Any]:
     """Every partition of ``topic`` as TopicPartitions; MissingTopicError when absent."""
-    from kafka import TopicPartition
+    with needs("kafka"):
+        from kafka import TopicPartition
 
     partitions = consumer.partitions_for_topic(topic)
     if not partitions:
@@ -134,7 +139,8 @@ def partition_for(conversation_id: str, partitions: int) -> int:
     Every producer of ours (kafka-python, Faust/aiokafka) uses this default
     partitioner, which is what keeps the topics co-partitioned by conversation.
     """
-    from kafka.partitioner.default import murmur2
+    with needs("kafka"):
+        from kafka.partitioner.default import murmur2
 
     hashed: int = murmur2(conversation_id.encode())
     return (hashed & 0x7FFFFFFF) % partitions

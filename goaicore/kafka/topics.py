@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from goaicore.config import Settings
+from goaicore.extras import needs
 from goaicore.kafka.limits import RECORD_HEADROOM, max_batch_bytes
 
 _FOREVER = "-1"
@@ -72,7 +73,8 @@ def ensure_topics(settings: Settings, timeout_s: float = 30.0) -> list[TopicStat
     the whole idempotent pass then runs again on a fresh client, until
     ``timeout_s``. Anything else (a bad replication factor, a mismatch) is raised.
     """
-    from kafka.errors import KafkaError, UnknownBrokerIdError
+    with needs("kafka"):
+        from kafka.errors import KafkaError, UnknownBrokerIdError
 
     from goaicore.kafka.connection import make_admin
 
@@ -95,8 +97,10 @@ def ensure_topics(settings: Settings, timeout_s: float = 30.0) -> list[TopicStat
 
 
 def _ensure(admin: Any, settings: Settings, timeout_s: float) -> list[TopicStatus]:
-    from kafka.admin import NewTopic
-    from kafka.errors import TopicAlreadyExistsError
+    with needs("kafka"):
+        from kafka.admin import NewTopic
+    with needs("kafka"):
+        from kafka.errors import TopicAlreadyExistsError
 
     existing = _partition_counts(admin, [settings.topic(t.name) for t in TOPICS])
     statuses: list[TopicStatus] = []
@@ -182,7 +186,8 @@ def _check_configs(admin: Any, settings: Settings) -> None:
     The embedded broker reports none. A topic that accepts smaller batches than
     goaicore's producers may send would refuse records the clients let through.
     """
-    from kafka.admin import ConfigResource, ConfigResourceType
+    with needs("kafka"):
+        from kafka.admin import ConfigResource, ConfigResourceType
 
     resources = [ConfigResource(ConfigResourceType.TOPIC, settings.topic(t.name)) for t in TOPICS]
     try:

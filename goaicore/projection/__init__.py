@@ -6,13 +6,16 @@ search, the token and cost ledger, and the check of every stored snapshot
 against the fold of the stored events. Importing ``goaicore`` never loads this.
 """
 
-from goaicore.projection.conversations import ConversationSummary, conversations
-from goaicore.projection.db import ProjectionMissingError, connect, require_projection
-from goaicore.projection.events import BODY_TYPES, StoredEvent, history
-from goaicore.projection.ledger import Ledger, LedgerEntry, LedgerTotals, ledger, ledger_totals
-from goaicore.projection.migrations import LATEST_VERSION, MIGRATIONS, migrate
-from goaicore.projection.search import SearchHit, search
-from goaicore.replay.verify import VerifyReport, verify_db
+from goaicore.extras import needs
+
+with needs("postgres"):
+    from goaicore.projection.conversations import ConversationSummary, conversations
+    from goaicore.projection.db import ProjectionMissingError, connect, require_projection
+    from goaicore.projection.events import BODY_TYPES, StoredEvent, history
+    from goaicore.projection.ledger import Ledger, LedgerEntry, LedgerTotals, ledger, ledger_totals
+    from goaicore.projection.migrations import LATEST_VERSION, MIGRATIONS, migrate
+    from goaicore.projection.search import SearchHit, search
+    from goaicore.replay.verify import VerifyReport, verify_db
 
 __all__ = [
     "BODY_TYPES",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from goaicore.config import Settings
+from goaicore.extras import needs
 from goaicore.fold.admission import Unfoldable, admit
 from goaicore.fold.records import LogRecord
 from goaicore.kafka.closing import Closing
@@ -58,7 +59,8 @@ class HistoryReader(Closing):
 
     def records(self, conversation_id: str, until_offset: int | None = None) -> Iterator[LogRecord]:
         """The records under one conversation's key, as read, up to ``until_offset``."""
-        from kafka import TopicPartition
+        with needs("kafka"):
+            from kafka import TopicPartition
 
         check_conversation_id(conversation_id)
         partition = TopicPartition(

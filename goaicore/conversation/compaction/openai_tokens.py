@@ -27,6 +27,7 @@ from typing import Any
 
 from goaicore.conversation.messages import Message
 from goaicore.conversation.tools import Tool
+from goaicore.extras import needs
 
 PER_MESSAGE = 3
 PER_NAME = 1
@@ -52,7 +53,8 @@ class OpenAITokenCounter:
     """
 
     def __init__(self, model: str = "gpt-4o", *, encoding: str | None = None) -> None:
-        import bpe_openai  # loads in ~0.5 s: only when an exact count is wanted
+        with needs("openai"):
+            import bpe_openai  # loads in ~0.5 s: only when an exact count is wanted
 
         if encoding is None:
             try:

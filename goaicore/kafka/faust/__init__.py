@@ -15,9 +15,12 @@ on Apache Kafka). Each module says what it fixes and how the fault was seen:
 
 from __future__ import annotations
 
-from faust.transport.drivers import TRANSPORTS
+from goaicore.extras import needs
 
-from goaicore.kafka.faust import embedded, transport
+with needs("worker"):
+    from faust.transport.drivers import TRANSPORTS
+
+    from goaicore.kafka.faust import embedded, transport
 
 
 def register() -> None:
