@@ -42,6 +42,7 @@ from goaicore.conversation.compaction import (
     apply_compaction,
 )
 from goaicore.conversation.messages import Message, ToolCall
+from goaicore.conversation.providers import AnthropicProvider, OfflineProvider, OpenAIProvider
 from goaicore.conversation.tools import Tool, tool
 from goaicore.conversation.usage import Usage
 from goaicore.conversation.validation import validate_history
@@ -152,6 +153,9 @@ __all__ = [  # noqa: RUF022 - grouped: the library, then the Kafka clients
     "ReplyStatus",
     "ReplyTruncatedError",
     "Settings",
+    "OfflineProvider",
+    "OpenAIProvider",
+    "AnthropicProvider",
     "Tool",
     "ToolCall",
     "ToolLoopLimitError",

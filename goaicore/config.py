@@ -176,8 +176,9 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable(
         "GOAICORE_SCHEMAS_DIR",
-        "`schemas/` of the checkout",
-        "Folder of the Avro schemas, for an installed package run outside the checkout.",
+        "the package's own",
+        "Folder of the Avro schemas, to read with another copy than the one installed "
+        "with the package.",
     ),
     Variable(
         "GOAICORE_KAFKA_CACHE",
