@@ -44,7 +44,6 @@ from goaicore.conversation.compaction import (
 from goaicore.conversation.messages import Message, ToolCall
 from goaicore.conversation.providers import AnthropicProvider, OfflineProvider, OpenAIProvider
 from goaicore.conversation.tools import Tool, tool
-from goaicore.conversation.usage import Usage
 from goaicore.conversation.validation import validate_history
 from goaicore.records import (
     ChatReply,
@@ -69,6 +68,7 @@ from goaicore.records.avro import (
     encode_event,
     encode_snapshot,
 )
+from goaicore.records.types import Usage
 
 __version__ = "0.1.0"
 
@@ -79,9 +79,9 @@ if TYPE_CHECKING:
         EventPublisher,
         HistoryReader,
         InvalidInputError,
-        LogPosition,
         ReplySubscriber,
         ReplyTimeout,
+        TopicPosition,
     )
 
 # The Kafka clients load on first use, so importing the library never loads Kafka.
@@ -92,9 +92,9 @@ _CLIENTS = frozenset(
         "EventPublisher",
         "HistoryReader",
         "InvalidInputError",
-        "LogPosition",
         "ReplySubscriber",
         "ReplyTimeout",
+        "TopicPosition",
     }
 )
 
@@ -113,9 +113,9 @@ __all__ = [  # noqa: RUF022 - grouped: the library, then the Kafka clients
     "EventPublisher",
     "HistoryReader",
     "InvalidInputError",
-    "LogPosition",
     "ReplySubscriber",
     "ReplyTimeout",
+    "TopicPosition",
     "AllOf",
     "AnyOf",
     "CompactionRecord",

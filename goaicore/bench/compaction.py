@@ -42,7 +42,7 @@ from goaicore.conversation.providers.base import STOP, Completion, CompletionReq
 from goaicore.conversation.providers.offline import OfflineProvider
 from goaicore.conversation.providers.registry import assistant_message
 from goaicore.conversation.tools import tool
-from goaicore.conversation.usage import Usage
+from goaicore.records.types import Usage
 
 SUITE = "compaction"
 TURNS = 1000

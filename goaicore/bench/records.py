@@ -12,7 +12,7 @@ from goaicore.records import (
     ConversationSnapshot,
     GameEvent,
     LogPosition,
-    Message,
+    SnapshotMessage,
     ToolCall,
     new_event,
 )
@@ -59,11 +59,13 @@ def _snapshot(messages: int) -> ConversationSnapshot:
     for n in range(messages):
         if n % 3 == 0:
             history.append(
-                Message(role="user", text=f"Question {n}: where next?", event_id=f"{n:032x}")
+                SnapshotMessage(
+                    role="user", text=f"Question {n}: where next?", event_id=f"{n:032x}"
+                )
             )
         elif n % 3 == 1:
             history.append(
-                Message(
+                SnapshotMessage(
                     role="assistant",
                     tool_calls=(ToolCall(id=f"call_{n}", name="lookup", arguments='{"q": "x"}'),),
                     raw_json='{"role":"assistant","content":null,"tool_calls":[...]}' * 2,
@@ -73,7 +75,7 @@ def _snapshot(messages: int) -> ConversationSnapshot:
             )
         else:
             history.append(
-                Message(
+                SnapshotMessage(
                     role="tool",
                     text='{"venue": "Harrogate Theatre", "open": true}',
                     tool_call_id=f"call_{n - 1}",

@@ -2,7 +2,7 @@
 
 from goaicore.clients.chat_client import ChatClient, ReplyTimeout
 from goaicore.clients.deadletter import DeadLetter, DeadLetterWriter
-from goaicore.clients.publisher import EventPublisher, LogPosition
+from goaicore.clients.publisher import EventPublisher, TopicPosition
 from goaicore.clients.replies import ReplySubscriber
 from goaicore.records.validation import InvalidInputError
 from goaicore.replay.reader import HistoryReader, LoggedEvent
@@ -14,8 +14,8 @@ __all__ = [
     "EventPublisher",
     "HistoryReader",
     "InvalidInputError",
-    "LogPosition",
     "LoggedEvent",
     "ReplySubscriber",
     "ReplyTimeout",
+    "TopicPosition",
 ]

@@ -12,7 +12,7 @@ from goaicore.kafka.connection import make_producer
 from goaicore.records import EVENT_BODY_TYPES, ConversationEvent, GameEvent, UserMessage, new_event
 from goaicore.records.avro.api import encode_event
 from goaicore.records.avro.errors import EncodeError
-from goaicore.records.types import EventBody
+from goaicore.records.types import EventBody, LogPosition
 from goaicore.records.validation import (
     InvalidInputError,
     check_attributes,
@@ -23,7 +23,7 @@ from goaicore.records.validation import (
 
 
 @dataclass(frozen=True, order=True)
-class LogPosition:
+class TopicPosition:
     """Where a record landed: its topic, partition and offset."""
 
     topic: str
@@ -32,6 +32,11 @@ class LogPosition:
 
     def __str__(self) -> str:
         return f"{self.topic}[{self.partition}]@{self.offset}"
+
+    @property
+    def log_position(self) -> LogPosition:
+        """The position within the topic, as snapshots record it."""
+        return LogPosition(partition=self.partition, offset=self.offset)
 
 
 class EventPublisher(Closing):
@@ -51,7 +56,7 @@ class EventPublisher(Closing):
 
     def publish(
         self, conversation_id: str, event: ConversationEvent | EventBody, timeout: float = 30.0
-    ) -> LogPosition:
+    ) -> TopicPosition:
         """Append one event (a full envelope, or a body to wrap) and return its position."""
         return self.publish_many([(conversation_id, event)], timeout)[0]
 
@@ -61,7 +66,7 @@ class EventPublisher(Closing):
         text: str,
         kind: str = "game",
         attributes: Mapping[str, str] | None = None,
-    ) -> LogPosition:
+    ) -> TopicPosition:
         """Append a game event: ``text`` is what the model will see."""
         body = GameEvent(
             kind=check_text("kind", kind),
@@ -70,7 +75,7 @@ class EventPublisher(Closing):
         )
         return self.publish(conversation_id, body)
 
-    def user_message(self, conversation_id: str, text: str) -> LogPosition:
+    def user_message(self, conversation_id: str, text: str) -> TopicPosition:
         """Append a user message without asking for a reply."""
         return self.publish(conversation_id, UserMessage(text=check_text("text", text)))
 
@@ -78,7 +83,7 @@ class EventPublisher(Closing):
         self,
         items: Iterable[tuple[str, ConversationEvent | EventBody]],
         timeout: float = 30.0,
-    ) -> list[LogPosition]:
+    ) -> list[TopicPosition]:
         """Append many events; all are checked and encoded before the first is sent."""
         prepared = [self._prepare(conversation_id, event) for conversation_id, event in items]
         futures = [self._producer.send(self.topic, key=key, value=value) for key, value in prepared]
@@ -120,5 +125,5 @@ class EventPublisher(Closing):
         return conversation_id.encode(), check_size("event", payload, self.settings.record_limit)
 
 
-def _position(metadata: Any) -> LogPosition:
-    return LogPosition(metadata.topic, metadata.partition, metadata.offset)
+def _position(metadata: Any) -> TopicPosition:
+    return TopicPosition(metadata.topic, metadata.partition, metadata.offset)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from goaicore.conversation.usage import Usage
+    from goaicore.records.types import Usage
 
 
 class ChatError(Exception):

@@ -19,23 +19,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from goaicore.records.types import ToolCall
+
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
 # A user message's content: plain text or a list of content parts (multimodal).
 Content = str | list[dict[str, Any]]
 JSONDict = dict[str, Any]
 
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A tool call requested by the model; ``arguments`` is the JSON text of the arguments."""
-
-    id: str
-    name: str
-    arguments: str
-
-    def to_json(self) -> JSONDict:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+__all__ = [
+    "ROLES",
+    "Content",
+    "JSONDict",
+    "Message",
+    "Role",
+    "ToolCall",
+    "arguments_json",
+    "text_of_parts",
+]
 
 
 @dataclass(frozen=True, slots=True)

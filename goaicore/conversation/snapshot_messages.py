@@ -13,14 +13,14 @@ from collections.abc import Sequence
 
 from goaicore.conversation import messages as lib
 from goaicore.conversation.providers.registry import assistant_message
-from goaicore.records import AssistantTurn, Message, ToolCall, ToolResult, UserMessage
+from goaicore.records import AssistantTurn, SnapshotMessage, ToolResult, UserMessage
 
 
 class UnreadableMessage(ValueError):
     """A stored message cannot be read back (its raw JSON or content is damaged)."""
 
 
-def to_chat_message(stored: Message) -> lib.Message:
+def to_chat_message(stored: SnapshotMessage) -> lib.Message:
     """The library message for one stored snapshot message."""
     try:
         if stored.role == "assistant" and stored.raw_json is not None:
@@ -31,8 +31,7 @@ def to_chat_message(stored: Message) -> lib.Message:
     except (ValueError, TypeError) as err:
         raise UnreadableMessage(f"message {stored.event_id}: {err}") from err
     if stored.role == "assistant":
-        calls = [lib.ToolCall(c.id, c.name, c.arguments) for c in stored.tool_calls]
-        return lib.Message.assistant(stored.text, calls)
+        return lib.Message.assistant(stored.text, stored.tool_calls)
     if stored.role == "tool":
         return lib.Message.tool_result(
             stored.tool_call_id or "", stored.text, name=stored.name, is_error=stored.is_error
@@ -44,7 +43,7 @@ def to_chat_message(stored: Message) -> lib.Message:
     raise UnreadableMessage(f"message {stored.event_id}: unknown role {stored.role!r}")
 
 
-def to_chat_messages(stored: Sequence[Message]) -> list[lib.Message]:
+def to_chat_messages(stored: Sequence[SnapshotMessage]) -> list[lib.Message]:
     return [to_chat_message(m) for m in stored]
 
 
@@ -56,9 +55,7 @@ def to_event_body(message: lib.Message) -> UserMessage | AssistantTurn | ToolRes
     if message.role == "assistant":
         return AssistantTurn(
             text=message.text,
-            tool_calls=tuple(
-                ToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in message.tool_calls
-            ),
+            tool_calls=message.tool_calls,
             provider=message.provider or "",
             raw_json=None if message.raw is None else json.dumps(message.raw),
         )

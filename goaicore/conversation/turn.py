@@ -40,9 +40,9 @@ from goaicore.conversation.providers.base import (
     Provider,
 )
 from goaicore.conversation.tools import Tool, ToolOutcome
-from goaicore.conversation.usage import Usage
 from goaicore.conversation.validation import validate_history
 from goaicore.records.truncate import truncate_utf8, utf8_size
+from goaicore.records.types import NO_USAGE, Usage
 
 log = logging.getLogger("goaicore.conversation.turn")
 
@@ -91,7 +91,7 @@ async def run_turn(
         by_name[t.name] = t
     messages = [*history, *incoming]
     new = list(incoming)
-    usage = Usage()
+    usage = NO_USAGE
     completions: list[Completion] = []
     compactions = 0
     records: list[CompactionRecord] = []

@@ -21,7 +21,7 @@ from goaicore.fold.size import (
     string_bytes,
     tool_call_bytes,
 )
-from goaicore.records import ConversationSnapshot, LogPosition, Message, ToolCall
+from goaicore.records import ConversationSnapshot, LogPosition, SnapshotMessage, ToolCall
 from goaicore.records.truncate import truncate_json_arguments, truncate_utf8
 
 _NOTE_ROOM = 512
@@ -71,12 +71,12 @@ def bounded(
     return with_anomaly(snapshot, f"{where}: {'; '.join(notes)}", policy)
 
 
-def _cut_points(messages: Sequence[Message]) -> list[int]:
+def _cut_points(messages: Sequence[SnapshotMessage]) -> list[int]:
     """Indexes where a history may start: user and context messages, never the first."""
     return [i for i, m in enumerate(messages) if i > 0 and m.role in ("user", "system")]
 
 
-def _first_fitting_cut(messages: Sequence[Message], max_messages: int, budget: int) -> int:
+def _first_fitting_cut(messages: Sequence[SnapshotMessage], max_messages: int, budget: int) -> int:
     """The smallest cut leaving at most ``max_messages`` within ``budget``, else the last one."""
     points = _cut_points(messages)
     if not points:
@@ -91,8 +91,8 @@ def _first_fitting_cut(messages: Sequence[Message], max_messages: int, budget: i
 
 
 def _truncated_to_fit(
-    messages: tuple[Message, ...], budget: int
-) -> tuple[tuple[Message, ...], int]:
+    messages: tuple[SnapshotMessage, ...], budget: int
+) -> tuple[tuple[SnapshotMessage, ...], int]:
     """Cut the largest messages down, one at a time, until all fit ``budget``."""
     total = messages_bytes(messages)
     if total <= budget:
@@ -114,7 +114,7 @@ def _truncated_to_fit(
 _BOUND = "truncated to fit the snapshot size bound"
 
 
-def truncate_message(message: Message, allowance: int) -> Message:
+def truncate_message(message: SnapshotMessage, allowance: int) -> SnapshotMessage:
     """``message`` cut down to about ``allowance`` encoded bytes, with a visible marker.
 
     The provider-faithful extras (raw JSON, structured content) go first: the text
@@ -153,7 +153,7 @@ def _bounded_in_chars(
     limit = policy.max_history_chars
     messages = snapshot.messages
 
-    def fits(rest: Sequence[Message]) -> bool:
+    def fits(rest: Sequence[SnapshotMessage]) -> bool:
         return len(rest) <= policy.max_messages and (limit is None or _chars(rest) <= limit)
 
     if fits(messages):
@@ -170,7 +170,7 @@ def _bounded_in_chars(
     return with_anomaly(dataclasses.replace(snapshot, messages=messages[cut:]), note, policy)
 
 
-def _chars(messages: Sequence[Message]) -> int:
+def _chars(messages: Sequence[SnapshotMessage]) -> int:
     return sum(len(m.text) + len(m.raw_json or "") + len(m.content_json or "") for m in messages)
 
 

@@ -12,14 +12,14 @@ from collections.abc import Sequence
 
 from goaicore.conversation.compaction.record import CompactionMismatchError, replay_compaction
 from goaicore.conversation.compaction.wire import from_compaction_applied
-from goaicore.records import CompactionApplied, Message
+from goaicore.records import CompactionApplied, SnapshotMessage
 
 CompactionMismatch = CompactionMismatchError
 
 
 def apply_compaction_record(
-    messages: Sequence[Message], body: CompactionApplied
-) -> tuple[Message, ...]:
+    messages: Sequence[SnapshotMessage], body: CompactionApplied
+) -> tuple[SnapshotMessage, ...]:
     """The history after ``body``; CompactionMismatch when it does not fit the history."""
     try:
         record = from_compaction_applied(body)
@@ -28,5 +28,7 @@ def apply_compaction_record(
     first = min((r.first_index for r in record.replacements), default=0)
     if first < 0:
         raise CompactionMismatchError(f"negative index {first}")
-    kept = replay_compaction(messages, record, lambda text: Message(role="system", text=text))
+    kept = replay_compaction(
+        messages, record, lambda text: SnapshotMessage(role="system", text=text)
+    )
     return tuple(kept)

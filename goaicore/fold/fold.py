@@ -30,7 +30,7 @@ from goaicore.records import (
     ConversationSnapshot,
     GameEvent,
     LogPosition,
-    Message,
+    SnapshotMessage,
     ToolResult,
     TurnFailed,
     UserMessage,
@@ -134,7 +134,7 @@ def _apply(
     body = event.body
     eid = event.event_id
     if isinstance(body, UserMessage):
-        message = Message(
+        message = SnapshotMessage(
             role="user",
             text=body.text,
             content_json=body.content_json,
@@ -143,7 +143,7 @@ def _apply(
         )
         return _append(snapshot, message)
     if isinstance(body, AssistantTurn):
-        message = Message(
+        message = SnapshotMessage(
             role="assistant",
             text=body.text,
             tool_calls=body.tool_calls,
@@ -160,7 +160,7 @@ def _apply(
             cost_usd_nanos=snapshot.cost_usd_nanos + (body.cost_usd_nanos or 0),
         )
     if isinstance(body, ToolResult):
-        message = Message(
+        message = SnapshotMessage(
             role="tool",
             text=body.content,
             tool_call_id=body.tool_call_id,
@@ -172,7 +172,7 @@ def _apply(
     if isinstance(body, GameEvent):
         # A context message: the model sees the game event's text where it happened.
         return _append(
-            snapshot, Message(role="system", text=body.text, name=body.kind, event_id=eid)
+            snapshot, SnapshotMessage(role="system", text=body.text, name=body.kind, event_id=eid)
         )
     if isinstance(body, CompactionApplied):
         kept = apply_compaction_record(snapshot.messages, body)
@@ -190,7 +190,7 @@ def _apply(
     return with_anomaly(snapshot, f"{_where(event, position, policy)}: unknown body", policy)
 
 
-def _append(snapshot: ConversationSnapshot, message: Message) -> ConversationSnapshot:
+def _append(snapshot: ConversationSnapshot, message: SnapshotMessage) -> ConversationSnapshot:
     """Add ``message`` at the end, or, while tool calls are pending, before their call.
 
     Another producer's message can land in the log between a tool call and its
@@ -206,7 +206,7 @@ def _append(snapshot: ConversationSnapshot, message: Message) -> ConversationSna
     return dataclasses.replace(snapshot, messages=placed, message_count=snapshot.message_count + 1)
 
 
-def _pending_caller(messages: Sequence[Message]) -> int | None:
+def _pending_caller(messages: Sequence[SnapshotMessage]) -> int | None:
     """Index of the assistant message whose tool calls are not all answered yet."""
     if not _unanswered_calls(messages):
         return None
@@ -216,7 +216,7 @@ def _pending_caller(messages: Sequence[Message]) -> int | None:
     return None
 
 
-def _unanswered_calls(messages: Sequence[Message]) -> set[str]:
+def _unanswered_calls(messages: Sequence[SnapshotMessage]) -> set[str]:
     """Tool call ids of the last assistant message not yet answered by a tool result."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]

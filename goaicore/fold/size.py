@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from goaicore.records import ConversationSnapshot, Message, ToolCall
+from goaicore.records import ConversationSnapshot, SnapshotMessage, ToolCall
 from goaicore.records.avro.framing import HEADER_SIZE
 from goaicore.records.truncate import utf8_size
 
@@ -53,11 +53,11 @@ def tool_call_bytes(call: ToolCall) -> int:
     return string_bytes(call.id) + string_bytes(call.name) + string_bytes(call.arguments)
 
 
-_sizes: dict[int, tuple[Message, int]] = {}
+_sizes: dict[int, tuple[SnapshotMessage, int]] = {}
 _CACHED = 16384
 
 
-def message_bytes(message: Message) -> int:
+def message_bytes(message: SnapshotMessage) -> int:
     """Encoded size of one history message, remembered by identity.
 
     A snapshot's messages are the same objects from one fold to the next, so an
@@ -74,7 +74,7 @@ def message_bytes(message: Message) -> int:
     return size
 
 
-def _message_bytes(message: Message) -> int:
+def _message_bytes(message: SnapshotMessage) -> int:
     calls = message.tool_calls
     return (
         string_bytes(message.role)
@@ -90,7 +90,7 @@ def _message_bytes(message: Message) -> int:
     )
 
 
-def messages_bytes(messages: Iterable[Message]) -> int:
+def messages_bytes(messages: Iterable[SnapshotMessage]) -> int:
     """Encoded size of the messages array's items (without its count and end markers)."""
     return sum(map(message_bytes, messages))
 

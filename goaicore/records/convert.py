@@ -31,8 +31,8 @@ from goaicore.records.types import (
     EventBody,
     GameEvent,
     LogPosition,
-    Message,
     ReplyStatus,
+    SnapshotMessage,
     ToolCall,
     ToolResult,
     TurnFailed,
@@ -334,7 +334,7 @@ def chat_reply_from_avro(d: Mapping[str, Any]) -> ChatReply:
     )
 
 
-def _message_to(m: Message) -> AvroDict:
+def _message_to(m: SnapshotMessage) -> AvroDict:
     return {
         "role": m.role,
         "text": m.text,
@@ -349,8 +349,8 @@ def _message_to(m: Message) -> AvroDict:
     }
 
 
-def _message_from(d: Mapping[str, Any]) -> Message:
-    return Message(
+def _message_from(d: Mapping[str, Any]) -> SnapshotMessage:
+    return SnapshotMessage(
         role=d["role"],
         text=d["text"],
         tool_calls=tuple(_tool_call_from(c) for c in d["tool_calls"]),

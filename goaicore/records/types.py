@@ -30,23 +30,63 @@ def _freeze_map(record: object, name: str, values: Mapping[str, object]) -> None
         object.__setattr__(record, name, dict(values))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One tool invocation requested by the model; ``arguments`` is the model's raw JSON."""
+    """One tool invocation requested by the model; ``arguments`` is the model's raw JSON.
+
+    The same type in records and in the conversation library's messages.
+    """
 
     id: str
     name: str
     arguments: str
 
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
-    """Token counts of one model call, or summed over ``llm_calls`` calls."""
+    """Token counts of one model call, or summed over ``llm_calls`` calls.
+
+    ``prompt_tokens`` includes cached and cache-write input tokens, so that it means the
+    same thing for every provider. The same type serves the conversation library and the
+    records: a turn's usage is written as it was counted.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
     llm_calls: int = 1
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+            llm_calls=self.llm_calls + other.llm_calls,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "llm_calls": self.llm_calls,
+        }
+
+    @classmethod
+    def of_call(cls, prompt_tokens: int, completion_tokens: int) -> Usage:
+        """The usage of one LLM call."""
+        return cls(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            total_tokens=prompt_tokens + completion_tokens,
+        )
+
+
+NO_USAGE = Usage(llm_calls=0)
+"""Nothing spent yet: what a turn's usage starts from."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -230,7 +270,7 @@ class ChatReply:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Message:
+class SnapshotMessage:
     """One history message of a snapshot, in the neutral provider-independent form."""
 
     role: str
@@ -262,7 +302,7 @@ class ConversationSnapshot:
 
     conversation_id: str
     format_version: int = 1
-    messages: tuple[Message, ...] = ()
+    messages: tuple[SnapshotMessage, ...] = ()
     summary: str | None = None
     last_position: LogPosition | None = None
     recent_event_ids: tuple[str, ...] = ()

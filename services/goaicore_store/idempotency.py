@@ -28,8 +28,8 @@ from goaicore.records import (
     ChatRequest,
     ConversationEvent,
     ConversationSnapshot,
-    Message,
     ReplyStatus,
+    SnapshotMessage,
     ToolResult,
     new_event,
 )
@@ -138,7 +138,7 @@ def recover_from_log(
     return outcome
 
 
-def _unanswered(turn: Iterable[Message]) -> list[tuple[str, str]]:
+def _unanswered(turn: Iterable[SnapshotMessage]) -> list[tuple[str, str]]:
     calls: dict[str, str] = {}
     for message in turn:
         for call in message.tool_calls:

@@ -46,7 +46,6 @@ from goaicore.conversation.snapshot_messages import (
     to_event_body,
 )
 from goaicore.conversation.tools import Tool
-from goaicore.conversation.usage import Usage as TurnUsage
 from goaicore.records import (
     AssistantTurn,
     ChatReply,
@@ -171,7 +170,7 @@ async def run_request(
         conversation_id=request.conversation_id,
         status=ReplyStatus.OK,
         text=turn.text,
-        usage=_record_usage(turn.usage),
+        usage=(turn.usage),
         latency_ms=_elapsed_ms(started),
     )
     return TurnOutcome(reply, events)
@@ -219,21 +218,10 @@ def _with_completion(body: AssistantTurn, completion: Completion) -> AssistantTu
         text=body.text,
         tool_calls=body.tool_calls,
         finish_reason=completion.finish_reason,
-        usage=_record_usage(completion.usage),
+        usage=(completion.usage),
         provider=body.provider,
         model=completion.model,
         raw_json=body.raw_json,
-    )
-
-
-def _record_usage(usage: TurnUsage | None) -> Usage | None:
-    if usage is None:
-        return None
-    return Usage(
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        total_tokens=usage.total_tokens,
-        llm_calls=usage.llm_calls,
     )
 
 
@@ -257,7 +245,7 @@ def failure(
     status: ReplyStatus,
     kind: str,
     message: str,
-    usage: TurnUsage | None = None,
+    usage: Usage | None = None,
     latency_ms: int = 0,
 ) -> TurnOutcome:
     """A failed request: its reply and the one TurnFailed event that records it."""
@@ -266,7 +254,7 @@ def failure(
         conversation_id=request.conversation_id,
         status=status,
         error=message,
-        usage=_record_usage(usage),
+        usage=usage,
         latency_ms=latency_ms,
     )
     event = new_event(
@@ -285,7 +273,7 @@ def _failed(
     status: ReplyStatus,
     kind: str,
     message: str,
-    usage: TurnUsage | None = None,
+    usage: Usage | None = None,
 ) -> TurnOutcome:
     log.info("chat request %s: %s (%s)", request.request_id, status.value, message)
     return failure(request, status, kind, message, usage, _elapsed_ms(started))

@@ -17,8 +17,7 @@ from goaicore.conversation.compaction import (
     replay_compaction,
     to_compaction_applied,
 )
-from goaicore.records import CompactedRange, CompactionApplied
-from goaicore.records import Message as SnapshotMessage
+from goaicore.records import CompactedRange, CompactionApplied, SnapshotMessage
 
 HISTORY = [Message.user(f"m{i}") for i in range(8)]
 

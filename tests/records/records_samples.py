@@ -22,9 +22,9 @@ from goaicore.records import (
     EventBody,
     GameEvent,
     LogPosition,
-    Message,
     Record,
     ReplyStatus,
+    SnapshotMessage,
     ToolCall,
     ToolResult,
     TurnFailed,
@@ -186,23 +186,25 @@ SNAPSHOT_SAMPLES: dict[str, ConversationSnapshot] = {
         conversation_id="player-42",
         format_version=1,
         messages=(
-            Message(role="system", text="The player's history so far: ..."),
-            Message(role="user", text="Where should I go tonight?", event_id=f"{1:032x}"),
-            Message(
+            SnapshotMessage(role="system", text="The player's history so far: ..."),
+            SnapshotMessage(role="user", text="Where should I go tonight?", event_id=f"{1:032x}"),
+            SnapshotMessage(
                 role="assistant",
                 tool_calls=(ToolCall(id="call_1", name="lookup_venue", arguments="{}"),),
                 raw_json=RAW_OPENAI,
                 provider="openai",
                 event_id=f"{3:032x}",
             ),
-            Message(
+            SnapshotMessage(
                 role="tool",
                 text='{"venue": "Theatre"}',
                 tool_call_id="call_1",
                 name="lookup_venue",
                 event_id=f"{5:032x}",
             ),
-            Message(role="user", text="Thanks", name="Ada", content_json='[{"type":"text"}]'),
+            SnapshotMessage(
+                role="user", text="Thanks", name="Ada", content_json='[{"type":"text"}]'
+            ),
         ),
         summary="The player explored Harrogate.",
         last_position=LogPosition(partition=3, offset=1_234_567),
@@ -223,7 +225,7 @@ SNAPSHOT_SAMPLES: dict[str, ConversationSnapshot] = {
     "bounded": ConversationSnapshot(  # fold version 2: bounded in encoded bytes
         conversation_id="player-77",
         format_version=2,
-        messages=(Message(role="user", text="Still here?", event_id=f"{90:032x}"),),
+        messages=(SnapshotMessage(role="user", text="Still here?", event_id=f"{90:032x}"),),
         last_position=LogPosition(partition=1, offset=90),
         event_count=90,
         message_count=90,

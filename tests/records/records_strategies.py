@@ -19,8 +19,8 @@ from goaicore.records import (
     EventBody,
     GameEvent,
     LogPosition,
-    Message,
     ReplyStatus,
+    SnapshotMessage,
     ToolCall,
     ToolResult,
     TurnFailed,
@@ -112,7 +112,7 @@ chat_replies = st.builds(
 )
 
 messages = st.builds(
-    Message,
+    SnapshotMessage,
     role=st.sampled_from(["system", "user", "assistant", "tool"]),
     text=text,
     tool_calls=tool_calls,

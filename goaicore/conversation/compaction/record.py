@@ -16,7 +16,7 @@ from itertools import pairwise
 from typing import TypeVar
 
 from goaicore.conversation.messages import Message
-from goaicore.conversation.usage import Usage
+from goaicore.records.types import Usage
 
 M = TypeVar("M")
 

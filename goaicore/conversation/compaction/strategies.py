@@ -21,7 +21,7 @@ from goaicore.conversation.compaction.protocol import CompactionRequest
 from goaicore.conversation.compaction.record import Replacement
 from goaicore.conversation.compaction.tokens import TokenCounter
 from goaicore.conversation.messages import Message
-from goaicore.conversation.usage import Usage
+from goaicore.records.types import Usage
 
 log = logging.getLogger("goaicore.conversation.compaction")
 

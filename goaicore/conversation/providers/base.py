@@ -11,7 +11,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 from goaicore.conversation.errors import ContextLengthError, ProviderError
 from goaicore.conversation.messages import Message
 from goaicore.conversation.tools import Tool
-from goaicore.conversation.usage import Usage
+from goaicore.records.types import Usage
 
 # Normalised finish reasons. Any other value is the provider's own, unknown reason.
 STOP = "stop"
@@ -142,3 +142,8 @@ async def raw_response_json(
         raise ProviderError(f"{provider}: {exc}", provider=provider) from exc
     except ValueError as exc:
         raise ProviderError(f"{provider}: response is not JSON: {exc}", provider=provider) from exc
+
+
+def as_int(value: Any) -> int:
+    """A token count from provider JSON, where absent or null means zero."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

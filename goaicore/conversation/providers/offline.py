@@ -17,7 +17,7 @@ from goaicore.conversation.messages import JSONDict, Message, arguments_json
 from goaicore.conversation.providers.base import STOP, TOOL_CALLS, Completion, CompletionRequest
 from goaicore.conversation.providers.openai import WIRE
 from goaicore.conversation.tools import Tool
-from goaicore.conversation.usage import Usage
+from goaicore.records.types import Usage
 
 OFFLINE_MODEL = "goaicore-offline"
 OFFLINE_PREFIX = "[offline] "

@@ -27,11 +27,12 @@ from goaicore.conversation.providers.base import (
     CompletionRequest,
     PerLoopClients,
     Provider,
+    as_int,
     raw_response_json,
 )
 from goaicore.conversation.providers.wire import ProviderSpec, Wire, no_rules, string
-from goaicore.conversation.usage import Usage, as_int
 from goaicore.extras import require
+from goaicore.records.types import Usage
 
 if TYPE_CHECKING:
     import openai
