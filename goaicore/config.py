@@ -413,7 +413,7 @@ class Settings:
 
     @property
     def embedded_broker(self) -> bool:
-        """True when the embedded broker profile applies (DESIGN.md's measured gaps)."""
+        """True when the embedded broker profile applies (see ``goaicore.kafka.profile``)."""
         return self.broker_profile == "embedded"
 
     def require_bootstrap(self) -> str:

@@ -20,8 +20,9 @@ kafka-python producer, and the Faust worker's aiokafka producer) all write with:
 
 Faust uses goaicore's transport (``goaicore.kafka.faust.transport``, which fixes
 a Faust race and is not a broker workaround). The ``embedded`` profile works
-around the measured gaps of the embedded ``tansu`` broker listed in DESIGN.md,
-and is applied only when that broker is in use:
+around the measured gaps of the embedded ``tansu`` broker (the README lists them
+under "The embedded broker and its profile"), and is applied only when that
+broker is in use:
 
 - its end-offset answer (ListOffsets latest) can be wrong when the last batch
   holds several records, and Faust recovers tables up to ``end_offsets() - 1``:

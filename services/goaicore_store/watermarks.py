@@ -94,7 +94,7 @@ class HighWatermarks:
     """The current end of ``events`` partitions, asked of the broker.
 
     With Apache Kafka the end-offset answer (ListOffsets) is exact. The embedded
-    broker's can be too low (DESIGN.md), so under its profile the end is taken
+    broker's can be too low (``goaicore.kafka.profile``), so under its profile the end is taken
     from the high watermark of a fetch made after the question was asked.
     Concurrent questions about one partition share one answer when it was
     asked after theirs began.

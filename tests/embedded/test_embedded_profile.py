@@ -2,7 +2,7 @@
 
 The main suites run on Apache Kafka where Java is here; these run on the embedded
 broker always, with the ``embedded`` profile, through the cases its measured gaps
-touch (DESIGN.md): the end offset of a many-record batch, a worker's table
+touch (``goaicore.kafka.profile``): the end offset of a many-record batch, a worker's table
 recovered after a restart, a group that must form quickly. ``goaicore dev`` on it
 is tested in tests/infra/test_devstack.py.
 """
