@@ -8,9 +8,7 @@ the ``avro`` column keeps every record byte for byte, so nothing is lost.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from datetime import datetime
-from enum import Enum
 from typing import Any, NamedTuple
 
 from goaicore.records import (
@@ -24,6 +22,7 @@ from goaicore.records import (
     TurnFailed,
     UserMessage,
 )
+from goaicore.records.jsonable import jsonable
 
 # Body types that add a message to the history (counted in conversations.message_count).
 MESSAGE_TYPES = frozenset({"UserMessage", "AssistantTurn", "ToolResult", "GameEvent"})
@@ -34,23 +33,9 @@ def clean(text: str) -> str:
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
-def jsonable(value: Any) -> Any:
-    """Plain JSON data for a record: dataclasses as objects, times as ISO strings."""
-    if isinstance(value, str):
-        return clean(value)
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    if isinstance(value, Enum):
-        return jsonable(value.value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {clean(str(k)): jsonable(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
-        return [jsonable(v) for v in value]
-    raise TypeError(f"no JSON form for {type(value).__name__}")
+def stored_json(value: Any) -> Any:
+    """A record as the JSON PostgreSQL stores (NUL in text replaced)."""
+    return jsonable(value, clean)
 
 
 def message_text(body: EventBody) -> str | None:
@@ -98,7 +83,7 @@ def event_row(partition: int, offset: int, event: ConversationEvent, avro: bytes
         event.occurred_at,
         clean(event.source),
         clean(event.causation_id) if event.causation_id is not None else None,
-        jsonable(event.body),
+        stored_json(event.body),
         message_text(event.body),
         avro,
     )
@@ -132,7 +117,7 @@ def snapshot_row(
     last = snapshot.last_position
     return SnapshotRow(
         clean(snapshot.conversation_id),
-        jsonable(snapshot),
+        stored_json(snapshot),
         avro,
         last.partition if last else None,
         last.offset if last else None,

@@ -17,12 +17,10 @@ to it. Every error is JSON ``{"error": ...}`` with a fitting status.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 from collections.abc import Mapping
-from datetime import datetime, timedelta
-from enum import Enum
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from aiohttp import web as aioweb
@@ -39,6 +37,7 @@ from goaicore.records import (
 )
 from goaicore.records.avro.api import encode_chat_request, encode_event
 from goaicore.records.avro.errors import EncodeError
+from goaicore.records.jsonable import jsonable
 from goaicore.records.types import EventBody
 from goaicore.records.validation import (
     InvalidInputError,
@@ -145,7 +144,7 @@ def register_views(store: StoreApp) -> None:
             snapshot = store.table.get(key)
             if snapshot is None:
                 return self.error(404, f"no conversation {conversation_id!r}")
-            return self.json(as_json(snapshot))
+            return self.json(jsonable(snapshot))
 
     @app.page("/conversations/{conversation_id}/events")
     class Events(web.View):
@@ -307,20 +306,5 @@ def _number(body: Mapping[str, Any], name: str, default: float) -> float:
 
 
 def reply_json(reply: ChatReply) -> dict[str, Any]:
-    data: dict[str, Any] = as_json(reply)
+    data: dict[str, Any] = jsonable(reply)
     return data
-
-
-def as_json(record: Any) -> Any:
-    """A record as plain JSON values: datetimes in ISO form, enums by value."""
-    if dataclasses.is_dataclass(record) and not isinstance(record, type):
-        return {f.name: as_json(getattr(record, f.name)) for f in dataclasses.fields(record)}
-    if isinstance(record, Enum):
-        return record.value
-    if isinstance(record, datetime):
-        return record.isoformat()
-    if isinstance(record, Mapping):
-        return {str(k): as_json(v) for k, v in record.items()}
-    if isinstance(record, list | tuple):
-        return [as_json(v) for v in record]
-    return record
