@@ -339,17 +339,23 @@ def _pid_alive(pid: object) -> bool:
     return True
 
 
+FROM_ENVIRONMENT: Any = None
+"""The default of a field that always has a value: read from the environment, else its default."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Settings:
     """Where goaicore finds Kafka, PostgreSQL and an LLM, and how topics are laid out.
 
-    Fields left out are read from the environment (see :data:`VARIABLES`);
-    ``bootstrap_servers`` and ``database_url`` fall back to the running dev stack.
+    Fields left out are read from the environment (see :data:`VARIABLES`), else take
+    their defaults, so every field typed without ``None`` has a value once built;
+    ``bootstrap_servers`` and ``database_url`` fall back to the running dev stack and
+    may stay unset (``require_bootstrap`` says why).
     """
 
     bootstrap_servers: str | None = None
-    broker_profile: BrokerProfile | None = None
-    local_broker: LocalBrokerKind | None = None
+    broker_profile: BrokerProfile = FROM_ENVIRONMENT
+    local_broker: LocalBrokerKind = FROM_ENVIRONMENT
     security_protocol: SecurityProtocol | None = None
     sasl_mechanism: SaslMechanism | None = None
     sasl_username: str | None = None
@@ -358,23 +364,23 @@ class Settings:
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
     ssl_key_password: str | None = field(default=None, repr=False)
-    topic_prefix: str | None = None
-    partitions: int | None = None
-    replication_factor: int | None = None
+    topic_prefix: str = FROM_ENVIRONMENT
+    partitions: int = FROM_ENVIRONMENT
+    replication_factor: int = FROM_ENVIRONMENT
     database_url: str | None = None
-    db_schema: str | None = None
-    max_record_bytes: int | None = None
+    db_schema: str = FROM_ENVIRONMENT
+    max_record_bytes: int = FROM_ENVIRONMENT
     openai_api_key: str | None = field(default=None, repr=False)
     openai_base_url: str | None = None
     model: str | None = None
     anthropic_api_key: str | None = field(default=None, repr=False)
-    chat_concurrency: int | None = None
-    read_wait: float | None = None
-    turn_timeout: float | None = None
-    system_prompt: str | None = None
-    tools: str | None = None
-    context_tokens: int | None = None
-    data_dir: Path | None = None
+    chat_concurrency: int = FROM_ENVIRONMENT
+    read_wait: float = FROM_ENVIRONMENT
+    turn_timeout: float = FROM_ENVIRONMENT
+    system_prompt: str = FROM_ENVIRONMENT
+    tools: str = FROM_ENVIRONMENT
+    context_tokens: int = FROM_ENVIRONMENT
+    data_dir: Path = FROM_ENVIRONMENT
     env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -383,33 +389,6 @@ class Settings:
         for name, value in resolved.items():
             object.__setattr__(self, name, value)
         object.__setattr__(self, "env", None)
-
-    # Accessors with non-optional types for callers after resolution.
-    @property
-    def prefix(self) -> str:
-        assert self.topic_prefix is not None
-        return self.topic_prefix
-
-    @property
-    def partition_count(self) -> int:
-        assert self.partitions is not None
-        return self.partitions
-
-    @property
-    def record_limit(self) -> int:
-        assert self.max_record_bytes is not None
-        return self.max_record_bytes
-
-    @property
-    def schema(self) -> str:
-        """The PostgreSQL schema holding the projection of this prefix's topics."""
-        assert self.db_schema is not None
-        return self.db_schema
-
-    @property
-    def data_path(self) -> Path:
-        assert self.data_dir is not None
-        return self.data_dir
 
     @property
     def embedded_broker(self) -> bool:
@@ -435,7 +414,7 @@ class Settings:
 
     def _no_stack(self) -> str:
         """Where a running dev stack was looked for, for a message saying none was found."""
-        dev_file = (self.data_path / DEV_FILE_NAME).resolve()
+        dev_file = (self.data_dir / DEV_FILE_NAME).resolve()
         if dev_file.exists():
             return f"the dev stack of {dev_file} is not running"
         return (
@@ -445,7 +424,7 @@ class Settings:
 
     def topic(self, name: str) -> str:
         """The full name of one of goaicore's topics under the configured prefix."""
-        return f"{self.prefix}.{name}"
+        return f"{self.topic_prefix}.{name}"
 
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **changes)

@@ -82,7 +82,7 @@ def _direct(base_url: str, conversations: int, questions: int) -> list[float]:
 def _start_worker(settings: Settings, llm: OpenAIServer) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in settings_env(settings).items() if not k.startswith("ANTHROPIC_")}
     env.update(OPENAI_API_KEY="bench", OPENAI_BASE_URL=llm.base_url)
-    with open(settings.data_path / "worker.log", "ab") as log:
+    with open(settings.data_dir / "worker.log", "ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "goaicore", "worker"], env=env, stdout=log, stderr=log
         )

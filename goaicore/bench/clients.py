@@ -169,7 +169,7 @@ def _measure(settings: Settings) -> list[Measurement]:
     from kafka import TopicPartition
 
     topic = settings.topic("events")
-    partition = TopicPartition(topic, partition_for("long", settings.partition_count))
+    partition = TopicPartition(topic, partition_for("long", settings.partitions))
     consumer = make_consumer(settings)
     try:
         raw_s = _best_of(

@@ -26,14 +26,14 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings()
     app = faust.App(
-        f"{settings.prefix}.bench-count",
+        f"{settings.topic_prefix}.bench-count",
         broker=faust_broker_urls(settings),
         store="memory://",
-        topic_partitions=settings.partition_count,
+        topic_partitions=settings.partitions,
         consumer_auto_offset_reset="earliest",
         web_port=free_loopback_port(),
         web_host="127.0.0.1",
-        datadir=str(settings.data_path / "bench-count"),
+        datadir=str(settings.data_dir / "bench-count"),
         broker_credentials=faust_credentials(settings),
         **client_profile(settings).faust,
     )

@@ -144,7 +144,7 @@ def _run_worker(
     The warm-up event is published first and the worker is given time to settle,
     so the group's start-up rebalances fall outside the measured span.
     """
-    with open(settings.data_path / "worker.log", "ab") as log:
+    with open(settings.data_dir / "worker.log", "ab") as log:
         process = subprocess.Popen(command, env=settings_env(settings), stdout=log, stderr=log)
     try:
         with EventPublisher(settings) as publisher:
@@ -177,7 +177,7 @@ def store(broker: LocalBroker) -> list[Measurement]:
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("fold", "count"):
             settings = broker_settings(broker, f"bench-{name}", Path(tmp) / name)
-            settings.data_path.mkdir(parents=True)
+            settings.data_dir.mkdir(parents=True)
             ensure_topics(settings)
             if name == "fold":
                 span = _run_worker(

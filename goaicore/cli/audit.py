@@ -96,7 +96,7 @@ def _connect(settings: Settings) -> Any:
 
     conn = connect(settings)
     try:
-        require_projection(conn, settings.schema)
+        require_projection(conn, settings.db_schema)
     except BaseException:
         conn.close()
         raise

@@ -54,12 +54,12 @@ def handle(args: argparse.Namespace) -> int:
         topics = ", ".join(f"{t.name} ({t.action})" for t in stack.topics)
         table.add_row("topics", f"{topics} — {info.partitions} partitions each")
         table.add_row(
-            "store worker", f"pid {info.worker_pid}, log {stack.settings.data_path / 'worker.log'}"
+            "store worker", f"pid {info.worker_pid}, log {stack.settings.data_dir / 'worker.log'}"
         )
         table.add_row(
             "projector",
-            f"pid {info.projector_pid}, schema {stack.settings.schema}, "
-            f"log {stack.settings.data_path / 'projector.log'}",
+            f"pid {info.projector_pid}, schema {stack.settings.db_schema}, "
+            f"log {stack.settings.data_dir / 'projector.log'}",
         )
         table.add_row("dev.json", str(stack.dev_file))
         console.print(table)
@@ -125,9 +125,9 @@ def _show_chat_session(console: Console, stack: LocalStack) -> None:
 
     from goaicore.conversation.providers.choice import Providers
 
-    assert stack.info is not None
+    info = stack.started()
     label = Providers(stack.settings).label
-    console.print(f"[bold]chat[/bold] — HTTP {stack.info.http_url}, model: {label}")
+    console.print(f"[bold]chat[/bold] — HTTP {info.http_url}, model: {label}")
     with console.status("playing a short game session ..."):
         steps = stack.chat_session()
     for step in steps:
@@ -138,7 +138,7 @@ def _show_chat_session(console: Console, stack: LocalStack) -> None:
         else:
             console.print(f"  [green]reply[/green]  {escape(step.text)}  ({step.seconds:.2f} s)")
     console.print(
-        f"  try: curl -s -X POST {stack.info.http_url}/conversations/demo-player/messages "
+        f"  try: curl -s -X POST {info.http_url}/conversations/demo-player/messages "
         "-H 'Content-Type: application/json' -d '{\"text\": \"What is the score_lookup "
         "for York?\"}'"
     )

@@ -48,7 +48,7 @@ def handle_replay(args: argparse.Namespace) -> int:
     from goaicore.replay.log import replay
 
     with HistoryReader() as reader:
-        policy = policy_for_record_limit(reader.settings.record_limit)
+        policy = policy_for_record_limit(reader.settings.max_record_bytes)
         result = replay(reader, args.conversation, args.until_offset, args.as_of, policy)
     snapshot = result.snapshot
     if snapshot is None:

@@ -84,7 +84,7 @@ class ChatClient(Closing):
             payload = encode_chat_request(request)
         except EncodeError as err:
             raise InvalidInputError(f"chat request does not fit the schema: {err}") from err
-        check_size("chat request", payload, self.settings.record_limit)
+        check_size("chat request", payload, self.settings.max_record_bytes)
         self._producer.send(self.requests_topic, key=conversation_id.encode(), value=payload).get(
             timeout=30
         )

@@ -108,7 +108,7 @@ class DeadLetterWriter:
 
     def __init__(self, settings: Settings, consumer_name: str, producer: Any = None) -> None:
         self.topic = settings.topic("dead-letters")
-        self.limit = settings.record_limit
+        self.limit = settings.max_record_bytes
         self.consumer_name = consumer_name
         self._own_producer = producer is None
         self._producer = producer or make_producer(settings)

@@ -122,7 +122,9 @@ class EventPublisher(Closing):
             payload = encode_event(envelope)
         except EncodeError as err:
             raise InvalidInputError(f"event does not fit the schema: {err}") from err
-        return conversation_id.encode(), check_size("event", payload, self.settings.record_limit)
+        return conversation_id.encode(), check_size(
+            "event", payload, self.settings.max_record_bytes
+        )
 
 
 def _position(metadata: Any) -> TopicPosition:

@@ -18,7 +18,7 @@ class ProjectorProcess(WorkerProcess):
 
     def start(self) -> ProjectorProcess:
         command = [sys.executable, "-m", "goaicore", "projector"]
-        env = {**settings_env(self.settings), "GOAICORE_DB_SCHEMA": self.settings.schema}
+        env = {**settings_env(self.settings), "GOAICORE_DB_SCHEMA": self.settings.db_schema}
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 command,

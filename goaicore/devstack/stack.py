@@ -107,16 +107,16 @@ class LocalStack:
 
     @property
     def dev_file(self) -> Path:
-        return self.settings.data_path / DEV_FILE_NAME
+        return self.settings.data_dir / DEV_FILE_NAME
 
     def start(self) -> StackInfo:
-        live = read_dev_file(self.settings.data_path)
+        live = read_dev_file(self.settings.data_dir)
         if live is not None:
             raise ConfigError(
                 f"a dev stack is already running (pid {live.get('pid')}, {self.dev_file}); "
                 "stop it first or use another GOAICORE_DATA_DIR"
             )
-        self.settings.data_path.mkdir(parents=True, exist_ok=True)
+        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         try:
             settings = self.settings
             if settings.bootstrap_servers is None:
@@ -139,20 +139,22 @@ class LocalStack:
             self.settings = settings
             web_port = free_loopback_port()
             self.worker = WorkerProcess(
-                settings, settings.data_path / "worker.log", web_port=web_port
+                settings, settings.data_dir / "worker.log", web_port=web_port
             ).start()
             # A projection kept in the dev database describes the log it was built
             # from. A broker holding another log (the memory-only one always does)
             # gets a schema of its own: earlier rows are never cleared or mixed in.
             if self.broker is not None:
                 self.schema_choice = choose_schema(
-                    url, settings.schema, self._schema_given(), self.broker.log_id, settings.prefix
+                    url,
+                    settings.db_schema,
+                    self._schema_given(),
+                    self.broker.log_id,
+                    settings.topic_prefix,
                 )
                 settings = settings.with_overrides(db_schema=self.schema_choice.schema)
                 self.settings = settings
-            self.projector = ProjectorProcess(
-                settings, settings.data_path / "projector.log"
-            ).start()
+            self.projector = ProjectorProcess(settings, settings.data_dir / "projector.log").start()
             broker = self.broker
             self.info = StackInfo(
                 pid=os.getpid(),
@@ -168,9 +170,9 @@ class LocalStack:
                 projector_pid=self.projector.pid,
                 database_url=url,
                 database_source=self.database.source,
-                db_schema=settings.schema,
-                topic_prefix=settings.prefix,
-                partitions=settings.partition_count,
+                db_schema=settings.db_schema,
+                topic_prefix=settings.topic_prefix,
+                partitions=settings.partitions,
                 http_url=f"http://127.0.0.1:{web_port}",
                 started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             )
@@ -183,7 +185,7 @@ class LocalStack:
     def _start_broker(self, settings: Settings) -> LocalBroker:
         """The local broker ``GOAICORE_LOCAL_BROKER`` names, started."""
         kind = settings.local_broker or "embedded"
-        folder = settings.data_path / KAFKA_FOLDER
+        folder = settings.data_dir / KAFKA_FOLDER
         if kind == "kafka":
             # No live dev stack owns this data dir (checked by start), so an Apache
             # Kafka that a killed stack left running on its folder is ours to stop.
@@ -194,7 +196,7 @@ class LocalStack:
         broker = LocalBroker(
             kind,
             folder=folder if kind == "kafka" else None,
-            log_path=settings.data_path / "broker.log",
+            log_path=settings.data_dir / "broker.log",
         )
         self.broker = broker  # stopped by stop() if starting fails half way
         try:
@@ -219,10 +221,17 @@ class LocalStack:
         """Play the scripted game session through the store worker's HTTP API."""
         from goaicore.devstack.demo import run_session, wait_ready
 
-        assert self.info is not None
-        assert self.info.http_url is not None
-        wait_ready(self.info.http_url)
-        return run_session(self.info.http_url)
+        url = self.started().http_url
+        if url is None:
+            raise RuntimeError("the dev stack runs no store worker with an HTTP port")
+        wait_ready(url)
+        return run_session(url)
+
+    def started(self) -> StackInfo:
+        """What the started stack runs; a RuntimeError before ``start()``."""
+        if self.info is None:
+            raise RuntimeError("start() the dev stack first")
+        return self.info
 
     def check_projection(self, folded: FoldCheck, timeout: float = 60.0) -> ProjectionCheck:
         """Wait until the projector has written the folded check event to PostgreSQL."""
@@ -230,7 +239,7 @@ class LocalStack:
 
     def stop(self) -> None:
         """Remove dev.json (if ours) and stop what this stack started, nothing else."""
-        info = read_dev_file(self.settings.data_path)
+        info = read_dev_file(self.settings.data_dir)
         if info is not None and info.get("pid") == os.getpid():
             self.dev_file.unlink(missing_ok=True)
         if self.projector is not None:
@@ -470,7 +479,8 @@ def row_round_trip(settings: Settings) -> tuple[str, int, float]:
         row = conn.execute(
             f"INSERT INTO {table} (pid) VALUES (%s) RETURNING id", (os.getpid(),)
         ).fetchone()
-        assert row is not None
+        if row is None:
+            raise RuntimeError(f"no id came back from the check row written to {table}")
         back = conn.execute(f"SELECT id FROM {table} WHERE id = %s", (row[0],)).fetchone()
     if back is None:
         raise RuntimeError(f"the check row written to {table} could not be read back")

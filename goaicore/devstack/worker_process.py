@@ -18,9 +18,9 @@ def settings_env(settings: Settings) -> dict[str, str]:
     env.update(
         KAFKA_BOOTSTRAP_SERVERS=settings.require_bootstrap(),
         GOAICORE_BROKER_PROFILE=settings.broker_profile or "standard",
-        GOAICORE_TOPIC_PREFIX=settings.prefix,
-        GOAICORE_PARTITIONS=str(settings.partition_count),
-        GOAICORE_DATA_DIR=str(settings.data_path),
+        GOAICORE_TOPIC_PREFIX=settings.topic_prefix,
+        GOAICORE_PARTITIONS=str(settings.partitions),
+        GOAICORE_DATA_DIR=str(settings.data_dir),
     )
     if settings.database_url:
         env["DATABASE_URL"] = settings.database_url

@@ -20,4 +20,4 @@ RECORD_HEADROOM = 64 * 1024
 
 def max_batch_bytes(settings: Settings) -> int:
     """The producers' max request size and the topics' ``max.message.bytes``."""
-    return settings.record_limit + RECORD_HEADROOM
+    return settings.max_record_bytes + RECORD_HEADROOM

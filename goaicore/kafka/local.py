@@ -135,7 +135,8 @@ class LocalBroker:
     def start(self, timeout: float = 180.0) -> LocalBroker:
         """Start it; Apache Kafka raises KafkaUnavailable when Java or its jars are missing."""
         if self.kind == "kafka":
-            assert self.folder is not None
+            if self.folder is None:
+                raise ValueError("a local Apache Kafka needs a folder for its data")
             kafka = LocalKafka(self.folder, nodes=1, overrides=self.overrides)
             self.new_storage = not all(node.formatted() for node in kafka.nodes)
             self.kafka = kafka.start(timeout=timeout)

@@ -112,11 +112,11 @@ def _ensure(admin: Any, settings: Settings, timeout_s: float) -> list[TopicStatu
             continue
         replication = 1 if settings.embedded_broker else settings.replication_factor
         new = NewTopic(
-            name, settings.partition_count, replication, topic_configs=topic_configs(spec, settings)
+            name, settings.partitions, replication, topic_configs=topic_configs(spec, settings)
         )
         try:
             admin.create_topics([new], timeout_ms=int(timeout_s * 1000))
-            statuses.append(TopicStatus(name, settings.partition_count, "created"))
+            statuses.append(TopicStatus(name, settings.partitions, "created"))
         except TopicAlreadyExistsError:
             # Created concurrently (by another process, or by an earlier pass): check it.
             count = _wait_led(admin, [name], time.monotonic() + timeout_s)[name]
@@ -133,10 +133,10 @@ def topic_configs(spec: TopicSpec, settings: Settings) -> dict[str, str]:
 
 
 def _check(settings: Settings, name: str, partitions: int) -> None:
-    if partitions != settings.partition_count:
+    if partitions != settings.partitions:
         raise TopicMismatchError(
             f"topic {name} has {partitions} partitions but GOAICORE_PARTITIONS is "
-            f"{settings.partition_count}; co-partitioning needs them equal "
+            f"{settings.partitions}; co-partitioning needs them equal "
             "(use the existing count, or another GOAICORE_TOPIC_PREFIX)"
         )
 
@@ -209,7 +209,7 @@ def _check_configs(admin: Any, settings: Settings) -> None:
         if limit is not None and limit.isdigit() and int(limit) < needed:
             raise TopicMismatchError(
                 f"topic {name} has max.message.bytes={limit}, below the {needed} that "
-                f"GOAICORE_MAX_RECORD_BYTES={settings.record_limit} needs (record limit plus "
+                f"GOAICORE_MAX_RECORD_BYTES={settings.max_record_bytes} needs (record limit plus "
                 f"{RECORD_HEADROOM} bytes of headroom): raise the topic's max.message.bytes "
                 "or lower GOAICORE_MAX_RECORD_BYTES"
             )

@@ -49,7 +49,7 @@ def connect(settings: Settings, autocommit: bool = True) -> Connection:
             url,
             autocommit=autocommit,
             connect_timeout=CONNECT_TIMEOUT,
-            options=f"-c search_path={settings.schema}",
+            options=f"-c search_path={settings.db_schema}",
         )
     except psycopg.OperationalError as err:
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

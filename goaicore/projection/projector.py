@@ -66,15 +66,16 @@ class Projector:
 
     @property
     def conn(self) -> Connection:
-        assert self._conn is not None, "start() the projector first"
+        if self._conn is None:
+            raise RuntimeError("start() the projector first")
         return self._conn
 
     def start(self, stop: threading.Event | None = None) -> Projector:
         """Migrate, take the schema's lock (waiting as a standby), seek to stored positions."""
         self._conn = connect(self.settings)
-        applied = migrate(self._conn, self.settings.schema)
+        applied = migrate(self._conn, self.settings.db_schema)
         if applied:
-            log.info("schema %s: applied migrations %s", self.settings.schema, applied)
+            log.info("schema %s: applied migrations %s", self.settings.db_schema, applied)
         if not self._take_lock(stop):
             return self
         self._consumer = make_consumer(
@@ -96,20 +97,20 @@ class Projector:
             self.events_topic,
             self.snapshots_topic,
             len(self._partitions),
-            self.settings.schema,
+            self.settings.db_schema,
             self.positions,
         )
         return self
 
     def _take_lock(self, stop: threading.Event | None) -> bool:
-        key = lock_key(f"goaicore.projector:{self.settings.schema}")
+        key = lock_key(f"goaicore.projector:{self.settings.db_schema}")
         waited = 0.0
         while True:
             row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
             if row is not None and row[0]:
                 return True
             if waited % 30 == 0:
-                log.info("another projector writes schema %s; waiting", self.settings.schema)
+                log.info("another projector writes schema %s; waiting", self.settings.db_schema)
             if stop is not None and stop.wait(1.0):
                 return False
             if stop is None:
@@ -134,8 +135,8 @@ class Projector:
             raise PositionConflictError(
                 f"a row of this batch is already projected ({err.diag.message_detail}): the "
                 "log and the projection disagree (was a topic recreated?); run "
-                f"`goaicore projection clear --schema {self.settings.schema} --prefix "
-                f"{self.settings.prefix}` to project the log again, or use another "
+                f"`goaicore projection clear --schema {self.settings.db_schema} --prefix "
+                f"{self.settings.topic_prefix}` to project the log again, or use another "
                 "GOAICORE_DB_SCHEMA"
             ) from err
         except psycopg.DataError as err:
@@ -161,7 +162,8 @@ class Projector:
             os.kill(os.getpid(), signal.SIGKILL)
 
     def _dead_letter(self, rejected: Rejected) -> None:
-        assert self._dead_letters is not None
+        if self._dead_letters is None:
+            raise RuntimeError("start() the projector first")
         record = rejected.record
         self._dead_letters.forward(record, rejected.reason, rejected.message)
         self.dead_lettered += 1

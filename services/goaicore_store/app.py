@@ -72,7 +72,7 @@ def log_topic(app: faust.App, settings: Settings, name: str, value_serializer: s
         settings.topic(name),
         key_serializer="raw",
         value_serializer=value_serializer,
-        partitions=settings.partition_count,
+        partitions=settings.partitions,
         internal=False,
     )
 
@@ -94,9 +94,9 @@ def create_app(
     register_codec()
     port = web_port or free_loopback_port()
     url = canonical_url or default_canonical_url(web_host, port)
-    datadir = data_dir or settings.data_path / "store"
+    datadir = data_dir or settings.data_dir / "store"
     datadir.mkdir(parents=True, exist_ok=True)
-    partitions = settings.partition_count
+    partitions = settings.partitions
     app = SteadyApp(
         app_id(settings),
         broker=faust_broker_urls(settings),
@@ -163,7 +163,7 @@ def _replies_table(app: faust.App, settings: Settings) -> Any:
     Keyed by conversation id and partitioned like every topic, so a conversation's
     replies recover on the worker that owns the conversation.
     """
-    partitions = settings.partition_count
+    partitions = settings.partitions
     changelog = app.topic(
         f"{app_id(settings)}-replies-changelog",
         key_serializer="raw",
@@ -179,11 +179,7 @@ def _replies_table(app: faust.App, settings: Settings) -> Any:
 
 def _chat_services(settings: Settings, progress: FoldProgress) -> ChatServices:
     """The chat agent's LLM providers, tools, limits and progress handles."""
-    assert settings.turn_timeout is not None
-    assert settings.context_tokens is not None
-    assert settings.chat_concurrency is not None
-    assert settings.read_wait is not None
-    limits = OutputLimits.for_record_limit(settings.record_limit)
+    limits = OutputLimits.for_record_limit(settings.max_record_bytes)
     return ChatServices(
         providers=Providers(settings),
         registry=load_tools(settings.tools or ""),

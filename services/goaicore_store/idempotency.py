@@ -75,7 +75,8 @@ class RecentRepliesCodec(codecs.Codec):
     """RecentReplies <-> JSON with base64 Avro replies (readable with any JSON tool)."""
 
     def _dumps(self, obj: Any) -> bytes:
-        assert isinstance(obj, RecentReplies)
+        if not isinstance(obj, RecentReplies):
+            raise TypeError(f"the replies table holds RecentReplies, not {type(obj).__name__}")
         entries = [[rid, base64.b64encode(p).decode()] for rid, p in obj.entries]
         return json.dumps({"v": 1, "replies": entries}).encode()
 

@@ -64,7 +64,7 @@ class StoreApp:
     @cached_property
     def fold_policy(self) -> FoldPolicy:
         """The fold's bounds: every snapshot fits under the configured record limit."""
-        return policy_for_record_limit(self.settings.record_limit)
+        return policy_for_record_limit(self.settings.max_record_bytes)
 
     @property
     def web_url(self) -> str:
@@ -77,7 +77,7 @@ class StoreApp:
         (see :class:`goaicore.clients.DeadLetter`).
         """
         letter = DeadLetter.of(
-            message, reason, detail, app_id(self.settings), self.settings.record_limit
+            message, reason, detail, app_id(self.settings), self.settings.max_record_bytes
         )
         log.warning(
             "dead letter from %s[%d]@%d: %s",
@@ -93,4 +93,4 @@ class StoreApp:
 
 def app_id(settings: Settings) -> str:
     """The consumer group and Faust app id; one per topic prefix."""
-    return f"{settings.prefix}.store"
+    return f"{settings.topic_prefix}.store"

@@ -94,7 +94,7 @@ def readiness(app: Any) -> str | None:
 def register_views(store: StoreApp) -> None:
     """Add the views to the store app's web server."""
     app = store.app
-    limit = store.settings.record_limit
+    limit = store.settings.max_record_bytes
 
     @app.page(HEALTH_PATH)
     class Health(web.View):
@@ -196,7 +196,6 @@ async def ask(
     view: web.View, store: StoreApp, conversation_id: str, body: Mapping[str, Any]
 ) -> web.Response:
     """Publish the request, wait for the reply this worker's chat agent publishes."""
-    assert store.chat is not None
     timeout = _number(body, "timeout", DEFAULT_TIMEOUT)
     if not 0 < timeout <= MAX_TIMEOUT:
         raise BadInput(f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds")
@@ -212,7 +211,9 @@ async def ask(
         deadline=utc_now() + timedelta(seconds=timeout),
         request_id=_optional_text(body, "request_id"),
     )
-    payload = check_size("chat request", encode_chat_request(request), store.settings.record_limit)
+    payload = check_size(
+        "chat request", encode_chat_request(request), store.settings.max_record_bytes
+    )
     waiters = store.chat.waiters
     waiting = waiters.expect(request.request_id)
     try:

@@ -126,7 +126,7 @@ class HighWatermarks:
             **aiokafka_options(self.settings),
         )
         await consumer.start()
-        partitions = [TopicPartition(self.topic, p) for p in range(self.settings.partition_count)]
+        partitions = [TopicPartition(self.topic, p) for p in range(self.settings.partitions)]
         consumer.assign(partitions)
         if not self.trust_end_offsets:
             consumer.pause(*partitions)  # fetch only while answering a question

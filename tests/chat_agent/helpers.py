@@ -133,7 +133,7 @@ class Replies:
             bootstrap_servers=self.settings.require_bootstrap(), fetch_max_wait_ms=50
         )
         topic = self.settings.topic("replies")
-        partitions = [TopicPartition(topic, p) for p in range(self.settings.partition_count)]
+        partitions = [TopicPartition(topic, p) for p in range(self.settings.partitions)]
         consumer.assign(partitions)
         consumer.seek_to_end(*partitions)
         for partition in partitions:

@@ -118,7 +118,7 @@ def test_oversized_bodies_unknown_and_bad_conversations(
     pair: tuple[ChatWorker, ChatWorker], topics: Settings
 ) -> None:
     url = pair[0].url
-    huge = b'{"text": "' + b"x" * (topics.record_limit + 10) + b'"}'
+    huge = b'{"text": "' + b"x" * (topics.max_record_bytes + 10) + b'"}'
     for path in ("messages", "events"):
         status, answer = http("POST", f"{url}/conversations/web-big/{path}", raw=huge)
         assert status == 413

@@ -38,11 +38,11 @@ def test_a_huge_tool_result_is_cut_before_the_model_sees_it(
     reply = replies.wait(request.request_id, timeout=120)
     assert reply.status == ReplyStatus.OK, reply.error
     [seen] = [b["messages"][-1] for b in llm.bodies if b["messages"][-1].get("role") == "tool"]
-    assert len(seen["content"]) < topics.record_limit
+    assert len(seen["content"]) < topics.max_record_bytes
     assert "tool result truncated to fit the limit" in seen["content"]
     with HistoryReader(topics) as history:
         events = list(history.events("big-tool"))
-    assert all(len(encode_event(e)) <= topics.record_limit for e in events)
+    assert all(len(encode_event(e)) <= topics.max_record_bytes for e in events)
     [result] = [e.body for e in events if isinstance(e.body, ToolResult)]
     assert result.content == seen["content"]  # the log holds what the model saw
     assert "the model sees the first" in worker.log()
@@ -61,7 +61,7 @@ def test_a_huge_llm_reply_is_cut_in_the_log_and_the_reply(
     assert "truncated to fit the record size limit" in reply.text
     with HistoryReader(topics) as history:
         events = list(history.events("big-reply"))
-    assert all(len(encode_event(e)) <= topics.record_limit for e in events)
+    assert all(len(encode_event(e)) <= topics.max_record_bytes for e in events)
     [turn] = [e.body for e in events if isinstance(e.body, AssistantTurn)]
     assert "truncated to fit the record size limit" in turn.text
     assert turn.raw_json is None  # the provider's JSON went first: the text is what was kept

@@ -33,7 +33,7 @@ def first_worker(topics: Settings, llm: OpenAIServer) -> Iterator[ChatWorker]:
 def test_a_request_redelivered_after_a_crash_gets_its_stored_reply(
     topics: Settings, first_worker: ChatWorker, replies: Replies, llm: OpenAIServer
 ) -> None:
-    slow_conversation, conversation = _same_partition_pair(topics.partition_count)
+    slow_conversation, conversation = _same_partition_pair(topics.partitions)
     # The slow request holds its partition's commit back, so the answered one after it
     # is certainly not committed when the worker dies.
     slow = new_chat_request(slow_conversation, "slow 4")

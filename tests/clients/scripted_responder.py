@@ -46,7 +46,7 @@ class ScriptedResponder:
         consumer = KafkaConsumer(bootstrap_servers=bootstrap, fetch_max_wait_ms=50)
         producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
         topic = self.settings.topic("requests")
-        partitions = [TopicPartition(topic, p) for p in range(self.settings.partition_count)]
+        partitions = [TopicPartition(topic, p) for p in range(self.settings.partitions)]
         consumer.assign(partitions)
         consumer.seek_to_beginning(*partitions)
         while not self._stop.is_set():

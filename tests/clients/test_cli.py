@@ -17,9 +17,9 @@ def goaicore(
         **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
         "KAFKA_BOOTSTRAP_SERVERS": settings.require_bootstrap(),
         "GOAICORE_BROKER_PROFILE": settings.broker_profile or "standard",
-        "GOAICORE_TOPIC_PREFIX": settings.prefix,
-        "GOAICORE_PARTITIONS": str(settings.partition_count),
-        "GOAICORE_DATA_DIR": str(settings.data_path),
+        "GOAICORE_TOPIC_PREFIX": settings.topic_prefix,
+        "GOAICORE_PARTITIONS": str(settings.partitions),
+        "GOAICORE_DATA_DIR": str(settings.data_dir),
     }
     return subprocess.run(
         [sys.executable, "-m", "goaicore", *args],
@@ -44,7 +44,7 @@ def test_publish_event_then_history_and_tail(topics: Settings) -> None:
         "tier=gold",
     )
     assert published.returncode == 0, published.stderr
-    assert published.stdout.startswith(f"published to {topics.prefix}.events[")
+    assert published.stdout.startswith(f"published to {topics.topic_prefix}.events[")
 
     history = goaicore(topics, "history", "player-7")
     assert history.returncode == 0, history.stderr
@@ -86,5 +86,6 @@ def test_missing_topics_are_a_clear_error(settings: Settings) -> None:
     result = goaicore(settings, "history", "c")
     assert result.returncode == 2
     assert result.stderr == (
-        f"goaicore: topic {settings.prefix}.events does not exist (is `goaicore dev` running?)\n"
+        f"goaicore: topic {settings.topic_prefix}.events does not exist "
+        "(is `goaicore dev` running?)\n"
     )

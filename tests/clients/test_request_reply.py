@@ -81,7 +81,7 @@ def test_subscriber_forwards_undecodable_replies_and_goes_on(topics: Settings) -
     consumer = KafkaConsumer(bootstrap_servers=topics.require_bootstrap())
     letters = [
         DeadLetter.from_record(record)
-        for p in range(topics.partition_count)
+        for p in range(topics.partitions)
         for record in read_to_end(
             consumer, TopicPartition(topics.topic("dead-letters"), p), settings=topics
         )

@@ -21,7 +21,7 @@ def deployed_env(settings: Settings) -> dict[str, str]:
     """A child's environment as compose or Kubernetes sets it (with the projection schema)."""
     return {
         **settings_env(settings),
-        "GOAICORE_DB_SCHEMA": settings.schema,
+        "GOAICORE_DB_SCHEMA": settings.db_schema,
         "GOAICORE_REPLICATION_FACTOR": str(settings.replication_factor),
     }
 

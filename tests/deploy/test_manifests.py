@@ -284,7 +284,7 @@ def test_compose_gives_each_process_what_the_code_needs(needed: dict[str, set[st
 def test_compose_workers_use_the_image_port_and_reach_each_other(routes: set[str]) -> None:
     workers = {n: s for n, s in _goaicore_services().items() if _role(s) == "worker"}
     assert len(workers) == 2
-    partitions = Settings(env=_env(next(iter(workers.values())))).partition_count
+    partitions = Settings(env=_env(next(iter(workers.values())))).partitions
     assert partitions >= len(workers)
     for name, service in workers.items():
         command = [str(part) for part in service["command"]]
@@ -351,7 +351,7 @@ def test_kustomization_lists_every_object_the_system_needs() -> None:
 def test_k8s_replicas_fit_the_partitions_and_one_projector_writes() -> None:
     worker = k8s_object("Deployment", "goaicore-worker")
     settings = Settings(env=container_env(worker, _containers(worker)[0]))
-    assert 2 <= worker["spec"]["replicas"] <= settings.partition_count
+    assert 2 <= worker["spec"]["replicas"] <= settings.partitions
     assert k8s_object("Deployment", "goaicore-projector")["spec"]["replicas"] == 1
     budget = k8s_object("PodDisruptionBudget", "goaicore-worker")["spec"]
     assert budget["selector"]["matchLabels"] == worker["spec"]["selector"]["matchLabels"]

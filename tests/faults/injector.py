@@ -64,7 +64,7 @@ class Injector:
         self.publisher = EventPublisher(settings, source="faults")
         self.raw = KafkaProducer(
             bootstrap_servers=settings.require_bootstrap(),
-            max_request_size=settings.record_limit + 32 * 1024,
+            max_request_size=settings.max_record_bytes + 32 * 1024,
             acks="all",
         )
 
@@ -109,7 +109,7 @@ class Injector:
         self._valid(conversation, event)  # the same event id again: a duplicate, not a new fact
 
     def _over_limit_event(self, conversation: str) -> None:
-        body = GameEvent(kind="map", text="m" * (self.settings.record_limit + 1000))
+        body = GameEvent(kind="map", text="m" * (self.settings.max_record_bytes + 1000))
         try:
             self.publisher.publish(conversation, body)
         except InvalidInputError:
@@ -124,7 +124,7 @@ class Injector:
         self.books.dead[(sent.partition, sent.offset)] = reason
 
     def _undecodable(self, conversation: str) -> None:
-        size = self.rng.choice([1, 50, 5000, self.settings.record_limit + 20_000])
+        size = self.rng.choice([1, 50, 5000, self.settings.max_record_bytes + 20_000])
         value = bytes([0]) + self.rng.randbytes(size)
         self._raw(conversation.encode(), value, "bad-magic")
 

@@ -46,7 +46,7 @@ def _worker(settings: Settings, llm: OpenAIServer, name: str) -> ChatWorker:
 
 
 def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**settings_env(settings), "GOAICORE_DB_SCHEMA": settings.schema}
+    env = {**settings_env(settings), "GOAICORE_DB_SCHEMA": settings.db_schema}
     return run_goaicore(*args, env=env, timeout=300)
 
 

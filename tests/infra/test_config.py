@@ -63,7 +63,7 @@ def test_every_variable_is_read() -> None:
     assert s.local_broker == "kafka"
     assert (s.topic_prefix, s.partitions, s.replication_factor) == ("game.prod", 12, 3)
     assert s.database_url == "postgresql://u@db:5432/app"
-    assert s.schema == "audit_prod"
+    assert s.db_schema == "audit_prod"
     assert s.max_record_bytes == 65536
     assert (s.openai_api_key, s.openai_base_url) == ("sk-test", "http://127.0.0.1:8000/v1")
     assert (s.model, s.anthropic_api_key) == ("gpt-4o-mini", "ak-test")
@@ -177,7 +177,7 @@ def test_a_command_deep_inside_a_checkout_finds_the_stack_at_its_root(
     nested.mkdir(parents=True)
     monkeypatch.chdir(nested)
     s = Settings(env={})
-    assert s.data_path == data
+    assert s.data_dir == data
     assert s.bootstrap_servers == "127.0.0.1:1111"
     assert s.database_url == "postgresql://postgres@127.0.0.1:2222/goaicore"
 

@@ -298,12 +298,12 @@ def projected(secure_kafka: SecureKafka, postgres_url: str) -> Iterator[Settings
     settings = secure_kafka.settings(
         "SASL", "SASL_PLAINTEXT", "SCRAM-SHA-512", database_url=postgres_url
     )
-    settings = settings.with_overrides(db_schema=settings.prefix)
+    settings = settings.with_overrides(db_schema=settings.topic_prefix)
     ensure_topics(settings, timeout_s=60)
     yield settings
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(
-            sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(settings.schema))
+            sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(settings.db_schema))
         )
 
 

@@ -47,7 +47,7 @@ def _end_offsets(settings: Settings) -> dict[int, int]:
     consumer = make_consumer(settings)
     try:
         topic = settings.topic("events")
-        parts = [TopicPartition(topic, p) for p in range(settings.partition_count)]
+        parts = [TopicPartition(topic, p) for p in range(settings.partitions)]
         return {tp.partition: offset for tp, offset in consumer.end_offsets(parts).items()}
     finally:
         consumer.close()
@@ -64,7 +64,7 @@ def test_every_producer_and_topic_use_the_same_limit(limited: Settings) -> None:
 
     from goaicore_store.app import create_app
 
-    store = create_app(limited, data_dir=limited.data_path / "app")
+    store = create_app(limited, data_dir=limited.data_dir / "app")
     assert store.app.conf.producer_max_request_size == expected
 
 

@@ -12,7 +12,7 @@ from goaicore.kafka import TOPICS, TopicMismatchError, ensure_topics
 def _partition_counts(settings: Settings) -> dict[str, int]:
     admin = KafkaAdminClient(bootstrap_servers=settings.require_bootstrap())
     try:
-        names = [n for n in admin.list_topics() if n.startswith(settings.prefix + ".")]
+        names = [n for n in admin.list_topics() if n.startswith(settings.topic_prefix + ".")]
         return {t["name"]: len(t["partitions"]) for t in admin.describe_topics(names)}
     finally:
         admin.close()
@@ -21,7 +21,7 @@ def _partition_counts(settings: Settings) -> dict[str, int]:
 def test_creates_the_five_topics_under_the_prefix(settings: Settings) -> None:
     statuses = ensure_topics(settings)
     expected = {
-        f"{settings.prefix}.{name}"
+        f"{settings.topic_prefix}.{name}"
         for name in ("events", "snapshots", "requests", "replies", "dead-letters")
     }
     assert {s.name for s in statuses} == expected
@@ -41,7 +41,7 @@ def test_other_partition_count_is_a_clear_error(settings: Settings) -> None:
     with pytest.raises(TopicMismatchError) as caught:
         ensure_topics(settings.with_overrides(partitions=5))
     message = str(caught.value)
-    assert f"{settings.prefix}.events has 3 partitions" in message
+    assert f"{settings.topic_prefix}.events has 3 partitions" in message
     assert "GOAICORE_PARTITIONS is 5" in message
     assert set(_partition_counts(settings).values()) == {3}  # nothing was changed
 

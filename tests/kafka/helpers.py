@@ -71,7 +71,7 @@ def chat_worker(
     The replication factor is passed as a deployment passes it, so the replies
     table's changelog (a Faust topic) is replicated like goaicore's topics.
     """
-    settings.data_path.mkdir(parents=True, exist_ok=True)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
     env = {"GOAICORE_REPLICATION_FACTOR": str(settings.replication_factor)}
     if llm is not None:
         env = llm_env(llm, **env)
@@ -80,7 +80,7 @@ def chat_worker(
 
 def projector(settings: Settings, name: str = "projector") -> ProjectorProcess:
     """A started ``goaicore projector`` writing the settings' schema."""
-    return ProjectorProcess(settings, settings.data_path / f"{name}.log").start()
+    return ProjectorProcess(settings, settings.data_dir / f"{name}.log").start()
 
 
 def wait_until(check: Callable[[], bool], timeout: float, what: str, poll: float = 0.5) -> None:
@@ -137,7 +137,7 @@ def committed_events(settings: Settings) -> int:
     """
     admin = KafkaAdminClient(bootstrap_servers=settings.require_bootstrap())
     try:
-        group = f"{settings.prefix}.store"
+        group = f"{settings.topic_prefix}.store"
         offsets = admin.list_group_offsets({group: None}).get(group, {})
     except KafkaError:
         return 0
@@ -314,7 +314,7 @@ def partition_logs(settings: Settings, topic: str) -> dict[int, PartitionLog]:
     """Log start, end and the number of records read from the beginning, per partition."""
     consumer = make_consumer(settings)
     try:
-        partitions = [TopicPartition(topic, p) for p in range(settings.partition_count)]
+        partitions = [TopicPartition(topic, p) for p in range(settings.partitions)]
         starts = consumer.beginning_offsets(partitions)
         ends = consumer.end_offsets(partitions)
         out: dict[int, PartitionLog] = {}
@@ -338,7 +338,7 @@ def row_counts(settings: Settings) -> tuple[int, int]:
     """Rows in conversation_events and conversation_snapshots, (0, 0) before migrations."""
     import psycopg
 
-    schema = settings.schema
+    schema = settings.db_schema
     try:
         with connect(settings) as conn:
             events = conn.execute(f"SELECT count(*) FROM {schema}.conversation_events").fetchone()
@@ -354,7 +354,7 @@ def projected_event_counts(settings: Settings) -> dict[str, int]:
     """event_count of every snapshot row in PostgreSQL."""
     with connect(settings) as conn:
         rows = conn.execute(
-            f"SELECT conversation_id, event_count FROM {settings.schema}.conversation_snapshots"
+            f"SELECT conversation_id, event_count FROM {settings.db_schema}.conversation_snapshots"
         ).fetchall()
     return {str(conversation): int(count) for conversation, count in rows}
 

@@ -84,11 +84,11 @@ class ProjectorProcess:
     def __init__(self, settings: Settings, *args: str, name: str = "projector") -> None:
         self.settings = settings
         self.args = args
-        self.log_path: Path = settings.data_path / f"{name}.log"
+        self.log_path: Path = settings.data_dir / f"{name}.log"
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> ProjectorProcess:
-        env = {**settings_env(self.settings), "GOAICORE_DB_SCHEMA": self.settings.schema}
+        env = {**settings_env(self.settings), "GOAICORE_DB_SCHEMA": self.settings.db_schema}
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "goaicore", "projector", *self.args],

@@ -152,4 +152,4 @@ def test_verify_finds_equal_tampered_and_pending_snapshots(projected: Settings) 
 
 def test_queries_on_a_schema_without_projection_say_so(projection: Settings) -> None:
     with connect(projection) as conn, pytest.raises(ProjectionMissingError, match="projector"):
-        require_projection(conn, projection.schema)
+        require_projection(conn, projection.db_schema)

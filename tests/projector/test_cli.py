@@ -30,11 +30,11 @@ def cli(projection: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
     for name, value in {
         "KAFKA_BOOTSTRAP_SERVERS": projection.require_bootstrap(),
         "GOAICORE_BROKER_PROFILE": projection.broker_profile or "standard",
-        "GOAICORE_TOPIC_PREFIX": projection.prefix,
-        "GOAICORE_PARTITIONS": str(projection.partition_count),
+        "GOAICORE_TOPIC_PREFIX": projection.topic_prefix,
+        "GOAICORE_PARTITIONS": str(projection.partitions),
         "DATABASE_URL": projection.require_database_url(),
-        "GOAICORE_DB_SCHEMA": projection.schema,
-        "GOAICORE_DATA_DIR": str(projection.data_path),
+        "GOAICORE_DB_SCHEMA": projection.db_schema,
+        "GOAICORE_DATA_DIR": str(projection.data_dir),
     }.items():
         monkeypatch.setenv(name, value)
     return projection
@@ -166,7 +166,7 @@ def test_audit_commands_before_any_projection_stop_with_one_line(
     code, lines = run(capsys, "conversations")
     assert code == 2
     assert lines == [
-        f"goaicore: no projection in PostgreSQL schema {cli.schema!r} "
+        f"goaicore: no projection in PostgreSQL schema {cli.db_schema!r} "
         "(start `goaicore projector`, or set GOAICORE_DB_SCHEMA)"
     ]
 

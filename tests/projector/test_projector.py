@@ -175,14 +175,14 @@ def _dead_letters(settings: Settings) -> list[DeadLetter]:
 
 def test_migrations_run_twice_and_concurrently_apply_once(projection: Settings) -> None:
     with connect(projection) as conn:
-        assert migrate(conn, projection.schema) == [m.version for m in MIGRATIONS]
-        assert migrate(conn, projection.schema) == []
-    other = projection.with_overrides(db_schema=f"{projection.schema}_b")
+        assert migrate(conn, projection.db_schema) == [m.version for m in MIGRATIONS]
+        assert migrate(conn, projection.db_schema) == []
+    other = projection.with_overrides(db_schema=f"{projection.db_schema}_b")
     results: list[list[int]] = []
 
     def start() -> None:
         with connect(other) as conn:
-            results.append(migrate(conn, other.schema))
+            results.append(migrate(conn, other.db_schema))
 
     threads = [threading.Thread(target=start) for _ in range(4)]
     for thread in threads:
@@ -196,13 +196,13 @@ def test_migrations_run_twice_and_concurrently_apply_once(projection: Settings) 
         ]
     finally:
         with psycopg.connect(projection.require_database_url(), autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {other.schema} CASCADE")
+            conn.execute(f"DROP SCHEMA {other.db_schema} CASCADE")
 
 
 def test_a_schema_holding_other_topics_is_refused(projection: Settings, settings: Settings) -> None:
     publish(projection, game_session("p1"))
     project(projection)
-    stranger = projection.with_overrides(topic_prefix=f"{projection.prefix}-other")
+    stranger = projection.with_overrides(topic_prefix=f"{projection.topic_prefix}-other")
     from goaicore.kafka import ensure_topics
 
     ensure_topics(stranger)
@@ -218,7 +218,7 @@ def test_a_cleared_projection_is_projected_again_from_the_start(projection: Sett
     project(projection)  # a restart clears nothing and doubles nothing
     assert query(projection, "SELECT count(*) FROM conversation_events") == [(7,)]
     with connect(projection) as conn:
-        cleared = clear_projection(conn, projection.schema, projection.prefix)
+        cleared = clear_projection(conn, projection.db_schema, projection.topic_prefix)
     assert cleared.rows["conversation_events"] == 7
     assert query(projection, "SELECT count(*) FROM conversation_events") == [(0,)]
     project(projection)
@@ -232,7 +232,7 @@ def test_clearing_a_schema_of_another_prefix_is_refused(projection: Settings) ->
     publish(projection, game_session("p1"))
     project(projection)
     with connect(projection) as conn, pytest.raises(ForeignProjectionError, match="nothing"):
-        clear_projection(conn, projection.schema, f"{projection.prefix}-other")
+        clear_projection(conn, projection.db_schema, f"{projection.topic_prefix}-other")
     assert query(projection, "SELECT count(*) FROM conversation_events") == [(7,)]
 
 

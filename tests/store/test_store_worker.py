@@ -128,9 +128,9 @@ def test_a_conversation_of_megabytes_folds_within_the_record_limit(
         after = publisher.game_event("small", "the worker is still folding", kind="tick")
     stored = wait_folded(topics, {"big": sent[-1].offset, "small": after.offset}, workers=(worker,))
     big = stored["big"]
-    assert len(encode_snapshot(big)) <= topics.record_limit - 16 * 1024
+    assert len(encode_snapshot(big)) <= topics.max_record_bytes - 16 * 1024
     assert big.format_version == 2
-    assert big.max_bytes == topics.record_limit - 16 * 1024
+    assert big.max_bytes == topics.max_record_bytes - 16 * 1024
     assert big.event_count == 400
     assert big.dropped_messages + len(big.messages) == 400
     assert big.dropped_messages > 100
@@ -148,10 +148,12 @@ def test_oversized_and_unfoldable_records_become_dead_letters_that_fit(
 
     events = topics.topic("events")
     producer = KafkaProducer(
-        bootstrap_servers=topics.require_bootstrap(), max_request_size=2 * topics.record_limit
+        bootstrap_servers=topics.require_bootstrap(), max_request_size=2 * topics.max_record_bytes
     )
     # Undecodable and as large as the topic accepts: its dead letter cannot be a copy.
-    huge = producer.send(events, key=b"p4", value=b"\x00" * (topics.record_limit + 30_000)).get(30)
+    huge = producer.send(events, key=b"p4", value=b"\x00" * (topics.max_record_bytes + 30_000)).get(
+        30
+    )
     long_id = "x" * 5000
     stray = encode_event(new_event(long_id, UserMessage(text="a conversation id too long")))
     too_long = producer.send(events, key=long_id.encode(), value=stray).get(30)
@@ -165,8 +167,8 @@ def test_oversized_and_unfoldable_records_become_dead_letters_that_fit(
     big = letters[(huge.partition, huge.offset)]
     assert big.reason == "bad-magic"
     assert big.value is not None
-    assert len(big.value) <= topics.record_limit - 8 * 1024
+    assert len(big.value) <= topics.max_record_bytes - 8 * 1024
     assert big.value == b"\x00" * len(big.value)
-    assert f"value {topics.record_limit + 30_000} bytes, kept {len(big.value)}" in big.truncated
+    assert f"value {topics.max_record_bytes + 30_000} bytes, kept {len(big.value)}" in big.truncated
     assert letters[(too_long.partition, too_long.offset)].reason == "conversation-id-too-long"
     assert worker.alive()

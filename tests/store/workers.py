@@ -26,7 +26,7 @@ class StoreWorker:
 
     def __init__(self, settings: Settings, name: str = "worker", **env: str) -> None:
         self.settings = settings
-        self.log_path: Path = settings.data_path / f"{name}.log"
+        self.log_path: Path = settings.data_dir / f"{name}.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.extra_env = env
 
@@ -103,7 +103,7 @@ def dead_letters(settings: Settings, topic: str = "events") -> dict[tuple[int, i
     consumer = KafkaConsumer(bootstrap_servers=settings.require_bootstrap())
     letters: dict[tuple[int, int], DeadLetter] = {}
     try:
-        for p in range(settings.partition_count):
+        for p in range(settings.partitions):
             dead_topic = TopicPartition(settings.topic("dead-letters"), p)
             for record in read_to_end(consumer, dead_topic, settings=settings):
                 letter = DeadLetter.from_record(record)

@@ -54,7 +54,7 @@ def discover_postgres(
     if reason is None:
         return DatabaseHandle(local_url, "local")
     log.info("no PostgreSQL at %s:%s (%s); starting an embedded one", host, port, reason)
-    folder = embedded_dir or settings.data_path / "postgres"
+    folder = embedded_dir or settings.data_dir / "postgres"
     server = EmbeddedPostgres(folder, adopt=adopt_orphan).start()
     return DatabaseHandle(server.url, "embedded", server if server.started_here else None)
 

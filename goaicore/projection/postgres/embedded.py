@@ -148,7 +148,8 @@ class EmbeddedPostgres:
         )
 
         entry = ensure_user_exists(_SYSTEM_USER)
-        assert entry is not None
+        if entry is None:
+            raise PostgresStartError(f"could not create the system user {_SYSTEM_USER!r}")
         ensure_prefix_permissions(self.data_dir)
         ensure_prefix_permissions(bin_path)
         readable = 0o044

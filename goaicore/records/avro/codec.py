@@ -109,8 +109,9 @@ class Codec(Generic[R]):
 
     def decode_datum(self, data: bytes | bytearray | memoryview | None) -> dict[str, Any]:
         """The payload as a fastavro dict in the shape of the current reader schema."""
+        if data is None:
+            raise DecodeError("empty", "no payload (a tombstone?)")
         writer = writer_of(self.registry, data)
-        assert data is not None  # writer_of raised for None
         if writer.name != self.name:
             raise DecodeError(
                 "wrong-schema",
