@@ -245,7 +245,7 @@ def test_each_event_loop_gets_its_own_client_closed_with_the_loop(
     clients: list[Any] = []
 
     async def turn(text: str) -> str:
-        clients.append(await provider._clients.get())
+        clients.append(await provider._sdk.clients.get())
         return await chat.achat(user=text)
 
     openai_server.reply("one").reply("two").reply("three")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 
 import faust
 import pytest
@@ -41,94 +42,86 @@ def _create_elsewhere(bootstrap: str, topic: str, partitions: int = 1) -> None:
         admin.close()
 
 
-def _app(kafka_broker: SessionBroker) -> tuple[faust.App, str]:
+Scenario = Callable[[SteadyProducer, str], Awaitable[None]]
+
+
+def _run(kafka_broker: SessionBroker, scenario: Scenario, existing: str | None = None) -> None:
+    """Run ``scenario(producer, prefix)`` with a started producer of a fresh Faust app;
+    ``existing`` names a topic (after the prefix) created before the producer starts."""
     register()
     prefix = f"m{uuid.uuid4().hex[:10]}"
+    if existing is not None:
+        _create_elsewhere(kafka_broker.bootstrap_servers, f"{prefix}-{existing}", PARTITIONS)
     app = faust.App(
         prefix,
         broker=f"goaicore-kafka://{kafka_broker.bootstrap_servers}",
         topic_replication_factor=1,
     )
-    return app, prefix
+
+    async def run() -> None:
+        producer = app.producer
+        assert isinstance(producer, SteadyProducer)
+        await producer.start()
+        try:
+            await scenario(producer, prefix)
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
+
+
+async def _send_elsewhere(producer: SteadyProducer, topic: str, bootstrap: str) -> None:
+    """Send to a topic this producer has never seen: aiokafka then tracks it and
+    refreshes the metadata for the tracked topics alone."""
+    _create_elsewhere(bootstrap, topic)
+    await producer.send_and_wait(topic, b"k", b"v", None, None, None)
+    await producer._ensure_producer().client.force_metadata_update()
+
+
+def _chosen(producer: SteadyProducer, topic: str) -> list[int]:
+    return [producer.key_partition(topic, key).partition for key in KEYS]
 
 
 def test_a_created_topic_keeps_its_partitions_after_a_send_elsewhere(
     kafka_broker: SessionBroker,
 ) -> None:
-    app, prefix = _app(kafka_broker)
+    async def scenario(producer: SteadyProducer, prefix: str) -> None:
+        changelog = f"{prefix}-changelog"
+        await producer.create_topic(changelog, PARTITIONS, 1, compacting=True)
+        before = _chosen(producer, changelog)
+        await _send_elsewhere(producer, f"{prefix}-other", kafka_broker.bootstrap_servers)
+        assert before == _chosen(producer, changelog) == [_expected(key) for key in KEYS]
 
-    async def run() -> None:
-        producer = app.producer
-        assert isinstance(producer, SteadyProducer)
-        await producer.start()
-        try:
-            changelog = f"{prefix}-changelog"
-            await producer.create_topic(changelog, PARTITIONS, 1, compacting=True)
-            before = [producer.key_partition(changelog, key).partition for key in KEYS]
-            # A topic this producer has never seen: sending to it makes aiokafka
-            # track it and refresh the metadata for the tracked topics alone.
-            other = f"{prefix}-other"
-            _create_elsewhere(kafka_broker.bootstrap_servers, other)
-            await producer.send_and_wait(other, b"k", b"v", None, None, None)
-            await producer._ensure_producer().client.force_metadata_update()
-            after = [producer.key_partition(changelog, key).partition for key in KEYS]
-            assert before == after == [_expected(key) for key in KEYS]
-        finally:
-            await producer.stop()
-
-    asyncio.run(run())
+    _run(kafka_broker, scenario)
 
 
 def test_a_topic_missing_from_the_metadata_uses_its_last_known_partitions(
     kafka_broker: SessionBroker,
 ) -> None:
-    app, prefix = _app(kafka_broker)
+    async def scenario(producer: SteadyProducer, prefix: str) -> None:
+        changelog = f"{prefix}-changelog"
+        await producer.create_topic(changelog, PARTITIONS, 1, compacting=True)
+        other = f"{prefix}-other"
+        _create_elsewhere(kafka_broker.bootstrap_servers, other)
+        client = producer._ensure_producer().client
+        # What a refresh answered by a lagging broker leaves: no such topic.
+        await client.set_topics([other])
+        assert client.cluster.partitions_for_topic(changelog) is None
+        assert _chosen(producer, changelog) == [_expected(key) for key in KEYS]
+        # The lookup asked for the topic again: the next refresh brings it back.
+        await client.force_metadata_update()
+        assert client.cluster.partitions_for_topic(changelog) == set(range(PARTITIONS))
+        with pytest.raises(UnknownTopicOrPartitionError, match="never-created"):
+            producer.key_partition(f"{prefix}-never-created", b"k")
 
-    async def run() -> None:
-        producer = app.producer
-        assert isinstance(producer, SteadyProducer)
-        await producer.start()
-        try:
-            changelog = f"{prefix}-changelog"
-            await producer.create_topic(changelog, PARTITIONS, 1, compacting=True)
-            other = f"{prefix}-other"
-            _create_elsewhere(kafka_broker.bootstrap_servers, other)
-            client = producer._ensure_producer().client
-            # What a refresh answered by a lagging broker leaves: no such topic.
-            await client.set_topics([other])
-            assert client.cluster.partitions_for_topic(changelog) is None
-            chosen = [producer.key_partition(changelog, key).partition for key in KEYS]
-            assert chosen == [_expected(key) for key in KEYS]
-            # The lookup asked for the topic again: the next refresh brings it back.
-            await client.force_metadata_update()
-            assert client.cluster.partitions_for_topic(changelog) == set(range(PARTITIONS))
-            with pytest.raises(UnknownTopicOrPartitionError, match="never-created"):
-                producer.key_partition(f"{prefix}-never-created", b"k")
-        finally:
-            await producer.stop()
-
-    asyncio.run(run())
+    _run(kafka_broker, scenario)
 
 
 def test_a_topic_that_existed_before_the_start_keeps_its_partitions(
     kafka_broker: SessionBroker,
 ) -> None:
-    app, prefix = _app(kafka_broker)
-    existing = f"{prefix}-snapshots"
-    _create_elsewhere(kafka_broker.bootstrap_servers, existing, PARTITIONS)
+    async def scenario(producer: SteadyProducer, prefix: str) -> None:
+        await _send_elsewhere(producer, f"{prefix}-other", kafka_broker.bootstrap_servers)
+        assert _chosen(producer, f"{prefix}-snapshots") == [_expected(key) for key in KEYS]
 
-    async def run() -> None:
-        producer = app.producer
-        assert isinstance(producer, SteadyProducer)
-        await producer.start()
-        try:
-            other = f"{prefix}-other"
-            _create_elsewhere(kafka_broker.bootstrap_servers, other)
-            await producer.send_and_wait(other, b"k", b"v", None, None, None)
-            await producer._ensure_producer().client.force_metadata_update()
-            chosen = [producer.key_partition(existing, key).partition for key in KEYS]
-            assert chosen == [_expected(key) for key in KEYS]
-        finally:
-            await producer.stop()
-
-    asyncio.run(run())
+    _run(kafka_broker, scenario, existing="snapshots")

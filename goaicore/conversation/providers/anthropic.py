@@ -30,18 +30,14 @@ from goaicore.conversation.providers.base import (
     TOOL_CALLS,
     Completion,
     CompletionRequest,
-    PerLoopClients,
     Provider,
+    SdkClients,
     as_int,
-    raw_response_json,
 )
 from goaicore.conversation.providers.wire import ProviderSpec, Violation, Wire, string
-from goaicore.extras import require
 from goaicore.records.types import Usage
 
 if TYPE_CHECKING:
-    import anthropic
-
     from goaicore.config import Settings
 
 CONTEXT_PREFIX = "[context] "
@@ -185,21 +181,19 @@ class AnthropicProvider:
         temperature: float | None = None,
         extra_body: JSONDict | None = None,
     ) -> None:
-        sdk = require("anthropic", "anthropic")
         self.model = model
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.extra_body = dict(extra_body or {})
-        self._status_error: type[Exception] = sdk.APIStatusError
-        self._connection_error: type[Exception] = sdk.APIConnectionError
-
-        def factory() -> anthropic.AsyncAnthropic:
-            client: anthropic.AsyncAnthropic = sdk.AsyncAnthropic(
-                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
-            )
-            return client
-
-        self._clients = PerLoopClients(factory, first=factory())
+        self._sdk = SdkClients(
+            "anthropic",
+            "anthropic",
+            "AsyncAnthropic",
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
 
     def build_request(self, request: CompletionRequest) -> JSONDict:
         """The messages-API request body for ``request``."""
@@ -246,17 +240,14 @@ class AnthropicProvider:
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (others close with their loop)."""
-        await self._clients.aclose()
+        await self._sdk.aclose()
 
     async def complete(self, request: CompletionRequest) -> Completion:
         body = self.build_request(request)
-        client = await self._clients.get()
-        data = await raw_response_json(
+        data = await self._sdk.call_json(
             self.name,
-            client.messages.with_raw_response.create(**body),
-            status_error=self._status_error,
-            connection_error=self._connection_error,
-            is_context_length=is_context_length,
+            lambda client: client.messages.with_raw_response.create(**body),
+            is_context_length,
         )
         return self.parse_response(data)
 

@@ -11,6 +11,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 from goaicore.conversation.errors import ContextLengthError, ProviderError
 from goaicore.conversation.messages import Message
 from goaicore.conversation.tools import Tool
+from goaicore.extras import require
 from goaicore.records.types import Usage
 
 # Normalised finish reasons. Any other value is the provider's own, unknown reason.
@@ -104,6 +105,43 @@ class PerLoopClients(Generic[C]):
         entry = self._clients.pop(asyncio.get_running_loop(), None)
         if entry is not None:
             await entry[1].aclose()
+
+
+class SdkClients:
+    """One provider SDK's async HTTP client per event loop, and the SDK's two errors.
+
+    The SDK (``module``, installed with goaicore's ``extra``) is imported here, when a
+    provider is built; the first client is built now, so a missing key fails at once.
+    """
+
+    def __init__(self, module: str, extra: str, client_class: str, **options: Any) -> None:
+        sdk = require(module, extra)
+        self.status_error: type[Exception] = sdk.APIStatusError
+        self.connection_error: type[Exception] = sdk.APIConnectionError
+        client_type = getattr(sdk, client_class)
+        self.clients: PerLoopClients[Any] = PerLoopClients(
+            lambda: client_type(**options), first=client_type(**options)
+        )
+
+    async def call_json(
+        self,
+        provider: str,
+        request: Callable[[Any], Awaitable[Any]],
+        is_context_length: Callable[[Any], bool],
+    ) -> Any:
+        """The JSON body of ``request(client)``, its errors mapped to ours."""
+        client = await self.clients.get()
+        return await raw_response_json(
+            provider,
+            request(client),
+            status_error=self.status_error,
+            connection_error=self.connection_error,
+            is_context_length=is_context_length,
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client of the running event loop (others close with their loop)."""
+        await self.clients.aclose()
 
 
 async def _close_at_loop_shutdown(client: _Closable) -> AsyncGenerator[None, None]:

@@ -25,18 +25,14 @@ from goaicore.conversation.providers.base import (
     TOOL_CALLS,
     Completion,
     CompletionRequest,
-    PerLoopClients,
     Provider,
+    SdkClients,
     as_int,
-    raw_response_json,
 )
 from goaicore.conversation.providers.wire import ProviderSpec, Wire, no_rules, string
-from goaicore.extras import require
 from goaicore.records.types import Usage
 
 if TYPE_CHECKING:
-    import openai
-
     from goaicore.config import Settings
 
 FINISH_REASONS = {
@@ -143,22 +139,19 @@ class OpenAIProvider:
         max_tokens: int | None = None,
         extra_body: JSONDict | None = None,
     ) -> None:
-        sdk = require("openai", "openai")
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.extra_body = dict(extra_body or {})
-        self._status_error: type[Exception] = sdk.APIStatusError
-        self._connection_error: type[Exception] = sdk.APIConnectionError
-
-        def factory() -> openai.AsyncOpenAI:
-            client: openai.AsyncOpenAI = sdk.AsyncOpenAI(
-                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
-            )
-            return client
-
-        # Built now so that a missing key fails at construction, not at the first turn.
-        self._clients = PerLoopClients(factory, first=factory())
+        self._sdk = SdkClients(
+            "openai",
+            "openai",
+            "AsyncOpenAI",
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
 
     def build_request(self, request: CompletionRequest) -> JSONDict:
         """The chat-completions request body for ``request``."""
@@ -206,17 +199,14 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (others close with their loop)."""
-        await self._clients.aclose()
+        await self._sdk.aclose()
 
     async def complete(self, request: CompletionRequest) -> Completion:
         body = self.build_request(request)
-        client = await self._clients.get()
-        data = await raw_response_json(
+        data = await self._sdk.call_json(
             self.name,
-            client.chat.completions.with_raw_response.create(**body),
-            status_error=self._status_error,
-            connection_error=self._connection_error,
-            is_context_length=is_context_length,
+            lambda client: client.chat.completions.with_raw_response.create(**body),
+            is_context_length,
         )
         return self.parse_response(data)
 
