@@ -33,9 +33,14 @@ def validate_history(messages: Sequence[Message], provider: str | _Named) -> Non
     name = provider if isinstance(provider, str) else provider.name
     common = _common_violation(messages)
     own = wire_for(name).check(messages)
-    # The earliest message that breaks a rule; a common rule first at the same message,
-    # and an unanswered call (found only at the end) after every message's own rules.
-    found = [v for v in (common, (own[0], own[0], own[1]) if own else None) if v is not None]
+    # The earliest message that breaks a rule; a common rule first at the same message
+    # (min keeps the first of equals), and an unanswered call (found only at the end)
+    # after every message's own rules.
+    found: list[tuple[int, int, str]] = []
+    if common is not None:
+        found.append(common)
+    if own is not None:
+        found.append((own[0], *own))
     if found:
         _, position, reason = min(found, key=lambda v: v[0])
         raise InvalidHistoryError(position, reason, provider=name)

@@ -80,21 +80,17 @@ class SteadyConsumer(driver.Consumer):
 class SteadyProducer(driver.Producer):
     """A Faust producer that never forgets the partitions of a topic it has seen."""
 
-    _partitions_seen: dict[str, list[int]] | None = None
-    _missing_warned: set[str] | None = None
-
-    def _seen(self) -> dict[str, list[int]]:
-        if self._partitions_seen is None:
-            self._partitions_seen = {}
-        return self._partitions_seen
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._partitions_seen: dict[str, list[int]] = {}
+        self._missing_warned: set[str] = set()
 
     def _remember(self, cluster: Any) -> None:
         """A metadata listener: every topic of every update, never forgotten."""
-        seen = self._seen()
         for topic in cluster.topics(exclude_internal_topics=False):
             partitions = cluster.partitions_for_topic(topic)
             if partitions:
-                seen[topic] = sorted(partitions)
+                self._partitions_seen[topic] = sorted(partitions)
 
     async def on_start(self) -> None:
         await super().on_start()
@@ -109,7 +105,7 @@ class SteadyProducer(driver.Producer):
             return
         client = self._ensure_producer().client
         deadline = time.monotonic() + TOPIC_METADATA_TIMEOUT
-        while topic not in self._seen():
+        while topic not in self._partitions_seen:
             if time.monotonic() > deadline:
                 self.log.warning("topic %r is still not in the producer's metadata", topic)
                 return
@@ -122,11 +118,9 @@ class SteadyProducer(driver.Producer):
         if client.cluster.partitions_for_topic(topic):
             return super().key_partition(topic, key)
         client.add_topic(topic)  # tracked from now on; refreshed in the background
-        seen = self._seen().get(topic)
+        seen = self._partitions_seen.get(topic)
         if seen is None:
             raise UnknownTopicOrPartitionError(f"no partitions known for topic {topic!r}")
-        if self._missing_warned is None:
-            self._missing_warned = set()
         if topic not in self._missing_warned:
             self._missing_warned.add(topic)
             self.log.warning("topic %r left the metadata; using its partitions seen before", topic)
