@@ -160,7 +160,7 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable(
         "GOAICORE_TOOLS",
-        "`goaicore_store.game_tools:registry`",
+        "`goaicore_store.chat.game_tools:registry`",
         "Tools the chat worker offers, as `package.module:attribute` (a list or dict of tools).",
     ),
     Variable(
@@ -197,7 +197,7 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are the assistant of a game. Context messages tell you what happened in the "
     "game; use the tools for facts you do not have. Answer briefly."
 )
-DEFAULT_TOOLS = "goaicore_store.game_tools:registry"
+DEFAULT_TOOLS = "goaicore_store.chat.game_tools:registry"
 
 # Read where they are used, not by Settings: the schemas when they are loaded, the
 # Apache Kafka jars when a local Apache Kafka starts (goaicore.kafka.apache.jars).

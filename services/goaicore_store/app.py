@@ -7,7 +7,7 @@ worker recovers its table from it. Offsets of ``events`` are committed after
 the table's changelog writes; an event seen again after a crash is at or
 below the snapshot's last position and changes nothing (the fold is idempotent).
 
-The chat agent (``goaicore_store.chat_agent``) answers ``requests`` from the
+The chat agent (``goaicore_store.chat.agent``) answers ``requests`` from the
 same table, and the HTTP views (``goaicore_store.views``) serve it. This module
 builds them all into a :class:`goaicore_store.topology.StoreApp`; they import
 only the topology, never this module.
@@ -31,17 +31,17 @@ from goaicore.kafka.limits import max_batch_bytes
 from goaicore.kafka.profile import client_profile, faust_broker_urls
 from goaicore.kafka.security import faust_credentials
 from goaicore.net import free_loopback_port
-from goaicore_store.chat_agent import ChatAgent
+from goaicore_store.chat.agent import ChatAgent
+from goaicore_store.chat.idempotency import REPLIES_CODEC, register_codec
+from goaicore_store.chat.output_limits import OutputLimits
+from goaicore_store.chat.replies import ReplyWaiters
+from goaicore_store.chat.tools import load_tools
+from goaicore_store.chat.turns import TurnSettings
+from goaicore_store.chat.watermarks import FoldProgress, HighWatermarks
 from goaicore_store.codecs import SNAPSHOT_CODEC, register
 from goaicore_store.fold_agent import fold_events
-from goaicore_store.idempotency import REPLIES_CODEC, register_codec
-from goaicore_store.output_limits import OutputLimits
-from goaicore_store.replies import ReplyWaiters
-from goaicore_store.tools_registry import load_tools
 from goaicore_store.topology import ChatServices, StoreApp, app_id
-from goaicore_store.turns import TurnSettings
 from goaicore_store.views import register_views
-from goaicore_store.watermarks import FoldProgress, HighWatermarks
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ from goaicore.conversation.providers.choice import Providers
 from goaicore.conversation.tools import Tool
 from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
 from goaicore.records import ConversationSnapshot
-from goaicore_store.idempotency import RecentReplies
-from goaicore_store.output_limits import OutputLimits
-from goaicore_store.replies import ReplyWaiters
-from goaicore_store.turns import TurnSettings
-from goaicore_store.watermarks import FoldProgress, HighWatermarks
+from goaicore_store.chat.idempotency import RecentReplies
+from goaicore_store.chat.output_limits import OutputLimits
+from goaicore_store.chat.replies import ReplyWaiters
+from goaicore_store.chat.turns import TurnSettings
+from goaicore_store.chat.watermarks import FoldProgress, HighWatermarks
 
 log = logging.getLogger(__name__)
 

@@ -30,14 +30,14 @@ from goaicore.records import (
     utc_now,
 )
 from goaicore.testing import OpenAIServer
-from goaicore_store import game_tools
-from goaicore_store.dispatch import KeyedDispatcher
-from goaicore_store.idempotency import RecentReplies, RecentRepliesCodec, recover_from_log
-from goaicore_store.output_limits import OutputLimits
-from goaicore_store.tools_registry import ToolsConfigError, as_registry, load_tools
-from goaicore_store.turns import TurnSettings, run_request, turn_event_id
+from goaicore_store.chat import game_tools
+from goaicore_store.chat.dispatch import KeyedDispatcher
+from goaicore_store.chat.idempotency import RecentReplies, RecentRepliesCodec, recover_from_log
+from goaicore_store.chat.output_limits import OutputLimits
+from goaicore_store.chat.tools import ToolsConfigError, as_registry, load_tools
+from goaicore_store.chat.turns import TurnSettings, run_request, turn_event_id
 
-REGISTRY = load_tools("goaicore_store.game_tools:registry")
+REGISTRY = load_tools("goaicore_store.chat.game_tools:registry")
 SETTINGS = TurnSettings(system_prompt="Be brief", turn_timeout=10, context_tokens=16000)
 
 
@@ -239,7 +239,7 @@ def test_tools_registry_loads_lists_dicts_and_functions() -> None:
     with pytest.raises(ToolsConfigError, match="cannot import"):
         load_tools("no.such.module:registry")
     with pytest.raises(ToolsConfigError, match="has no 'nothing'"):
-        load_tools("goaicore_store.game_tools:nothing")
+        load_tools("goaicore_store.chat.game_tools:nothing")
     with pytest.raises(ToolsConfigError, match="two tools are named"):
         as_registry([shout, shout])
     with pytest.raises(ToolsConfigError, match="list, tuple or dict"):

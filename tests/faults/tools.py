@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from goaicore.conversation.tools import Tool
-from goaicore_store.game_tools import registry as game_tools
+from goaicore_store.chat.game_tools import registry as game_tools
 from tests.chat_agent.big_tools import big_result
 
 registry: list[Tool] = [*game_tools, big_result]

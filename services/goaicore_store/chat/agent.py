@@ -12,7 +12,7 @@ For each request (see :class:`ChatAgent`):
    publish the reply, and only then acknowledge the request's offset.
 
 Requests are read from a no-ack stream and dispatched per conversation
-(:mod:`goaicore_store.dispatch`); Faust commits a partition's offset only up
+(:mod:`goaicore_store.chat.dispatch`); Faust commits a partition's offset only up
 to the first request not yet finished, so a crash redelivers exactly the
 unfinished ones.
 """
@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyStatus
 from goaicore.records.avro.api import decode_chat_request, encode_chat_reply, encode_event
 from goaicore.records.avro.errors import DecodeError
-from goaicore_store.dispatch import KeyedDispatcher
-from goaicore_store.idempotency import RecentReplies, recover_from_log
-from goaicore_store.turns import TurnOutcome, failure, run_request
+from goaicore_store.chat.dispatch import KeyedDispatcher
+from goaicore_store.chat.idempotency import RecentReplies, recover_from_log
+from goaicore_store.chat.turns import TurnOutcome, failure, run_request
 
 if TYPE_CHECKING:
     from goaicore_store.topology import ChatServices, StoreApp

@@ -34,7 +34,7 @@ from goaicore.records import (
     new_event,
 )
 from goaicore.records.avro.api import decode_chat_reply, encode_chat_reply
-from goaicore_store.turns import SOURCE, TurnOutcome, failure, turn_event_id
+from goaicore_store.chat.turns import SOURCE, TurnOutcome, failure, turn_event_id
 
 REPLIES_CODEC = "goaicore.recent-replies"
 # Replies kept per conversation: a retry comes seconds after its request, not
