@@ -1,12 +1,13 @@
 """The built wheel works alone: its schemas inside, names of its own, extras named when missing.
 
-The wheel is built from this checkout (pip, with build isolation, as a user's pip
-would) and installed in a fresh virtual environment with its core dependencies
+The wheel is built from a copy of this checkout (pip, with build isolation, as a
+user's pip would; the copy keeps the build's scratch folders out of the tree) and installed in a fresh virtual environment with its core dependencies
 only, then used from a folder with no checkout around.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -19,6 +20,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "schemas"
 PACKAGED_SCHEMAS = "goaicore/records/avro/schemas"
+_NOT_SOURCE = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "build",
+    "*.egg-info",
+    "__pycache__",
+    ".*_cache",
+    ".hypothesis",
+    "bench-results",
+)
 
 
 def _run(*command: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -35,7 +46,9 @@ def _run(*command: str | Path, cwd: Path | None = None) -> subprocess.CompletedP
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    built = _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, ROOT)
+    source = tmp_path_factory.mktemp("source") / "goaicore"
+    shutil.copytree(ROOT, source, symlinks=True, ignore=_NOT_SOURCE)
+    built = _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, source)
     assert built.returncode == 0, built.stderr[-3000:]
     (found,) = out.glob("goaicore-*.whl")
     return found
