@@ -17,10 +17,9 @@ provider is built.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from goaicore.conversation.errors import ProviderError
 from goaicore.conversation.messages import JSONDict, Message, ToolCall, arguments_json
 from goaicore.conversation.providers.base import (
     CONTENT_FILTER,
@@ -31,7 +30,7 @@ from goaicore.conversation.providers.base import (
     Completion,
     CompletionRequest,
     Provider,
-    SdkClients,
+    SdkProvider,
     as_int,
 )
 from goaicore.conversation.providers.wire import ProviderSpec, Violation, Wire, string
@@ -161,39 +160,15 @@ WIRE = Wire(
 )
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkProvider):
     """Anthropic messages API. ``api_key`` defaults to ``ANTHROPIC_API_KEY``.
 
     ``max_tokens`` is required by the API, hence the default.
     """
 
     name = "anthropic"
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 2,
-        max_tokens: int = 4096,
-        temperature: float | None = None,
-        extra_body: JSONDict | None = None,
-    ) -> None:
-        self.model = model
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.extra_body = dict(extra_body or {})
-        self._sdk = SdkClients(
-            "anthropic",
-            "anthropic",
-            "AsyncAnthropic",
-            api_key=api_key,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+    client_class = "AsyncAnthropic"
+    default_max_tokens = 4096
 
     def build_request(self, request: CompletionRequest) -> JSONDict:
         """The messages-API request body for ``request``."""
@@ -219,10 +194,7 @@ class AnthropicProvider:
         try:
             message = WIRE.assistant({"role": "assistant", "content": data["content"]})
         except (KeyError, TypeError, ValueError) as exc:
-            raise ProviderError(
-                f"anthropic: unreadable response ({type(exc).__name__}: {exc})",
-                provider=self.name,
-            ) from None
+            raise self.unreadable(exc) from None
         raw_finish = data.get("stop_reason")
         usage = data.get("usage") or {}
         prompt = (
@@ -238,26 +210,16 @@ class AnthropicProvider:
             model=str(data.get("model") or self.model),
         )
 
-    async def aclose(self) -> None:
-        """Close the HTTP client of the running event loop (others close with their loop)."""
-        await self._sdk.aclose()
+    def send(self, client: Any, body: JSONDict) -> Awaitable[Any]:
+        return client.messages.with_raw_response.create(**body)  # type: ignore[no-any-return]
 
-    async def complete(self, request: CompletionRequest) -> Completion:
-        body = self.build_request(request)
-        data = await self._sdk.call_json(
-            self.name,
-            lambda client: client.messages.with_raw_response.create(**body),
-            is_context_length,
+    @staticmethod
+    def is_context_length(exc: Any) -> bool:
+        """Whether an HTTP status error says the prompt was too long for the model."""
+        text = str(exc.message).lower()
+        return exc.status_code == 413 or (
+            exc.status_code == 400 and ("prompt is too long" in text or "context window" in text)
         )
-        return self.parse_response(data)
-
-
-def is_context_length(exc: Any) -> bool:
-    """Whether an HTTP status error says the prompt was too long for the model."""
-    text = str(exc.message).lower()
-    return exc.status_code == 413 or (
-        exc.status_code == 400 and ("prompt is too long" in text or "context window" in text)
-    )
 
 
 def _build(settings: Settings, model: str) -> Provider:

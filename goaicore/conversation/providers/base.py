@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from goaicore.conversation.errors import ContextLengthError, ProviderError
-from goaicore.conversation.messages import Message
+from goaicore.conversation.messages import JSONDict, Message
 from goaicore.conversation.tools import Tool
 from goaicore.extras import require
 from goaicore.records.types import Usage
@@ -142,6 +143,79 @@ class SdkClients:
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (others close with their loop)."""
         await self.clients.aclose()
+
+
+class SdkProvider(ABC):
+    """A provider behind an official SDK: model and sampling options, one client per loop.
+
+    A subclass names its SDK and says how to build a request body, send it with the
+    client and read the response; the call, its error mapping and the client's
+    lifetime are the same for every SDK.
+    """
+
+    name: ClassVar[str]
+    client_class: ClassVar[str]
+    default_max_tokens: ClassVar[int | None] = None
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        extra_body: JSONDict | None = None,
+    ) -> None:
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens if max_tokens is not None else self.default_max_tokens
+        self.extra_body = dict(extra_body or {})
+        self._sdk = SdkClients(
+            self.name,
+            self.name,
+            self.client_class,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+    @abstractmethod
+    def build_request(self, request: CompletionRequest) -> JSONDict:
+        """The API request body for ``request``."""
+
+    @abstractmethod
+    def parse_response(self, data: Any) -> Completion:
+        """The completion in an API response body."""
+
+    @abstractmethod
+    def send(self, client: Any, body: JSONDict) -> Awaitable[Any]:
+        """The SDK's raw-response call that sends ``body``."""
+
+    @staticmethod
+    @abstractmethod
+    def is_context_length(exc: Any) -> bool:
+        """Whether an HTTP status error says the prompt was too long for the model."""
+
+    def unreadable(self, exc: Exception) -> ProviderError:
+        """The error for a response body that is not the API's shape."""
+        return ProviderError(
+            f"{self.name}: unreadable response ({type(exc).__name__}: {exc})", provider=self.name
+        )
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        body = self.build_request(request)
+        data = await self._sdk.call_json(
+            self.name, lambda client: self.send(client, body), self.is_context_length
+        )
+        return self.parse_response(data)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client of the running event loop (others close with their loop)."""
+        await self._sdk.aclose()
 
 
 async def _close_at_loop_shutdown(client: _Closable) -> AsyncGenerator[None, None]:

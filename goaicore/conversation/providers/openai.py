@@ -13,10 +13,9 @@ the response body is read as raw JSON.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from goaicore.conversation.errors import ProviderError
 from goaicore.conversation.messages import JSONDict, Message, ToolCall, text_of_parts
 from goaicore.conversation.providers.base import (
     CONTENT_FILTER,
@@ -26,7 +25,7 @@ from goaicore.conversation.providers.base import (
     Completion,
     CompletionRequest,
     Provider,
-    SdkClients,
+    SdkProvider,
     as_int,
 )
 from goaicore.conversation.providers.wire import ProviderSpec, Wire, no_rules, string
@@ -118,7 +117,7 @@ WIRE = Wire(
 )
 
 
-class OpenAIProvider:
+class OpenAIProvider(SdkProvider):
     """OpenAI chat completions (or any compatible server via ``base_url``).
 
     ``api_key`` and ``base_url`` default to ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``;
@@ -126,32 +125,7 @@ class OpenAIProvider:
     """
 
     name = "openai"
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 2,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        extra_body: JSONDict | None = None,
-    ) -> None:
-        self.model = model
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.extra_body = dict(extra_body or {})
-        self._sdk = SdkClients(
-            "openai",
-            "openai",
-            "AsyncOpenAI",
-            api_key=api_key,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+    client_class = "AsyncOpenAI"
 
     def build_request(self, request: CompletionRequest) -> JSONDict:
         """The chat-completions request body for ``request``."""
@@ -182,9 +156,7 @@ class OpenAIProvider:
             choice = data["choices"][0]
             message = WIRE.assistant(choice["message"])
         except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise ProviderError(
-                f"openai: unreadable response ({type(exc).__name__}: {exc})", provider=self.name
-            ) from None
+            raise self.unreadable(exc) from None
         raw_finish = choice.get("finish_reason")
         usage = data.get("usage") or {}
         return Completion(
@@ -197,31 +169,21 @@ class OpenAIProvider:
             model=str(data.get("model") or self.model),
         )
 
-    async def aclose(self) -> None:
-        """Close the HTTP client of the running event loop (others close with their loop)."""
-        await self._sdk.aclose()
+    def send(self, client: Any, body: JSONDict) -> Awaitable[Any]:
+        return client.chat.completions.with_raw_response.create(**body)  # type: ignore[no-any-return]
 
-    async def complete(self, request: CompletionRequest) -> Completion:
-        body = self.build_request(request)
-        data = await self._sdk.call_json(
-            self.name,
-            lambda client: client.chat.completions.with_raw_response.create(**body),
-            is_context_length,
+    @staticmethod
+    def is_context_length(exc: Any) -> bool:
+        """Whether an HTTP status error says the prompt was too long for the model."""
+        if exc.status_code == 413:
+            return True
+        body = exc.body if isinstance(exc.body, dict) else {}
+        error = body.get("error", body)
+        code = error.get("code") if isinstance(error, dict) else None
+        text = str(exc.message).lower()
+        return code == "context_length_exceeded" or (
+            exc.status_code == 400 and ("context length" in text or "context_length" in text)
         )
-        return self.parse_response(data)
-
-
-def is_context_length(exc: Any) -> bool:
-    """Whether an HTTP status error says the prompt was too long for the model."""
-    if exc.status_code == 413:
-        return True
-    body = exc.body if isinstance(exc.body, dict) else {}
-    error = body.get("error", body)
-    code = error.get("code") if isinstance(error, dict) else None
-    text = str(exc.message).lower()
-    return code == "context_length_exceeded" or (
-        exc.status_code == 400 and ("context length" in text or "context_length" in text)
-    )
 
 
 def _build(settings: Settings, model: str) -> Provider:
