@@ -47,17 +47,22 @@ def describe(settings: Settings) -> str:
     return protocol
 
 
-def kafka_python_options(settings: Settings) -> dict[str, Any]:
-    """Keyword arguments of kafka-python's KafkaProducer, KafkaConsumer and KafkaAdminClient."""
-    _mask_logged_configs()
-    protocol = settings.security_protocol or "PLAINTEXT"
-    options: dict[str, Any] = {"security_protocol": protocol}
+def _protocol_and_sasl(settings: Settings) -> dict[str, Any]:
+    """The options both client libraries spell alike: the protocol and the SASL login."""
+    options: dict[str, Any] = {"security_protocol": settings.security_protocol or "PLAINTEXT"}
     if uses_sasl(settings):
         options.update(
             sasl_mechanism=settings.sasl_mechanism,
             sasl_plain_username=settings.sasl_username,
             sasl_plain_password=settings.sasl_password,
         )
+    return options
+
+
+def kafka_python_options(settings: Settings) -> dict[str, Any]:
+    """Keyword arguments of kafka-python's KafkaProducer, KafkaConsumer and KafkaAdminClient."""
+    _mask_logged_configs()
+    options = _protocol_and_sasl(settings)
     if uses_ssl(settings):
         ssl_context(settings)  # a bad PEM file is a ConfigError now, not a failed handshake
         options["ssl_check_hostname"] = True
@@ -102,14 +107,7 @@ def _mask_logged_configs() -> None:
 
 def aiokafka_options(settings: Settings) -> dict[str, Any]:
     """Keyword arguments of aiokafka's clients (AIOKafkaConsumer, AIOKafkaProducer)."""
-    protocol = settings.security_protocol or "PLAINTEXT"
-    options: dict[str, Any] = {"security_protocol": protocol}
-    if uses_sasl(settings):
-        options.update(
-            sasl_mechanism=settings.sasl_mechanism,
-            sasl_plain_username=settings.sasl_username,
-            sasl_plain_password=settings.sasl_password,
-        )
+    options = _protocol_and_sasl(settings)
     if uses_ssl(settings):
         options["ssl_context"] = ssl_context(settings)
     return options

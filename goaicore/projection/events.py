@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -77,29 +77,6 @@ def history(
 
 
 def _stored(row: tuple[Any, ...]) -> StoredEvent:
-    (
-        partition,
-        offset,
-        event_id,
-        conv,
-        body_type,
-        occurred_at,
-        source,
-        causation,
-        body,
-        text,
-        avro,
-    ) = row
-    return StoredEvent(
-        partition,
-        offset,
-        event_id,
-        conv,
-        body_type,
-        occurred_at,
-        source,
-        causation,
-        body,
-        text,
-        bytes(avro),
-    )
+    """A row selected in field order; psycopg returns the Avro ``bytea`` as a memoryview."""
+    stored = StoredEvent(*row)
+    return replace(stored, avro=bytes(stored.avro))
