@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from goaicore.config import Settings
-from goaicore.kafka.closing import Closing
 from goaicore.kafka.connection import make_consumer, make_producer, topic_partitions
+from goaicore.lifecycle import Closing
 from goaicore.records import ChatReply, new_chat_request, new_id, utc_now
 from goaicore.records.avro.api import decode_chat_reply, encode_chat_request
 from goaicore.records.avro.errors import DecodeError, EncodeError

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from goaicore.config import Settings
-from goaicore.kafka.closing import Closing
 from goaicore.kafka.connection import make_producer
+from goaicore.lifecycle import Closing
 from goaicore.records import EVENT_BODY_TYPES, ConversationEvent, GameEvent, UserMessage, new_event
 from goaicore.records.avro.api import encode_event
 from goaicore.records.avro.errors import EncodeError

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from goaicore.clients.deadletter import DeadLetterWriter
 from goaicore.config import Settings
-from goaicore.kafka.closing import Closing
 from goaicore.kafka.connection import make_consumer
+from goaicore.lifecycle import Closing
 from goaicore.records import ChatReply
 from goaicore.records.avro.api import decode_chat_reply
 from goaicore.records.avro.errors import DecodeError

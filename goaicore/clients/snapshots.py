@@ -11,8 +11,8 @@ import sys
 from collections.abc import Iterable
 
 from goaicore.config import Settings
-from goaicore.kafka.closing import Closing
 from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
+from goaicore.lifecycle import Closing
 from goaicore.records import ConversationSnapshot
 from goaicore.records.avro.api import decode_snapshot
 from goaicore.records.avro.errors import DecodeError

@@ -12,10 +12,11 @@ import re
 import subprocess
 import time
 from pathlib import Path
-from types import TracebackType
+from typing import Self
 
 from goaicore.extras import needs
 from goaicore.kafka.process import BrokerExited, BrokerProcess, BrokerStartError, wait_answering
+from goaicore.lifecycle import Running
 from goaicore.net import free_loopback_port, wait_port_closed
 
 __all__ = ["BrokerStartError", "EmbeddedBroker", "broker_binary", "broker_version"]
@@ -47,7 +48,7 @@ def broker_version() -> str | None:
     return match.group(1) if match else None
 
 
-class EmbeddedBroker:
+class EmbeddedBroker(Running):
     """A ``tansu`` broker process on 127.0.0.1; a context manager.
 
     ``start()`` returns once the broker answers a Kafka metadata request.
@@ -69,7 +70,7 @@ class EmbeddedBroker:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
-    def start(self, timeout: float = 20.0) -> EmbeddedBroker:
+    def start(self, timeout: float = 20.0) -> Self:
         if self._process is not None:
             return self
         url = f"tcp://{self.host}:{self.port}"
@@ -107,14 +108,3 @@ class EmbeddedBroker:
         if self._serving:  # the port was ours: wait until the kernel lets it go
             self._serving = False
             wait_port_closed(self.host, self.port, timeout=timeout)
-
-    def __enter__(self) -> EmbeddedBroker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

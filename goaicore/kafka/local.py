@@ -21,11 +21,12 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
+from typing import Self
 
 from goaicore.config import BrokerProfile, LocalBrokerKind
 from goaicore.kafka.apache import KAFKA_VERSION, LocalKafka
 from goaicore.kafka.embedded import EmbeddedBroker, broker_version
+from goaicore.lifecycle import Running
 
 # Server settings of a one-node local Apache Kafka: with a single broker there are no
 # other group members to wait for before the first rebalance.
@@ -53,7 +54,7 @@ def broker_profile(kind: LocalBrokerKind) -> BrokerProfile:
     return "standard" if kind == "kafka" else "embedded"
 
 
-class LocalBroker:
+class LocalBroker(Running):
     """A local broker of either kind, started and stopped by its owner; a context manager.
 
     ``folder`` holds Apache Kafka's data and is required for ``kafka``; nothing in
@@ -132,7 +133,7 @@ class LocalBroker:
             return self.kafka.nodes[0].log_path
         return self.log_path
 
-    def start(self, timeout: float = 180.0) -> LocalBroker:
+    def start(self, timeout: float = 180.0) -> Self:
         """Start it; Apache Kafka raises KafkaUnavailable when Java or its jars are missing."""
         if self.kind == "kafka":
             if self.folder is None:
@@ -153,17 +154,6 @@ class LocalBroker:
         embedded, self.embedded = self.embedded, None
         if embedded is not None:
             embedded.stop()
-
-    def __enter__(self) -> LocalBroker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def stop_orphaned_kafka(pid: int, folder: Path, grace: float = 30.0) -> bool:

@@ -12,8 +12,8 @@ from goaicore.config import Settings
 from goaicore.extras import needs
 from goaicore.fold.admission import Unfoldable, admit
 from goaicore.fold.records import LogRecord
-from goaicore.kafka.closing import Closing
 from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
+from goaicore.lifecycle import Closing
 from goaicore.records import ConversationEvent, LogPosition
 from goaicore.records.validation import check_conversation_id
 from goaicore.replay.log_reader import read_to_end

@@ -14,8 +14,9 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Self
+
+from goaicore.lifecycle import Running
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class RecordedRequest:
 Responder = Callable[[RecordedRequest], ScriptedResponse]
 
 
-class ScriptedServer:
+class ScriptedServer(Running):
     """Answers API requests from a queue of responses, then from ``responder``.
 
     Requests to a path ending in ``api_path`` are API calls; anything else gets a 404.
@@ -106,17 +107,6 @@ class ScriptedServer:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # ---- script and record --------------------------------------------------------
 

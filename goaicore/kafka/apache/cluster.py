@@ -21,11 +21,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
+from typing import Self
 
 from goaicore.kafka.apache.jars import KAFKA_VERSION, kafka_jars, require_java
 from goaicore.kafka.probe import kafka_known_brokers
 from goaicore.kafka.process import BrokerExited, BrokerProcess, BrokerStartError, wait_answering
+from goaicore.lifecycle import Running
 from goaicore.net import free_loopback_port, port_open, wait_port_closed
 
 HOST = "127.0.0.1"
@@ -210,7 +211,7 @@ class KafkaNode:
         ]
 
 
-class LocalKafka:
+class LocalKafka(Running):
     """Apache Kafka (KRaft) on loopback: ``nodes=1`` a broker, ``nodes=3`` a cluster.
 
     ``overrides`` go last into every node's server.properties: tests put the
@@ -253,7 +254,7 @@ class LocalKafka:
     def voters(self) -> str:
         return ",".join(f"{n.node_id}@{HOST}:{n.ports.controller}" for n in self.nodes)
 
-    def start(self, timeout: float = 180.0) -> LocalKafka:
+    def start(self, timeout: float = 180.0) -> Self:
         """Fetch the jars if needed, format new storage, start every node, wait for all."""
         self.java = require_java()
         self.jars = kafka_jars(self.version)
@@ -389,17 +390,6 @@ class LocalKafka:
             ],
         }
         (self.folder / _STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
-
-    def __enter__(self) -> LocalKafka:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def _new_cluster_id() -> str:

@@ -14,8 +14,9 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from types import TracebackType
+from typing import Self
 
+from goaicore.lifecycle import Running
 from goaicore.net import free_loopback_port, port_open
 
 _SYSTEM_USER = "embedded_postgres"  # PostgreSQL refuses to run as root.
@@ -37,7 +38,7 @@ def _bin(name: str) -> str:
     return str(_bin_path() / name)
 
 
-class EmbeddedPostgres:
+class EmbeddedPostgres(Running):
     """A PostgreSQL server in ``data_dir``; a context manager."""
 
     def __init__(self, data_dir: Path, port: int | None = None, adopt: bool = False) -> None:
@@ -61,7 +62,7 @@ class EmbeddedPostgres:
     def started_here(self) -> bool:
         return self._started_here
 
-    def start(self, timeout: float = 60.0) -> EmbeddedPostgres:
+    def start(self, timeout: float = 60.0) -> Self:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.socket_dir.mkdir(exist_ok=True)
         self._prepare_user()
@@ -183,14 +184,3 @@ class EmbeddedPostgres:
             raise PostgresStartError(
                 f"{Path(command[0]).name} failed ({result.returncode}): {printed}\n{log}"
             )
-
-    def __enter__(self) -> EmbeddedPostgres:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
