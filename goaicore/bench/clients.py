@@ -21,10 +21,10 @@ from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
 from goaicore.kafka.connection import make_consumer, make_producer, partition_for
 from goaicore.kafka.local import LocalBroker
+from goaicore.kafka.partition_reader import read_to_end
 from goaicore.kafka.topics import ensure_topics
 from goaicore.records import ConversationEvent, GameEvent, new_event
 from goaicore.records.avro.api import encode_event
-from goaicore.replay.log_reader import read_to_end
 
 RECORDS = 20_000  # published in one batch
 SINGLES = 500  # published one call (and one acknowledgement) at a time

@@ -27,6 +27,7 @@ from goaicore.clients import EventPublisher
 from goaicore.config import Settings
 from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.kafka.local import LocalBroker
+from goaicore.kafka.partition_reader import read_to_end
 from goaicore.kafka.topics import ensure_topics
 from goaicore.projection import connect, conversations, history, search
 from goaicore.projection.postgres.discovery import discover_postgres, drop_database, ensure_database
@@ -42,7 +43,6 @@ from goaicore.records import (
     UserMessage,
     new_event,
 )
-from goaicore.replay.log_reader import read_to_end
 
 EVENTS = 20_000
 CONVERSATIONS = 200

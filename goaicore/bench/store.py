@@ -34,6 +34,7 @@ from goaicore.kafka.connection import (
     topic_partitions,
 )
 from goaicore.kafka.local import LocalBroker
+from goaicore.kafka.partition_reader import read_to_end
 from goaicore.kafka.topics import ensure_topics
 from goaicore.records import (
     ConversationEvent,
@@ -44,7 +45,6 @@ from goaicore.records import (
     new_event,
 )
 from goaicore.records.avro.api import decode_snapshot
-from goaicore.replay.log_reader import read_to_end
 
 EVENTS = 5_000
 WARM_UP = b"warm-up"

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from goaicore.cli import audit, bench, chat, dev, events, services, store, tail, topics
+from goaicore.cli import audit, bench, chat, dev, events, replay, services, tail, topics
 from goaicore.config import ConfigError
 from goaicore.extras import MissingExtraError
 
@@ -24,7 +24,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     dev,
     topics,
     services,
-    store,
+    replay,
     events,
     chat,
     tail,

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from goaicore.cli.args import POSITIVE
-from goaicore.cli.render import clip, describe_event
+from goaicore.cli.render import clip, describe_event, print_report
 from goaicore.config import Settings
 from goaicore.records import EVENT_BODY_TYPES
 
@@ -197,8 +197,8 @@ def handle_ledger(args: argparse.Namespace) -> int:
 
 
 def verify_from_db(args: argparse.Namespace) -> int:
+    from goaicore.progress import ProgressBar
     from goaicore.projection import verify_db
-    from goaicore.replay.progress import ProgressBar
 
     settings = Settings()
     with _connect(settings) as conn:
@@ -211,20 +211,4 @@ def verify_from_db(args: argparse.Namespace) -> int:
             report = verify_db(conn, settings.topic("events"), args.conversations, bar.advance)
         finally:
             bar.close()
-    for diff in report.differences:
-        print(
-            f"DIFFERENT {diff.conversation_id} {diff.field}: stored {clip(repr(diff.stored), 100)}"
-            f" refolded {clip(repr(diff.replayed), 100)}"
-        )
-    for conversation_id in report.pending:
-        print(f"PENDING {conversation_id}: its snapshot is ahead of the projected events")
-    for conversation_id in report.unknown:
-        print(f"NO EVENTS {conversation_id}: no events of it are stored, so no snapshot to verify")
-    bad = len(report.different)
-    equal = report.checked - bad - len(report.pending)
-    unknown = f", {len(report.unknown)} without events" if report.unknown else ""
-    print(
-        f"verified {report.checked} stored snapshots against the stored events: {equal} equal,"
-        f" {bad} different, {len(report.pending)} pending{unknown}"
-    )
-    return 1 if report.differences else 0
+    return print_report(report, against_db=True)

@@ -36,7 +36,13 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from goaicore.bench.runner import broker_kinds, run
+    from goaicore.extras import needs
+
+    # The suites run every part: Faust, PostgreSQL, the SDKs and the local servers.
+    with needs("all"):
+        from goaicore.bench.runner import broker_kinds, load_suites, run
+
+        load_suites()
 
     console = Console()
     if not console.is_terminal:

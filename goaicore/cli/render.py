@@ -1,6 +1,8 @@
-"""One-line descriptions of records, for ``tail`` and ``history``."""
+"""What the CLI prints: one-line descriptions of records, and verify reports."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from goaicore.records import (
     AssistantTurn,
@@ -17,6 +19,9 @@ from goaicore.records import (
     UserMessage,
 )
 from goaicore.records.types import EventBody, Record
+
+if TYPE_CHECKING:
+    from goaicore.replay.verify import VerifyReport
 
 WIDTH = 160
 
@@ -66,3 +71,30 @@ def describe(record: Record) -> str:
         case ConversationSnapshot(conversation_id=conv, messages=messages):
             return f"snapshot {conv}: {len(messages)} messages"
     return type(record).__name__
+
+
+def print_report(report: VerifyReport, *, against_db: bool = False) -> int:
+    """Print a verify report, one line a finding, and return the exit status (1: different)."""
+    replayed = "refolded" if against_db else "replayed"
+    for diff in report.differences:
+        print(
+            f"DIFFERENT {diff.conversation_id} {diff.field}: stored {clip(repr(diff.stored), 100)}"
+            f" {replayed} {clip(repr(diff.replayed), 100)}"
+        )
+    for conversation_id in report.pending:
+        print(f"PENDING {conversation_id}: its snapshot is ahead of the projected events")
+    missing = "no events of it are stored" if against_db else "the log has no events of it"
+    for conversation_id in report.unknown:
+        print(f"NO EVENTS {conversation_id}: {missing}, so no snapshot to verify")
+    checked = (
+        f"{report.checked} stored snapshots against the stored events"
+        if against_db
+        else f"{report.checked} snapshots"
+    )
+    pending = f", {len(report.pending)} pending" if against_db else ""
+    unknown = f", {len(report.unknown)} without events" if report.unknown else ""
+    print(
+        f"verified {checked}: {report.equal} equal, {len(report.different)} different"
+        f"{pending}{unknown}"
+    )
+    return 1 if report.differences else 0

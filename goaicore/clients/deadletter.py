@@ -15,6 +15,7 @@ from typing import Any
 
 from goaicore.config import Settings
 from goaicore.kafka.connection import make_producer
+from goaicore.lifecycle import Closing
 
 HEADER_PREFIX = "goaicore.dead-letter."
 MESSAGE_LIMIT = 2000  # characters of the reason's detail kept in a header
@@ -103,7 +104,7 @@ class DeadLetter:
         )
 
 
-class DeadLetterWriter:
+class DeadLetterWriter(Closing):
     """Forward undecodable records to ``<prefix>.dead-letters`` and wait for the ack."""
 
     def __init__(self, settings: Settings, consumer_name: str, producer: Any = None) -> None:

@@ -12,13 +12,13 @@ from collections.abc import Iterable
 
 from goaicore.config import Settings
 from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
+from goaicore.kafka.partition_reader import read_to_end
 from goaicore.lifecycle import Closing
+from goaicore.progress import ProgressBar
 from goaicore.records import ConversationSnapshot
 from goaicore.records.avro.api import decode_snapshot
 from goaicore.records.avro.errors import DecodeError
 from goaicore.records.validation import check_conversation_id
-from goaicore.replay.log_reader import read_to_end
-from goaicore.replay.progress import ProgressBar
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ def to_chat_message(stored: SnapshotMessage) -> lib.Message:
     try:
         if stored.role == "assistant" and stored.raw_json is not None:
             raw = json.loads(stored.raw_json)
-            return assistant_message(stored.provider or "openai", raw)
+            return assistant_message(stored.provider or "", raw)
         if stored.role == "user" and stored.content_json is not None:
             return lib.Message.user(json.loads(stored.content_json))
     except (ValueError, TypeError) as err:

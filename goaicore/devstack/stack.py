@@ -163,7 +163,7 @@ class LocalStack:
                 broker_kind=broker.kind if broker else "external",
                 broker_version=broker.version if broker else None,
                 broker_data_dir=str(broker.folder) if broker and broker.folder else None,
-                broker_profile=settings.broker_profile or "standard",
+                broker_profile=settings.broker_profile,
                 broker_embedded=broker is not None and broker.kind == "embedded",
                 broker_pid=broker.pid if broker else None,
                 worker_pid=self.worker.pid,
@@ -184,7 +184,7 @@ class LocalStack:
 
     def _start_broker(self, settings: Settings) -> LocalBroker:
         """The local broker ``GOAICORE_LOCAL_BROKER`` names, started."""
-        kind = settings.local_broker or "embedded"
+        kind = settings.local_broker
         folder = settings.data_dir / KAFKA_FOLDER
         if kind == "kafka":
             # No live dev stack owns this data dir (checked by start), so an Apache

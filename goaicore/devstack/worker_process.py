@@ -17,7 +17,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
     env.pop("DATABASE_URL", None)
     env.update(
         KAFKA_BOOTSTRAP_SERVERS=settings.require_bootstrap(),
-        GOAICORE_BROKER_PROFILE=settings.broker_profile or "standard",
+        GOAICORE_BROKER_PROFILE=settings.broker_profile,
         GOAICORE_TOPIC_PREFIX=settings.topic_prefix,
         GOAICORE_PARTITIONS=str(settings.partitions),
         GOAICORE_DATA_DIR=str(settings.data_dir),

@@ -237,14 +237,3 @@ def _short(text: str, policy: FoldPolicy, limit: int = 80) -> str:
     if policy.max_id_chars is None or len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text)} characters)"
-
-
-def fold_all(
-    events: Sequence[tuple[ConversationEvent, LogPosition]],
-    snapshot: ConversationSnapshot | None = None,
-    policy: FoldPolicy = DEFAULT_POLICY,
-) -> ConversationSnapshot | None:
-    """Fold a sequence of (event, position) pairs, in order."""
-    for event, position in events:
-        snapshot = fold(snapshot, event, position, policy)
-    return snapshot

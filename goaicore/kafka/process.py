@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 from goaicore.kafka.probe import kafka_api_versions_error
 
@@ -36,8 +37,12 @@ class BrokerProcess:
         return self._process.pid if self._process else None
 
     def start(self, env: Mapping[str, str] | None = None) -> None:
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        try:
+        with contextlib.ExitStack() as stack:
+            log: IO[bytes] | int = (
+                stack.enter_context(open(self.log_path, "ab"))
+                if self.log_path
+                else subprocess.DEVNULL
+            )
             self._process = subprocess.Popen(
                 self.command,
                 stdout=log,
@@ -47,9 +52,6 @@ class BrokerProcess:
                 cwd=self.cwd,
                 env=dict(env) if env is not None else None,
             )
-        finally:
-            if log is not subprocess.DEVNULL:
-                log.close()  # type: ignore[union-attr]
 
     def exit_code(self) -> int | None:
         """None while running (or never started), else the exit code."""

@@ -15,7 +15,8 @@ with needs("postgres"):
     from goaicore.projection.ledger import Ledger, LedgerEntry, LedgerTotals, ledger, ledger_totals
     from goaicore.projection.migrations import LATEST_VERSION, MIGRATIONS, migrate
     from goaicore.projection.search import SearchHit, search
-    from goaicore.replay.verify import VerifyReport, verify_db
+    from goaicore.projection.verify import verify_db
+    from goaicore.replay.verify import VerifyReport
 
 __all__ = [
     "BODY_TYPES",

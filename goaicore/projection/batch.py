@@ -12,20 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from goaicore.fold.admission import Unfoldable, admit
+from goaicore.fold.records import LogRecord, Rejected
 from goaicore.projection.rows import EventRow, SnapshotRow, event_row, snapshot_row
+from goaicore.records import LogPosition
 from goaicore.records.avro.api import decode_snapshot
 from goaicore.records.avro.errors import DecodeError
 
 TopicPartitionKey = tuple[str, int]
-
-
-@dataclass(frozen=True)
-class Rejected:
-    """A record set aside, and why (``reason`` is machine-readable)."""
-
-    record: Any
-    reason: str
-    message: str
 
 
 @dataclass
@@ -66,7 +59,7 @@ def build_batch(polled: Mapping[Any, list[Any]], events_topic: str, snapshots_to
 def _add_event(batch: Batch, record: Any) -> None:
     event = admit(record.key, record.value)  # the store worker's rule, so both fold alike
     if isinstance(event, Unfoldable):
-        batch.rejected.append(Rejected(record, event.reason, event.detail))
+        batch.rejected.append(set_aside(record, event.reason, event.detail))
         return
     batch.events.append(event_row(record.partition, record.offset, event, record.value))
     batch.event_sources[(record.partition, record.offset)] = record
@@ -76,18 +69,18 @@ def _add_snapshot(batch: Batch, record: Any) -> None:
     try:
         key = record.key.decode() if record.key is not None else None
     except UnicodeDecodeError:
-        batch.rejected.append(Rejected(record, "bad-key", "the record key is not UTF-8"))
+        batch.rejected.append(set_aside(record, "bad-key", "the record key is not UTF-8"))
         return
     if record.value is None:
         if key is None:
-            batch.rejected.append(Rejected(record, "bad-key", "a tombstone without a key"))
+            batch.rejected.append(set_aside(record, "bad-key", "a tombstone without a key"))
         else:
             batch.snapshots[key] = None
         return
     try:
         snapshot = decode_snapshot(record.value)
     except DecodeError as err:
-        batch.rejected.append(Rejected(record, err.reason, err.message))
+        batch.rejected.append(set_aside(record, err.reason, err.message))
         return
     if key != snapshot.conversation_id:
         batch.rejected.append(_key_mismatch(record, snapshot.conversation_id))
@@ -96,8 +89,14 @@ def _add_snapshot(batch: Batch, record: Any) -> None:
     batch.snapshot_sources[key] = record
 
 
+def set_aside(record: Any, reason: str, detail: str) -> Rejected:
+    """A kafka-python record set aside, with the reason its dead letter carries."""
+    position = LogPosition(partition=record.partition, offset=record.offset)
+    return Rejected(LogRecord(record.key, record.value, position, origin=record), reason, detail)
+
+
 def _key_mismatch(record: Any, conversation_id: str) -> Rejected:
-    return Rejected(
+    return set_aside(
         record,
         "key-mismatch",
         f"record key {record.key!r} is not the conversation id {conversation_id!r}",

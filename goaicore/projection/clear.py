@@ -52,7 +52,7 @@ def clear_projection(conn: Connection, schema: str, prefix: str) -> ClearedProje
         rows = {}
         for name in PROJECTION_TABLES:
             counted = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(tables[name]))
-            rows[name] = int(counted.fetchone()[0])  # type: ignore[index]
+            (rows[name],) = counted.fetchone() or (0,)
         positions = conn.execute(
             sql.SQL("SELECT count(*) FROM {}").format(tables["projector_positions"])
         ).fetchone()

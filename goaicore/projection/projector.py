@@ -25,8 +25,9 @@ import psycopg
 
 from goaicore.clients.deadletter import DeadLetterWriter
 from goaicore.config import Settings
+from goaicore.fold.records import Rejected
 from goaicore.kafka.connection import make_consumer, topic_partitions
-from goaicore.projection.batch import Rejected, TopicPartitionKey, build_batch
+from goaicore.projection.batch import TopicPartitionKey, build_batch, set_aside
 from goaicore.projection.db import Connection, PositionConflictError, connect, lock_key
 from goaicore.projection.migrations import migrate
 from goaicore.projection.writer import load_positions, write_batch
@@ -148,7 +149,7 @@ class Projector:
                 self._before_commit,
                 row_by_row=True,
                 on_refused=lambda record, why: self._dead_letter(
-                    Rejected(record, "refused-by-database", why)
+                    set_aside(record, "refused-by-database", why)
                 ),
             )
         self.positions.update(batch.positions)
@@ -161,18 +162,18 @@ class Projector:
             log.warning("fault hook: killed after writing batch %d, before commit", self._crash_at)
             os.kill(os.getpid(), signal.SIGKILL)
 
-    def _dead_letter(self, rejected: Rejected) -> None:
+    def _dead_letter(self, refused: Rejected) -> None:
         if self._dead_letters is None:
             raise RuntimeError("start() the projector first")
-        record = rejected.record
-        self._dead_letters.forward(record, rejected.reason, rejected.message)
+        record = refused.record.origin
+        self._dead_letters.forward(record, refused.reason, refused.detail)
         self.dead_lettered += 1
         log.warning(
             "dead letter from %s[%d]@%d: %s",
             record.topic,
             record.partition,
             record.offset,
-            rejected.reason,
+            refused.reason,
         )
 
     def caught_up(self) -> bool:

@@ -1,16 +1,15 @@
-"""Replay a conversation from the log, and check stored snapshots against replays.
+"""Replay a conversation from the log: its state as of any offset or time.
 
-Both use the one fold, so a snapshot the store worker wrote and a replay of the
-same events up to its last position must be equal, field for field.
+The records go through the fold's one loop, so a replay of the events a snapshot
+applied equals that snapshot, field for field.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 
-from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy, policy_of
+from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy
 from goaicore.fold.records import Rejected, fold_records
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
 from goaicore.replay.reader import HistoryReader
@@ -48,36 +47,3 @@ def replay(
         snapshot = outcome.snapshot
         applied.append((outcome.event, outcome.record.position))
     return Replay(snapshot, tuple(applied))
-
-
-@dataclass(frozen=True)
-class Difference:
-    """One field where a stored snapshot and the replay disagree."""
-
-    conversation_id: str
-    field: str
-    stored: object
-    replayed: object
-
-
-def compare(
-    conversation_id: str, stored: ConversationSnapshot | None, replayed: ConversationSnapshot | None
-) -> list[Difference]:
-    """Field-by-field differences between a stored snapshot and a replay."""
-    if stored is None or replayed is None:
-        if stored is replayed:
-            return []
-        return [Difference(conversation_id, "snapshot", stored is not None, replayed is not None)]
-    out = []
-    for item in dataclasses.fields(ConversationSnapshot):
-        ours, theirs = getattr(stored, item.name), getattr(replayed, item.name)
-        if ours != theirs:
-            out.append(Difference(conversation_id, item.name, ours, theirs))
-    return out
-
-
-def verify_snapshot(reader: HistoryReader, stored: ConversationSnapshot) -> list[Difference]:
-    """Replay ``stored``'s conversation up to its last position, under its bounds, and compare."""
-    until = stored.last_position.offset if stored.last_position else -1
-    replayed = replay(reader, stored.conversation_id, until, policy=policy_of(stored)).snapshot
-    return compare(stored.conversation_id, stored, replayed)

@@ -13,11 +13,11 @@ from goaicore.extras import needs
 from goaicore.fold.admission import Unfoldable, admit
 from goaicore.fold.records import LogRecord
 from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
+from goaicore.kafka.partition_reader import read_to_end
 from goaicore.lifecycle import Closing
+from goaicore.progress import ProgressBar
 from goaicore.records import ConversationEvent, LogPosition
 from goaicore.records.validation import check_conversation_id
-from goaicore.replay.log_reader import read_to_end
-from goaicore.replay.progress import ProgressBar
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,10 @@ class LoggedEvent:
     partition: int
     offset: int
     event: ConversationEvent
+
+    @property
+    def position(self) -> LogPosition:
+        return LogPosition(partition=self.partition, offset=self.offset)
 
 
 class HistoryReader(Closing):

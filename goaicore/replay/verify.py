@@ -1,117 +1,93 @@
-"""Check every stored snapshot against the fold of the stored events.
+"""Check stored snapshots against replays of the events they applied.
 
-The events are folded from their stored Avro bytes with the one fold, up to
-the snapshot's last applied position, and compared field by field, exactly as
-``goaicore verify`` does against the log. A snapshot that has applied events
-the projection has not read yet is reported as pending, not as different.
+A snapshot the store worker wrote and a fold of the same events up to its last
+position must be equal, field for field; a report lists every field that is not.
+The log is one source of events (here), the PostgreSQL projection another
+(``goaicore.projection.verify``): both fill the same report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy, policy_of
-from goaicore.fold.records import Applied, LogRecord, fold_records
-from goaicore.projection.db import Connection
-from goaicore.records import ConversationSnapshot, LogPosition
-from goaicore.records.avro.api import decode_snapshot
-from goaicore.replay.log import Difference, compare
+from goaicore.fold.policy import policy_of
+from goaicore.records import ConversationSnapshot
+from goaicore.replay.log import replay
+from goaicore.replay.reader import HistoryReader
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One field where a stored snapshot and the replay disagree."""
+
+    conversation_id: str
+    field: str
+    stored: object
+    replayed: object
+
+
+def compare(
+    conversation_id: str, stored: ConversationSnapshot | None, replayed: ConversationSnapshot | None
+) -> list[Difference]:
+    """Field-by-field differences between a stored snapshot and a replay."""
+    if stored is None or replayed is None:
+        if stored is replayed:
+            return []
+        return [Difference(conversation_id, "snapshot", stored is not None, replayed is not None)]
+    out = []
+    for item in dataclasses.fields(ConversationSnapshot):
+        ours, theirs = getattr(stored, item.name), getattr(replayed, item.name)
+        if ours != theirs:
+            out.append(Difference(conversation_id, item.name, ours, theirs))
+    return out
 
 
 @dataclass
 class VerifyReport:
+    """What a verify found: how many snapshots it checked and how they differ."""
+
     checked: int = 0
     differences: list[Difference] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
+    """Conversations whose snapshot has applied events the source has not got yet."""
     unknown: list[str] = field(default_factory=list)
-    """Conversations named that have no stored events at all."""
+    """Conversations named that have no events at all."""
 
     @property
     def different(self) -> set[str]:
         return {d.conversation_id for d in self.differences}
 
-
-def stored_snapshots(
-    conn: Connection, conversation_ids: Sequence[str] = ()
-) -> dict[str, ConversationSnapshot]:
-    """The projected snapshots, decoded from their stored Avro bytes."""
-    query = "SELECT conversation_id, avro FROM conversation_snapshots"
-    params: list[object] = []
-    if conversation_ids:
-        query += " WHERE conversation_id = ANY(%s)"
-        params.append(list(conversation_ids))
-    return {str(conv): decode_snapshot(bytes(avro)) for conv, avro in conn.execute(query, params)}
+    @property
+    def equal(self) -> int:
+        return self.checked - len(self.different) - len(self.pending)
 
 
-def refold(
-    conn: Connection,
-    conversation_id: str,
-    partition: int,
-    until_offset: int,
-    policy: FoldPolicy = DEFAULT_POLICY,
-) -> ConversationSnapshot | None:
-    """The fold of a conversation's stored events in one partition up to an offset.
-
-    The stored events go through the worker's own loop (:func:`fold_records`).
-    """
-    snapshot: ConversationSnapshot | None = None
-    key = conversation_id.encode()
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT log_offset, avro FROM conversation_events WHERE conversation_id = %s"
-            " AND topic_partition = %s AND log_offset <= %s ORDER BY log_offset",
-            (conversation_id, partition, until_offset),
-        )
-        records = (
-            LogRecord(key, bytes(avro), LogPosition(partition=partition, offset=int(offset)))
-            for offset, avro in cur
-        )
-        for outcome in fold_records(records, policy):
-            if isinstance(outcome, Applied):
-                snapshot = outcome.snapshot
-    return snapshot
+def verify_snapshot(reader: HistoryReader, stored: ConversationSnapshot) -> list[Difference]:
+    """Replay ``stored``'s conversation up to its last position, under its bounds, and compare."""
+    until = stored.last_position.offset if stored.last_position else -1
+    replayed = replay(reader, stored.conversation_id, until, policy=policy_of(stored)).snapshot
+    return compare(stored.conversation_id, stored, replayed)
 
 
-def verify_db(
-    conn: Connection,
-    events_topic: str,
-    conversation_ids: Sequence[str] = (),
+def verify_log(
+    reader: HistoryReader,
+    stored: Mapping[str, ConversationSnapshot],
+    conversation_ids: Iterable[str] = (),
     progress: Callable[[], None] = lambda: None,
 ) -> VerifyReport:
-    """Compare each stored snapshot (those named, or all) with a re-fold of the stored events."""
-    stored = stored_snapshots(conn, conversation_ids)
-    read_up_to = {
-        int(partition): int(next_offset)
-        for partition, next_offset in conn.execute(
-            "SELECT topic_partition, next_offset FROM projector_positions WHERE topic = %s",
-            (events_topic,),
-        )
-    }
+    """Verify the stored snapshots (those named, or all) against replays of the log."""
     report = VerifyReport()
     for conversation_id in list(conversation_ids) or sorted(stored):
-        report.checked += 1
         progress()
         snapshot = stored.get(conversation_id)
-        if snapshot is None:
-            has_events = conn.execute(
-                "SELECT 1 FROM conversation_events WHERE conversation_id = %s LIMIT 1",
-                (conversation_id,),
-            ).fetchone()
-            if has_events is None:
-                report.checked -= 1
-                report.unknown.append(conversation_id)
-            else:
-                report.differences.append(Difference(conversation_id, "snapshot", None, "missing"))
-            continue
-        last = snapshot.last_position
-        if last is not None and read_up_to.get(last.partition, 0) <= last.offset:
-            report.pending.append(conversation_id)
-            continue
-        replayed = (
-            refold(conn, conversation_id, last.partition, last.offset, policy_of(snapshot))
-            if last is not None
-            else None
-        )
-        report.differences.extend(compare(conversation_id, snapshot, replayed))
+        if snapshot is not None:
+            report.checked += 1
+            report.differences.extend(verify_snapshot(reader, snapshot))
+        elif next(iter(reader.logged_events(conversation_id)), None) is None:
+            report.unknown.append(conversation_id)
+        else:
+            report.checked += 1
+            report.differences.append(Difference(conversation_id, "snapshot", None, "missing"))
     return report

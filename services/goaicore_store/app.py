@@ -1,4 +1,4 @@
-"""The ``goaicore-store`` Faust app: the fold agent, the chat agent and the HTTP views.
+"""The store worker's Faust app (id ``<prefix>.store``): fold agent, chat agent, HTTP views.
 
 The table's changelog topic IS ``<prefix>.snapshots`` (compacted, Avro
 ConversationSnapshot values, keyed by conversation id), so any consumer can
@@ -37,7 +37,7 @@ from goaicore_store.chat.output_limits import OutputLimits
 from goaicore_store.chat.replies import ReplyWaiters
 from goaicore_store.chat.tools import load_tools
 from goaicore_store.chat.turns import TurnSettings
-from goaicore_store.chat.watermarks import FoldProgress, HighWatermarks
+from goaicore_store.chat.watermarks import HighWatermarks
 from goaicore_store.codecs import SNAPSHOT_CODEC, register
 from goaicore_store.fold_agent import fold_events
 from goaicore_store.topology import ChatServices, StoreApp, app_id
@@ -119,7 +119,6 @@ def create_app(
     )
     events = log_topic(app, settings, "events")
     snapshots = log_topic(app, settings, "snapshots", SNAPSHOT_CODEC)
-    progress = FoldProgress()
     store = StoreApp(
         app=app,
         settings=settings,
@@ -130,9 +129,8 @@ def create_app(
         replies=log_topic(app, settings, "replies"),
         table=keyed_table(app, "snapshots", snapshots, SNAPSHOT_CODEC, partitions),
         replies_table=_replies_table(app, settings),
-        chat=_chat_services(settings, progress),
+        chat=_chat_services(settings),
         web_port=port,
-        progress=progress,
     )
     app.agent(events, name="fold")(partial(fold_events, store))
     app.agent(store.requests, name="chat")(ChatAgent(store, store.chat).consume)
@@ -153,7 +151,7 @@ def default_canonical_url(web_host: str, port: int) -> str:
 
 
 def _replication(settings: Settings) -> int:
-    factor = settings.replication_factor or -1
+    factor = settings.replication_factor
     return 1 if settings.embedded_broker or factor < 1 else factor
 
 
@@ -177,19 +175,18 @@ def _replies_table(app: faust.App, settings: Settings) -> Any:
     return keyed_table(app, "replies", changelog, REPLIES_CODEC, partitions)
 
 
-def _chat_services(settings: Settings, progress: FoldProgress) -> ChatServices:
-    """The chat agent's LLM providers, tools, limits and progress handles."""
+def _chat_services(settings: Settings) -> ChatServices:
+    """The chat agent's LLM providers, tools, limits and the log's high watermarks."""
     limits = OutputLimits.for_record_limit(settings.max_record_bytes)
     return ChatServices(
         providers=Providers(settings),
-        registry=load_tools(settings.tools or ""),
+        registry=load_tools(settings.tools),
         turn=TurnSettings(
             system_prompt=settings.system_prompt,
             turn_timeout=settings.turn_timeout,
             context_tokens=settings.context_tokens,
             max_tool_result_bytes=limits.tool_result_bytes,
         ),
-        progress=progress,
         watermarks=HighWatermarks(settings),
         waiters=ReplyWaiters(),
         concurrency=settings.chat_concurrency,

@@ -31,12 +31,11 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ChatServices:
-    """What the chat agent uses besides the Faust app: LLM, tools, turn limits, progress."""
+    """What the chat agent uses besides the Faust app: LLM, tools, turn limits, watermarks."""
 
     providers: Providers
     registry: dict[str, Tool]
     turn: TurnSettings
-    progress: FoldProgress
     watermarks: HighWatermarks
     waiters: ReplyWaiters
     concurrency: int
@@ -60,6 +59,7 @@ class StoreApp:
     chat: ChatServices
     web_port: int
     progress: FoldProgress = field(default_factory=FoldProgress)
+    """How far the fold has applied each partition: the chat agent's read-your-writes wait."""
 
     @cached_property
     def fold_policy(self) -> FoldPolicy:

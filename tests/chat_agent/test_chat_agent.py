@@ -195,7 +195,7 @@ def test_bad_requests_are_rejected_and_bad_records_become_dead_letters(
     assert worker.alive()
     from goaicore.clients import DeadLetter
     from goaicore.kafka.connection import make_consumer, topic_partitions
-    from goaicore.replay.log_reader import read_to_end
+    from goaicore.kafka.partition_reader import read_to_end
 
     consumer = make_consumer(topics)
     try:

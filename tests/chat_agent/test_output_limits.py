@@ -10,7 +10,7 @@ from goaicore.clients import HistoryReader
 from goaicore.config import Settings
 from goaicore.records import AssistantTurn, ReplyStatus, ToolResult, new_chat_request
 from goaicore.records.avro.api import encode_event
-from goaicore.replay.log import verify_snapshot
+from goaicore.replay.verify import verify_snapshot
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, Replies, llm_env, snapshot_when, wait_http
 

@@ -15,9 +15,9 @@ from goaicore.clients import (
     ReplyTimeout,
 )
 from goaicore.config import Settings
+from goaicore.kafka.partition_reader import read_to_end
 from goaicore.records import ChatReply, ReplyStatus
 from goaicore.records.avro.api import encode_chat_reply
-from goaicore.replay.log_reader import read_to_end
 from tests.clients.scripted_responder import ScriptedResponder
 
 

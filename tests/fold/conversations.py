@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import strategies as st
 
+from goaicore.fold import DEFAULT_POLICY, FoldPolicy, fold
 from goaicore.records import (
     AssistantTurn,
     ConversationEvent,
     ConversationReset,
+    ConversationSnapshot,
     EventBody,
     GameEvent,
     LogPosition,
@@ -76,3 +79,15 @@ def conversation_log(
         log.append((event, LogPosition(partition=0, offset=offset)))
         offset += draw(st.integers(1, 3))
     return log
+
+
+def fold_all(
+    events: Sequence[tuple[ConversationEvent, LogPosition]],
+    snapshot: ConversationSnapshot | None = None,
+    policy: FoldPolicy = DEFAULT_POLICY,
+) -> ConversationSnapshot | None:
+    """The fold of decoded events in order: the pure fold alone, without the record loop's
+    decoding and key checks (those have their own tests)."""
+    for event, position in events:
+        snapshot = fold(snapshot, event, position, policy)
+    return snapshot

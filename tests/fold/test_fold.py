@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from goaicore.conversation.messages import Message
 from goaicore.conversation.snapshot_messages import to_chat_messages, to_event_body
-from goaicore.fold import fold, fold_all
+from goaicore.fold import fold
 from goaicore.records import (
     AssistantTurn,
     CompactionApplied,
@@ -24,6 +24,7 @@ from goaicore.records import (
     Usage,
     UserMessage,
 )
+from tests.fold.conversations import fold_all
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 

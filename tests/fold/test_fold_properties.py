@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from goaicore.conversation.snapshot_messages import to_chat_messages
 from goaicore.conversation.validation import validate_history
-from goaicore.fold import FoldPolicy, fold, fold_all
+from goaicore.fold import FoldPolicy, fold
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
-from tests.fold.conversations import conversation_log
+from tests.fold.conversations import conversation_log, fold_all
 from tests.records.records_strategies import events as any_events
 
 Log = list[tuple[ConversationEvent, LogPosition]]

@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from goaicore.fold import DEFAULT_POLICY, fold_all
+from goaicore.fold import DEFAULT_POLICY
 from goaicore.fold.records import Applied, LogRecord, Rejected, fold_records
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition, UserMessage
 from goaicore.records.avro.api import encode_event
-from tests.fold.conversations import conversation_log
+from tests.fold.conversations import conversation_log, fold_all
 
 Log = list[tuple[ConversationEvent, LogPosition]]
 

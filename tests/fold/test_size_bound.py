@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from goaicore.conversation.snapshot_messages import to_chat_messages
 from goaicore.conversation.validation import validate_history
-from goaicore.fold import fold, fold_all
+from goaicore.fold import fold
 from goaicore.fold.policy import (
     MIN_SNAPSHOT_BYTES,
     VERSION_1_POLICY,
@@ -32,7 +32,7 @@ from goaicore.records import (
     UserMessage,
 )
 from goaicore.records.avro.api import encode_snapshot
-from tests.fold.conversations import START
+from tests.fold.conversations import START, fold_all
 from tests.records.records_strategies import snapshots
 
 SMALL = FoldPolicy(max_bytes=MIN_SNAPSHOT_BYTES)

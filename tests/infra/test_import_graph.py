@@ -44,11 +44,27 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
                 yield sub if sub in modules else base
 
 
+def _with_packages(target: str) -> Iterator[str]:
+    """``target`` and the packages importing it runs first (``a.b.c`` runs ``a.b``).
+
+    The top-level package (``goaicore``, a service's package) is left out: it is the
+    facade that is already running when its own modules import each other.
+    """
+    parts = target.split(".")
+    for depth in range(2, len(parts) + 1):
+        yield ".".join(parts[:depth])
+
+
 def _graph() -> dict[str, set[str]]:
-    """Module -> the modules of goaicore and the services it imports."""
+    """Module -> the modules of goaicore and the services it imports (packages included)."""
     modules = _modules()
     return {
-        name: {t for t in _imports(name, path, modules) if t in modules and t != name}
+        name: {
+            module
+            for target in _imports(name, path, modules)
+            for module in _with_packages(target)
+            if module in modules and module != name and not name.startswith(module + ".")
+        }
         for name, path in modules.items()
     }
 

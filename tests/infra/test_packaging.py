@@ -1,8 +1,9 @@
 """The built wheel works alone: its schemas inside, names of its own, extras named when missing.
 
 The wheel is built from a copy of this checkout (pip, with build isolation, as a
-user's pip would; the copy keeps the build's scratch folders out of the tree) and installed in a fresh virtual environment with its core dependencies
-only, then used from a folder with no checkout around.
+user's pip would; the copy keeps the build's scratch folders out of the tree) and
+installed in a fresh virtual environment with its core dependencies only, then used
+from a folder with no checkout around.
 """
 
 from __future__ import annotations

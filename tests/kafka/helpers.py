@@ -27,10 +27,10 @@ from goaicore.config import Settings
 from goaicore.devstack.projector_process import ProjectorProcess
 from goaicore.kafka.apache import LocalKafka
 from goaicore.kafka.connection import make_consumer, make_producer
+from goaicore.kafka.partition_reader import LogReadTimeout, read_to_end
 from goaicore.projection.db import connect
 from goaicore.records import ConversationSnapshot, GameEvent, new_chat_request, new_event
 from goaicore.records.avro.api import encode_chat_request
-from goaicore.replay.log_reader import LogReadTimeout, read_to_end
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, Replies, llm_env
 from tests.deploy.processes import goaicore

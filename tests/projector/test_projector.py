@@ -9,12 +9,12 @@ import pytest
 
 from goaicore.clients.deadletter import DeadLetter
 from goaicore.config import Settings
+from goaicore.kafka.partition_reader import read_to_end
 from goaicore.projection import LATEST_VERSION, MIGRATIONS, connect, migrate
 from goaicore.projection.db import ForeignProjectionError, PositionConflictError
 from goaicore.projection.projector import Projector
 from goaicore.records import ConversationDeleted, UserMessage, new_event
 from goaicore.records.avro.api import encode_event
-from goaicore.replay.log_reader import read_to_end
 from tests.projector.helpers import (
     ProjectorProcess,
     fold_logged,

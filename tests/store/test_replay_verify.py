@@ -11,12 +11,12 @@ from kafka import KafkaProducer
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
-from goaicore.fold import fold_all
 from goaicore.kafka import ensure_topics
-from goaicore.records import GameEvent, LogPosition, UserMessage, new_event
+from goaicore.records import GameEvent, UserMessage, new_event
 from goaicore.records.avro.api import encode_snapshot
 from goaicore.replay.log import replay
 from tests.cli import run_goaicore
+from tests.fold.conversations import fold_all
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -65,9 +65,7 @@ def test_verify_reports_a_wrong_snapshot_and_a_conversation_without_events(
     _publish_story(settings)
     with HistoryReader(settings) as reader:
         logged = list(reader.logged_events("v1"))
-    good = fold_all(
-        [(e.event, LogPosition(partition=e.partition, offset=e.offset)) for e in logged]
-    )
+    good = fold_all([(e.event, e.position) for e in logged])
     assert good is not None
     wrong = dataclasses.replace(good, event_count=good.event_count + 1)
     producer = KafkaProducer(bootstrap_servers=settings.require_bootstrap())

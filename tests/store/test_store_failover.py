@@ -13,7 +13,7 @@ from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
 from goaicore.kafka import ensure_topics
 from goaicore.records import GameEvent, UserMessage
-from goaicore.replay.log import verify_snapshot
+from goaicore.replay.verify import verify_snapshot
 from tests.store.workers import StoreWorker, wait_folded
 
 

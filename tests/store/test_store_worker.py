@@ -13,7 +13,8 @@ from goaicore.config import Settings
 from goaicore.kafka import ensure_topics
 from goaicore.records import AssistantTurn, GameEvent, ToolCall, ToolResult, UserMessage
 from goaicore.records.avro.api import encode_snapshot
-from goaicore.replay.log import replay, verify_snapshot
+from goaicore.replay.log import replay
+from goaicore.replay.verify import verify_snapshot
 from tests.cli import run_goaicore
 from tests.store.workers import StoreWorker, dead_letters, wait_folded, worker_env
 

@@ -14,8 +14,8 @@ from goaicore.clients.deadletter import DeadLetter
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
+from goaicore.kafka.partition_reader import read_to_end
 from goaicore.records import ConversationSnapshot
-from goaicore.replay.log_reader import read_to_end
 
 # The environment a child process of these settings runs with.
 worker_env = settings_env

@@ -14,7 +14,6 @@ from goaicore.conversation.compaction.exchanges import (
     user_positions,
 )
 from goaicore.conversation.compaction.openai_tokens import OpenAITokenCounter
-from goaicore.conversation.compaction.policy import TriggeredCompactor
 from goaicore.conversation.compaction.protocol import CompactionReason, CompactionRequest, Compactor
 from goaicore.conversation.compaction.record import (
     CompactionMismatchError,
@@ -41,6 +40,7 @@ from goaicore.conversation.compaction.summarize import (
     transcript,
 )
 from goaicore.conversation.compaction.tokens import DEFAULT_COUNTER, HeuristicCounter, TokenCounter
+from goaicore.conversation.compaction.triggered import TriggeredCompactor
 from goaicore.conversation.compaction.triggers import (
     AllOf,
     Always,

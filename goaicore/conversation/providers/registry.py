@@ -23,6 +23,8 @@ def wire_for(provider: str) -> Wire:
 def assistant_message(provider: str, raw: JSONDict) -> Message:
     """The neutral view over ``provider``'s raw assistant message (kept as is).
 
-    Raises ``ValueError`` when ``raw`` cannot be read.
+    A message stored without a provider name is read as OpenAI's, the wire the
+    offline model speaks. Raises ``ValueError`` when ``raw`` cannot be read.
     """
-    return wire_for(provider).assistant(raw, provider)
+    wire = wire_for(provider)
+    return wire.assistant(raw, provider or wire.name)

@@ -111,7 +111,7 @@ class ChatAgent:
 
     async def _read_your_writes(self, request: ChatRequest, partition: int, key: bytes) -> None:
         high = await self.services.watermarks.get(partition)
-        caught_up = await self.services.progress.wait_applied(
+        caught_up = await self.store.progress.wait_applied(
             partition, high, lambda: self.store.table.get(key), self.services.read_wait
         )
         if not caught_up:

@@ -15,7 +15,7 @@ from goaicore.records import ChatRequest
 MAX_TEXT_CHARS = 100_000
 
 
-class Rejected(ValueError):
+class RequestRejected(ValueError):
     """The request cannot run; ``kind`` is machine-readable, the message says why."""
 
     def __init__(self, kind: str, message: str) -> None:
@@ -28,22 +28,22 @@ class DeadlinePassed(Exception):
 
 
 def check_request(request: ChatRequest, registry: Mapping[str, Tool]) -> None:
-    """Raise ``Rejected`` when the request cannot run as asked."""
+    """Raise ``RequestRejected`` when the request cannot run as asked."""
     if not request.text.strip():
-        raise Rejected("empty-text", "the request text is empty")
+        raise RequestRejected("empty-text", "the request text is empty")
     if len(request.text) > MAX_TEXT_CHARS:
-        raise Rejected(
+        raise RequestRejected(
             "text-too-long",
             f"the request text is {len(request.text):,} characters; at most {MAX_TEXT_CHARS:,}",
         )
     unknown = sorted({name for name in request.tools if name not in registry})
     if unknown:
         known = ", ".join(sorted(registry)) or "none"
-        raise Rejected(
+        raise RequestRejected(
             "unknown-tool", f"unknown tool(s) {', '.join(unknown)}; this worker offers: {known}"
         )
     if request.model is not None and not request.model.strip():
-        raise Rejected("bad-model", "the model name is empty (leave it out for the default)")
+        raise RequestRejected("bad-model", "the model name is empty (leave it out for the default)")
 
 
 def tools_for(request: ChatRequest, registry: Mapping[str, Tool]) -> list[Tool]:

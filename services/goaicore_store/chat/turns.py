@@ -61,7 +61,7 @@ from goaicore.records import (
 from goaicore.records.types import EventBody
 from goaicore_store.chat.requests import (
     DeadlinePassed,
-    Rejected,
+    RequestRejected,
     check_deadline,
     check_request,
     tools_for,
@@ -139,7 +139,7 @@ async def run_request(
             ),
             timeout,
         )
-    except Rejected as err:
+    except RequestRejected as err:
         return _failed(request, started, ReplyStatus.REJECTED, err.kind, str(err))
     except DeadlinePassed as err:
         return _failed(request, started, ReplyStatus.TIMEOUT, "deadline", str(err))

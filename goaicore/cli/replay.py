@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from goaicore.cli.args import OFFSET
-from goaicore.cli.render import clip
+from goaicore.cli.render import clip, print_report
 
 
 def register(subparsers: Any) -> None:
@@ -83,35 +83,16 @@ def handle_verify(args: argparse.Namespace) -> int:
 
     from goaicore.clients import HistoryReader
     from goaicore.clients.snapshots import SnapshotReader
-    from goaicore.replay.log import Difference, verify_snapshot
-    from goaicore.replay.progress import ProgressBar
+    from goaicore.progress import ProgressBar
+    from goaicore.replay.verify import verify_log
 
     with SnapshotReader() as snapshots:
         stored = snapshots.all()
-    wanted = args.conversations or sorted(stored)
-    differences: list[Difference] = []
-    unknown: list[str] = []
-    bar = ProgressBar(sys.stderr.isatty(), len(wanted), "verifying snapshots")
-    with HistoryReader() as reader:
-        for conversation_id in wanted:
-            snapshot = stored.get(conversation_id)
-            if snapshot is not None:
-                differences.extend(verify_snapshot(reader, snapshot))
-            elif next(iter(reader.logged_events(conversation_id)), None) is None:
-                unknown.append(conversation_id)
-            else:
-                differences.append(Difference(conversation_id, "snapshot", None, "missing"))
-            bar.advance()
-    bar.close()
-    for diff in differences:
-        print(
-            f"DIFFERENT {diff.conversation_id} {diff.field}: stored {clip(repr(diff.stored), 100)}"
-            f" replayed {clip(repr(diff.replayed), 100)}"
-        )
-    for conversation_id in unknown:
-        print(f"NO EVENTS {conversation_id}: the log has no events of it, so no snapshot to verify")
-    bad = len({d.conversation_id for d in differences})
-    checked = len(wanted) - len(unknown)
-    summary = f"verified {checked} snapshots: {checked - bad} equal, {bad} different"
-    print(summary + (f", {len(unknown)} without events" if unknown else ""))
-    return 1 if differences else 0
+    count = len(args.conversations) or len(stored)
+    bar = ProgressBar(sys.stderr.isatty(), count, "verifying snapshots")
+    try:
+        with HistoryReader() as reader:
+            report = verify_log(reader, stored, args.conversations, bar.advance)
+    finally:
+        bar.close()
+    return print_report(report)
