@@ -144,6 +144,10 @@ snapshots = st.builds(
     deleted=st.booleans(),
     started_at=opt_instants,
     updated_at=opt_instants,
+    max_bytes=LONG,
+    dropped_messages=LONG,
+    dropped_before=st.none() | st.builds(LogPosition, partition=INT, offset=LONG),
+    truncated_messages=LONG,
 )
 
 records = st.one_of(events, chat_requests, chat_replies, snapshots)

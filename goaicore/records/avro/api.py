@@ -10,6 +10,7 @@ import functools
 from goaicore.records.avro.codec import Codecs, writer_of
 from goaicore.records.avro.errors import DecodeError
 from goaicore.records.avro.registry import SchemaRegistry, WriterSchema
+from goaicore.records.avro.snapshot_encoder import SnapshotEncoder
 from goaicore.records.types import (
     ChatReply,
     ChatRequest,
@@ -57,9 +58,19 @@ def decode_chat_reply(data: Payload) -> ChatReply:
     return default_codecs().chat_reply.decode(data)
 
 
+@functools.cache
+def default_snapshot_encoder() -> SnapshotEncoder:
+    """The snapshot encoder over the default codecs, one per process (its memory shared)."""
+    return SnapshotEncoder(default_codecs().snapshot)
+
+
 def encode_snapshot(snapshot: ConversationSnapshot) -> bytes:
-    """Single-object Avro bytes of a conversation snapshot."""
-    return default_codecs().snapshot.encode(snapshot)
+    """Single-object Avro bytes of a conversation snapshot.
+
+    Messages the process encoded before are not encoded again (see
+    :mod:`goaicore.records.avro.snapshot_encoder`); the bytes are the codec's.
+    """
+    return default_snapshot_encoder().encode(snapshot)
 
 
 def decode_snapshot(data: Payload) -> ConversationSnapshot:
@@ -69,6 +80,8 @@ def decode_snapshot(data: Payload) -> ConversationSnapshot:
 
 def encode(record: Record) -> bytes:
     """Single-object Avro bytes of any of our records."""
+    if type(record) is ConversationSnapshot:
+        return encode_snapshot(record)
     codecs = default_codecs()
     return codecs.by_type(record).encode(record)
 

@@ -1,0 +1,103 @@
+"""The incremental snapshot encoder writes fastavro's bytes, whatever it remembers.
+
+Each test compares with the codec's own ``encode`` (fastavro's writer over the whole
+snapshot): for any snapshot, for histories that grow, shrink and share message objects
+as the fold's do, with a cache small enough to forget, and for records that do not fit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from goaicore.records import ConversationSnapshot, SnapshotMessage
+from goaicore.records.avro import EncodeError, default_codecs
+from goaicore.records.avro.snapshot_encoder import SnapshotEncoder
+from tests.records.records_strategies import messages, snapshots
+
+FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+CODEC = default_codecs().snapshot
+
+
+@FAST
+@given(snapshots)
+def test_any_snapshot_encodes_to_fastavros_bytes_cold_and_warm(
+    snapshot: ConversationSnapshot,
+) -> None:
+    encoder = SnapshotEncoder(CODEC)
+    expected = CODEC.encode(snapshot)
+    assert encoder.encode(snapshot) == expected  # every message new
+    assert encoder.encode(snapshot) == expected  # every message remembered
+
+
+# One step of a history's life: append a new message, drop the oldest ones (a bound or
+# a compaction), or change the bookkeeping alone.
+steps = st.one_of(
+    st.tuples(st.just("append"), messages),
+    st.tuples(st.just("drop"), st.integers(min_value=1, max_value=3)),
+    st.tuples(st.just("count"), st.integers(min_value=0, max_value=2**40)),
+)
+
+
+@FAST
+@given(snapshots, st.lists(steps, max_size=25), st.integers(min_value=0, max_value=4000))
+def test_a_history_that_changes_encodes_like_fastavro_at_every_step(
+    start: ConversationSnapshot, history: list[tuple[str, object]], cache_bytes: int
+) -> None:
+    encoder = SnapshotEncoder(CODEC, cache_bytes=cache_bytes)  # small: it must forget
+    snapshot = start
+    assert encoder.encode(snapshot) == CODEC.encode(snapshot)
+    for kind, value in history:
+        if kind == "append":
+            assert isinstance(value, SnapshotMessage)
+            snapshot = dataclasses.replace(snapshot, messages=(*snapshot.messages, value))
+        elif kind == "drop":
+            assert isinstance(value, int)
+            snapshot = dataclasses.replace(snapshot, messages=snapshot.messages[value:])
+        else:
+            assert isinstance(value, int)
+            snapshot = dataclasses.replace(snapshot, event_count=value)
+        assert encoder.encode(snapshot) == CODEC.encode(snapshot)
+    assert encoder.remembered_bytes <= cache_bytes
+
+
+def _error(encode: object, snapshot: object) -> str:
+    with pytest.raises(EncodeError) as caught:
+        encode(snapshot)  # type: ignore[operator]
+    return str(caught.value)
+
+
+BAD_MESSAGES = [
+    SnapshotMessage(role="user", text=5),  # type: ignore[arg-type]
+    SnapshotMessage(role="tool", is_error=1),  # type: ignore[arg-type]
+    SnapshotMessage(role="user", text="\ud800"),  # a lone surrogate has no UTF-8 form
+]
+
+
+@pytest.mark.parametrize("bad", BAD_MESSAGES, ids=["text-int", "bool-int", "surrogate"])
+def test_a_message_that_does_not_fit_fails_with_the_codecs_error(bad: SnapshotMessage) -> None:
+    good = SnapshotMessage(role="user", text="hello")
+    encoder = SnapshotEncoder(CODEC)
+    encoder.encode(ConversationSnapshot(conversation_id="c", messages=(good,)))  # remembered
+    snapshot = ConversationSnapshot(conversation_id="c", messages=(good, bad))
+    assert _error(encoder.encode, snapshot) == _error(CODEC.encode, snapshot)
+    # The bad message was not remembered: it fails again, the same way.
+    assert _error(encoder.encode, snapshot) == _error(CODEC.encode, snapshot)
+
+
+def test_bookkeeping_that_does_not_fit_fails_with_the_codecs_error() -> None:
+    encoder = SnapshotEncoder(CODEC)
+    good = ConversationSnapshot(
+        conversation_id="c", messages=(SnapshotMessage(role="user", text="hi"),)
+    )
+    encoder.encode(good)
+    for bad in (
+        dataclasses.replace(good, event_count=True),
+        dataclasses.replace(good, format_version=2**40),
+        dataclasses.replace(good, summary=b"bytes"),  # type: ignore[arg-type]
+    ):
+        assert _error(encoder.encode, bad) == _error(CODEC.encode, bad)
+    assert _error(encoder.encode, "not a snapshot") == _error(CODEC.encode, "not a snapshot")
