@@ -79,20 +79,13 @@ def handle_verify(args: argparse.Namespace) -> int:
         from goaicore.cli.audit import verify_from_db
 
         return verify_from_db(args)
-    import sys
 
     from goaicore.clients import HistoryReader
     from goaicore.clients.snapshots import SnapshotReader
-    from goaicore.progress import ProgressBar
     from goaicore.replay.verify import verify_log
 
     with SnapshotReader() as snapshots:
         stored = snapshots.all()
-    count = len(args.conversations) or len(stored)
-    bar = ProgressBar(sys.stderr.isatty(), count, "verifying snapshots")
-    try:
-        with HistoryReader() as reader:
-            report = verify_log(reader, stored, args.conversations, bar.advance)
-    finally:
-        bar.close()
+    with HistoryReader() as reader:
+        report = verify_log(reader, stored, args.conversations)
     return print_report(report)

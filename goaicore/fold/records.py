@@ -56,10 +56,13 @@ def fold_records(
     policy: FoldPolicy,
     current: Callable[[bytes], ConversationSnapshot | None] = lambda key: None,
     keep: Callable[[ConversationEvent], bool] | None = None,
+    own_policy: Callable[[bytes], FoldPolicy | None] = lambda key: None,
 ) -> Iterator[Applied | Rejected]:
     """Fold ``records`` in order onto the snapshots ``current`` returns (none by default).
 
-    ``keep`` leaves out admitted events it returns False for (an as-of replay).
+    ``keep`` leaves out admitted events it returns False for (an as-of replay);
+    ``own_policy`` gives a conversation bounds of its own (a stored snapshot's, when
+    verify folds many conversations in one pass), else ``policy`` applies.
     """
     latest: dict[bytes, ConversationSnapshot | None] = {}
     for record in records:
@@ -72,7 +75,7 @@ def fold_records(
         key = event.conversation_id.encode()
         before = latest[key] if key in latest else current(key)
         try:
-            after = fold(before, event, record.position, policy)
+            after = fold(before, event, record.position, own_policy(key) or policy)
         except Exception as err:  # a bug in the fold must cost one record, not the loop
             log.exception("fold failed at %s", record.position)
             yield Rejected(record, "fold-failed", f"{type(err).__name__}: {err}")

@@ -79,13 +79,17 @@ class HistoryReader(Closing):
 
     def all_events(self, progress: bool | None = None) -> Iterator[LoggedEvent]:
         """The whole log, partition by partition; a progress bar when interactive."""
+        return self._admitted(self.all_records(progress))
+
+    def all_records(self, progress: bool | None = None) -> Iterator[LogRecord]:
+        """Every record of the log as read, partition by partition; a bar when interactive."""
         partitions = topic_partitions(self._consumer, self.topic)
         show = sys.stderr.isatty() if progress is None else progress
         totals = self._consumer.end_offsets(partitions) if show else {}
         bar = ProgressBar(show, sum(int(v or 0) for v in totals.values()))
         try:
             for partition in partitions:
-                yield from self._admitted(bar.counted(self._read(partition)))
+                yield from bar.counted(self._read(partition))
         finally:
             bar.close()
 

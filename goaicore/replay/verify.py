@@ -9,11 +9,13 @@ The log is one source of events (here), the PostgreSQL projection another
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from goaicore.fold.policy import policy_of
-from goaicore.records import ConversationSnapshot
+from goaicore.fold.policy import DEFAULT_POLICY, policy_of
+from goaicore.fold.records import LogRecord, Rejected, fold_records
+from goaicore.records import ConversationSnapshot, LogPosition
 from goaicore.replay.log import replay
 from goaicore.replay.reader import HistoryReader
 
@@ -75,19 +77,55 @@ def verify_log(
     reader: HistoryReader,
     stored: Mapping[str, ConversationSnapshot],
     conversation_ids: Iterable[str] = (),
-    progress: Callable[[], None] = lambda: None,
+    progress: bool | None = None,
 ) -> VerifyReport:
-    """Verify the stored snapshots (those named, or all) against replays of the log."""
+    """Verify the stored snapshots (those named, or all) against one read of the log.
+
+    Every conversation is folded in the same pass, each up to its snapshot's last
+    position and under its snapshot's bounds, through the worker's own loop; a record
+    the worker set aside is skipped and counted in ``reader.skipped``.
+    """
+    wanted = list(dict.fromkeys(conversation_ids)) or sorted(stored)
+    keys = {conversation_id.encode(): conversation_id for conversation_id in wanted}
+    until = {key: _last_position(stored.get(c)) for key, c in keys.items()}
+    policies = {key: policy_of(s) for key, c in keys.items() if (s := stored.get(c))}
+    replayed: dict[bytes, ConversationSnapshot] = {}
+
+    def wanted_records() -> Iterator[LogRecord]:
+        for record in reader.all_records(progress):
+            last = until.get(record.key) if record.key is not None else None
+            if last is not None and _within(record.position, last):
+                yield record
+
+    for outcome in fold_records(wanted_records(), DEFAULT_POLICY, own_policy=policies.get):
+        if isinstance(outcome, Rejected):
+            reader.skip(outcome.record, outcome.reason, outcome.detail)
+        else:
+            replayed[outcome.event.conversation_id.encode()] = outcome.snapshot
     report = VerifyReport()
-    for conversation_id in list(conversation_ids) or sorted(stored):
-        progress()
+    for key, conversation_id in keys.items():
         snapshot = stored.get(conversation_id)
         if snapshot is not None:
             report.checked += 1
-            report.differences.extend(verify_snapshot(reader, snapshot))
-        elif next(iter(reader.logged_events(conversation_id)), None) is None:
+            report.differences.extend(compare(conversation_id, snapshot, replayed.get(key)))
+        elif key not in replayed:
             report.unknown.append(conversation_id)
         else:
             report.checked += 1
             report.differences.append(Difference(conversation_id, "snapshot", None, "missing"))
     return report
+
+
+_ANY = -1
+
+
+def _within(position: LogPosition, last: LogPosition) -> bool:
+    return position.offset <= last.offset and last.partition in (position.partition, _ANY)
+
+
+def _last_position(snapshot: ConversationSnapshot | None) -> LogPosition:
+    """How far to fold: to a snapshot's last applied position (in its partition); a
+    conversation without a snapshot, everything (to tell a missing one from an unknown)."""
+    if snapshot is None:
+        return LogPosition(partition=_ANY, offset=sys.maxsize)
+    return snapshot.last_position or LogPosition(partition=_ANY, offset=-1)

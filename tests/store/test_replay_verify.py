@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
+from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from kafka import KafkaProducer
 
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
+from goaicore.fold.records import LogRecord
 from goaicore.kafka import ensure_topics
 from goaicore.records import GameEvent, UserMessage, new_event
-from goaicore.records.avro.api import encode_snapshot
+from goaicore.records.avro.api import encode_event, encode_snapshot
 from goaicore.replay.log import replay
+from goaicore.replay.verify import verify_log
 from tests.cli import run_goaicore
 from tests.fold.conversations import fold_all
 
@@ -82,3 +87,58 @@ def test_verify_reports_a_wrong_snapshot_and_a_conversation_without_events(
     assert "DIFFERENT v1 event_count: stored 4 replayed 3" in result.stdout
     assert "NO EVENTS nobody: the log has no events of it" in result.stdout
     assert "verified 1 snapshots: 0 equal, 1 different, 1 without events" in result.stdout
+
+
+class CountingReader(HistoryReader):
+    """A history reader that counts how often each partition is read."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.reads: Counter[int] = Counter()
+
+    def _read(self, partition: Any) -> Iterator[LogRecord]:
+        self.reads[partition.partition] += 1
+        return super()._read(partition)
+
+
+def test_verify_folds_every_conversation_in_one_read_of_the_log(settings: Settings) -> None:
+    ensure_topics(settings)
+    conversations = [f"c{n}" for n in range(12)]
+    producer = KafkaProducer(bootstrap_servers=settings.require_bootstrap())
+    with EventPublisher(settings) as publisher:
+        for round_ in range(3):
+            if round_ == 2:  # under c0's key, of c1: the worker sets it aside
+                stray = encode_event(new_event("c1", UserMessage(text="stray")))
+                producer.send(settings.topic("events"), key=b"c0", value=stray).get(10)
+            publisher.publish_many(
+                (c, new_event(c, UserMessage(text=f"{c} {round_}"))) for c in conversations
+            )
+    producer.close()
+    with HistoryReader(settings) as reader:
+        logged = list(reader.all_events(progress=False))
+    history = {
+        c: [(e.event, e.position) for e in logged if e.event.conversation_id == c]
+        for c in conversations
+    }
+    stored = {c: fold_all(history[c]) for c in conversations[:10]}
+    stored["c10"] = fold_all(history["c10"][:2])  # behind the log: later events not counted
+    assert all(s is not None for s in stored.values())
+
+    with CountingReader(settings) as reader:
+        report = verify_log(reader, {c: s for c, s in stored.items() if s}, progress=False)
+        assert set(reader.reads.values()) == {1}  # each partition read once, for all
+        assert len(reader.reads) == settings.partitions
+        assert reader.skipped == 1  # the stray record, as the worker dead-lettered it
+    assert (report.checked, report.equal, report.differences) == (11, 11, [])
+
+    c3 = stored["c3"]
+    assert c3 is not None
+    wrong = dataclasses.replace(c3, message_count=99)
+    with CountingReader(settings) as reader:
+        named = verify_log(reader, {"c3": wrong}, ["c3", "c11", "nobody"], progress=False)
+    assert [(d.conversation_id, d.field) for d in named.differences] == [
+        ("c3", "message_count"),
+        ("c11", "snapshot"),  # events, but no snapshot
+    ]
+    assert named.unknown == ["nobody"]
+    assert named.checked == 2
