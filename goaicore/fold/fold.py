@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from goaicore.fold.bound import bounded, with_anomaly
 from goaicore.fold.compaction import CompactionMismatch, apply_compaction_record
 from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy
+from goaicore.fold.size import note_inserted
 from goaicore.records import (
     AssistantTurn,
     CompactionApplied,
@@ -203,6 +204,7 @@ def _append(snapshot: ConversationSnapshot, message: SnapshotMessage) -> Convers
         placed = (*messages, message)
     else:
         placed = (*messages[:caller], message, *messages[caller:])
+    note_inserted(placed, messages, message)
     return dataclasses.replace(snapshot, messages=placed, message_count=snapshot.message_count + 1)
 
 

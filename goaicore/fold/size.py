@@ -90,9 +90,41 @@ def _message_bytes(message: SnapshotMessage) -> int:
     )
 
 
+_totals: dict[int, tuple[tuple[SnapshotMessage, ...], int]] = {}
+
+
 def messages_bytes(messages: Iterable[SnapshotMessage]) -> int:
-    """Encoded size of the messages array's items (without its count and end markers)."""
-    return sum(map(message_bytes, messages))
+    """Encoded size of the messages array's items (without its count and end markers).
+
+    A history's total is remembered by identity too, and :func:`note_inserted` carries
+    it to the next history, so checking the bound after each event does not add up the
+    whole history again.
+    """
+    if type(messages) is not tuple:
+        return sum(map(message_bytes, messages))
+    hit = _totals.get(id(messages))
+    if hit is not None and hit[0] is messages:
+        return hit[1]
+    total = sum(map(message_bytes, messages))
+    _remember_total(messages, total)
+    return total
+
+
+def note_inserted(
+    after: tuple[SnapshotMessage, ...], before: tuple[SnapshotMessage, ...], added: SnapshotMessage
+) -> None:
+    """Record that ``after`` is ``before`` with ``added`` inserted, when ``before``'s total
+    is known (the previous history is forgotten: the fold has moved on from it)."""
+    hit = _totals.pop(id(before), None)
+    if hit is not None and hit[0] is before:
+        _remember_total(after, hit[1] + message_bytes(added))
+
+
+def _remember_total(messages: tuple[SnapshotMessage, ...], total: int) -> None:
+    # The history is kept beside its total, so its id is not reused while remembered.
+    if len(_totals) >= _CACHED:
+        _totals.clear()
+    _totals[id(messages)] = (messages, total)
 
 
 def bookkeeping_bytes(snapshot: ConversationSnapshot) -> int:

@@ -26,6 +26,7 @@ import faust
 from goaicore.config import Settings
 from goaicore.conversation.providers.choice import Providers
 from goaicore.kafka.faust.flow_control import SteadyApp
+from goaicore.kafka.faust.lanes import add_batch_lane
 from goaicore.kafka.faust.recovery import SteadyTableManager
 from goaicore.kafka.limits import max_batch_bytes
 from goaicore.kafka.profile import client_profile, faust_broker_urls
@@ -39,7 +40,7 @@ from goaicore_store.chat.tools import load_tools
 from goaicore_store.chat.turns import TurnSettings
 from goaicore_store.chat.watermarks import HighWatermarks
 from goaicore_store.codecs import SNAPSHOT_CODEC, register
-from goaicore_store.fold_agent import fold_events
+from goaicore_store.fold_agent import FOLD_BATCH, apply_batch
 from goaicore_store.topology import ChatServices, StoreApp, app_id
 from goaicore_store.views import register_views
 
@@ -132,7 +133,7 @@ def create_app(
         chat=_chat_services(settings),
         web_port=port,
     )
-    app.agent(events, name="fold")(partial(fold_events, store))
+    add_batch_lane(app, events, partial(apply_batch, store), FOLD_BATCH)
     app.agent(store.requests, name="chat")(ChatAgent(store, store.chat).consume)
     watermarks = store.chat.watermarks
 

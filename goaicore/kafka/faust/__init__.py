@@ -10,7 +10,9 @@ on Apache Kafka). Each module says what it fixes and how the fault was seen:
 - ``flow_control``: a resume never clears records fetched for the current
   assignment;
 - ``recovery``: table recovery re-seeks an active changelog partition that
-  stays silent.
+  stays silent;
+- ``lanes``: a topic's records handed to one handler a fetch at a time, not to
+  a stream a record at a time (the consumer in ``transport`` runs them).
 """
 
 from __future__ import annotations

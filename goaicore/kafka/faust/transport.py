@@ -34,6 +34,8 @@ a topic missing from the current metadata goes where Kafka's default
 partitioner puts it over those partitions, and the topic is tracked from then
 on.
 
+Its consumer also runs the app's batch lanes (``goaicore.kafka.faust.lanes``).
+
 Used for every broker (``goaicore-kafka://``); the embedded broker's transport
 (``goaicore.kafka.faust.embedded``) builds on it.
 """
@@ -45,8 +47,11 @@ import time
 from typing import Any, ClassVar
 
 from aiokafka.errors import UnknownTopicOrPartitionError  # type: ignore[import-untyped]
+from faust.transport.consumer import CONSUMER_FETCHING
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP
+
+from goaicore.kafka.faust.lanes import lanes_of, run_lane
 
 SCHEME = "goaicore-kafka"
 # How long a producer waits for a topic it created to appear in its metadata.
@@ -54,7 +59,63 @@ TOPIC_METADATA_TIMEOUT = 30.0
 
 
 class SteadyConsumer(driver.Consumer):
-    """A Faust consumer whose fetches use a fixed copy of the active partitions."""
+    """A Faust consumer whose fetches use a fixed copy of the active partitions, and
+    which hands the records of batch-lane topics to their lanes a fetch at a time."""
+
+    async def _drain_messages(self, fetcher: Any) -> None:
+        """Faust's fetch loop (0.15), with lane topics batched instead of streamed."""
+        lanes = lanes_of(self.app)
+        if not lanes:
+            return await super()._drain_messages(fetcher)
+        callback = self.callback
+        get_read_offset = self._read_offset.__getitem__
+        set_read_offset = self._read_offset.__setitem__
+        acks_enabled_for = self.app.topics.acks_enabled_for
+        try:
+            while not (self._stopped.is_set() or fetcher._stopped.is_set()):
+                self.diag.set_flag(CONSUMER_FETCHING)
+                generation = self.app.consumer_generation_id
+                records = self.getmany(timeout=1.0)
+                await self.sleep(0)
+                batches: dict[str, list[Any]] = {}
+                if not self.should_stop:
+                    since_yield = 0
+                    async for tp, message in records:
+                        since_yield += 1
+                        if since_yield > 100:  # let the loop breathe, as Faust does
+                            await asyncio.sleep(0)
+                            since_yield = 0
+                        offset = message.offset
+                        read = get_read_offset(tp)
+                        if read is not None and offset < read:
+                            continue  # Faust drops a record it has read before
+                        if read and offset - read > 1 and acks_enabled_for(message.topic):
+                            await self._add_gap(tp, read + 1, offset)
+                        if self._commit_every is not None and self._n_acked >= self._commit_every:
+                            self._n_acked = 0
+                            await self.commit()
+                        lane = lanes.get(tp.topic)
+                        if lane is None:
+                            await self.wait_first(callback(message), self.suspend_flow.wait())
+                        else:
+                            batch = batches.setdefault(tp.topic, [])
+                            batch.append(message)
+                            if len(batch) >= lane.max_batch:
+                                await run_lane(self, lane, batches.pop(tp.topic), generation)
+                        set_read_offset(tp, offset)
+                    for topic, batch in batches.items():
+                        await run_lane(self, lanes[topic], batch, generation)
+                self.diag.unset_flag(CONSUMER_FETCHING)
+        except self.consumer_stopped_errors:
+            if self.transport.app.should_stop:
+                return
+            raise
+        except asyncio.CancelledError:
+            if self.transport.app.should_stop:
+                return
+            raise
+        finally:
+            self.diag.unset_flag(CONSUMER_FETCHING)
 
     async def _wait_next_records(self, timeout: float) -> tuple[Any, Any]:  # noqa: ASYNC109 (Faust's signature)
         if not self.flow_active:
