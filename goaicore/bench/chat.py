@@ -4,9 +4,12 @@ The LLM is the scripted OpenAI-compatible server answering at once
 (``openai_echo``), so the figures are the worker's own cost: Kafka round trips
 (request, events, reply), read-your-writes, the fold and the SDK call. Each of
 N concurrent conversations asks its questions one after another through
-``ChatClient`` (closed loop); the baseline asks the same server directly
-through the same SDK (``OpenAIProvider``) at the same concurrency, in the same
-run. It runs on each benchmarked broker, a fresh one each time.
+``ChatClient`` (closed loop). Baselines, at the same concurrency in the same
+run: the same server asked directly through the same SDK (``OpenAIProvider``),
+and a bare aiokafka request/reply echo service on the same broker
+(``goaicore.bench.echo``); "echo plus the LLM" adds their medians, the floor a
+turn through Kafka could reach. It runs on each benchmarked broker, a fresh one
+each time.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from goaicore.bench import echo
 from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
 from goaicore.clients import ChatClient
@@ -27,15 +31,22 @@ from goaicore.config import Settings
 from goaicore.conversation.messages import Message
 from goaicore.conversation.providers.base import CompletionRequest
 from goaicore.devstack.worker_process import settings_env
+from goaicore.extras import needs
+from goaicore.kafka.connection import make_admin
 from goaicore.kafka.local import LocalBroker
 from goaicore.kafka.topics import ensure_topics
 from goaicore.records import ReplyStatus
 from goaicore.testing import OpenAIServer, openai_echo
 
+with needs("kafka"):
+    from kafka.admin import NewTopic
+
 LEVELS = ((1, 60), (10, 15), (100, 4))  # (concurrent conversations, questions each)
 NOTE = "one worker process, instant scripted LLM"
 THROUGH = "request to reply"
 DIRECT = "LLM called directly"
+ECHO = "bare aiokafka echo"
+FLOOR = "echo plus the LLM"
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -88,10 +99,29 @@ def _start_worker(settings: Settings, llm: OpenAIServer) -> subprocess.Popen[byt
         )
 
 
+def _start_echo(settings: Settings) -> subprocess.Popen[bytes]:
+    admin = make_admin(settings)
+    admin.create_topics(
+        [NewTopic(settings.topic(t), settings.partitions, 1) for t in (echo.REQUESTS, echo.REPLIES)]
+    )
+    admin.close()
+    with open(settings.data_dir / "echo.log", "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "goaicore.bench.echo"],
+            env=settings_env(settings),
+            stdout=log,
+            stderr=log,
+        )
+
+
 def _rows(
-    kind: str, conversations: int, latencies: list[float], baseline: str | None = None
+    kind: str,
+    conversations: int,
+    latencies: list[float],
+    baseline: str | None = None,
+    also: tuple[str, ...] = (),
 ) -> list[Measurement]:
-    params = {"conversations": conversations, "requests": len(latencies)}
+    params = {"conversations": conversations}
     return [
         Measurement(
             "chat",
@@ -101,6 +131,7 @@ def _rows(
             params,
             NOTE,
             baseline=f"{baseline} p{int(q * 100)}" if baseline else None,
+            also_versus=tuple(f"{name} p{int(q * 100)}" for name in also),
         )
         for q in (0.5, 0.99)
     ]
@@ -113,14 +144,29 @@ def chat(broker: LocalBroker) -> list[Measurement]:
         settings = broker_settings(broker, "bench-chat", Path(tmp))
         ensure_topics(settings)
         worker = _start_worker(settings, llm)
+        echo_service = _start_echo(settings)
         try:
             with ChatClient(settings) as client:
                 client.ask("bench-warmup", "ready?", timeout=120)  # the worker is up
                 for conversations, questions in LEVELS:
                     direct = _direct(llm.base_url, conversations, questions)
+                    echoed = echo.echo_latencies(settings, conversations, questions)
                     through = _through_worker(client, conversations, questions)
-                    rows += _rows(THROUGH, conversations, through, baseline=DIRECT)
+                    rows += _rows(THROUGH, conversations, through, DIRECT, also=(FLOOR,))
                     rows += _rows(DIRECT, conversations, direct)
+                    rows += _rows(ECHO, conversations, echoed)
+                    floor = [_percentile(echoed, q) + _percentile(direct, q) for q in (0.5, 0.99)]
+                    rows += [
+                        Measurement(
+                            "chat",
+                            f"{FLOOR} p{p}",
+                            value * 1000,
+                            "ms",
+                            {"conversations": conversations},
+                            NOTE,
+                        )
+                        for p, value in zip((50, 99), floor, strict=True)
+                    ]
                     overhead = statistics.median(through) - statistics.median(direct)
                     rows.append(
                         Measurement(
@@ -133,6 +179,8 @@ def chat(broker: LocalBroker) -> list[Measurement]:
                         )
                     )
         finally:
+            echo_service.terminate()
             worker.terminate()
+            echo_service.wait(60)
             worker.wait(60)
     return rows

@@ -26,7 +26,8 @@ class Measurement:
     ``broker`` names the broker it was measured on (``apache-kafka-3.9.1``,
     ``embedded-tansu-0.6.0``), None when no broker is involved. ``baseline`` names
     the measurement of the same suite, broker and params it is compared with;
-    the runner fills in ``ratio`` (this value / the baseline's).
+    the runner fills in ``ratio`` (this value / the baseline's). ``also_versus``
+    names further baselines, whose ratios the runner puts in ``also_ratios``.
     """
 
     suite: str
@@ -38,6 +39,8 @@ class Measurement:
     broker: str | None = None
     baseline: str | None = None
     ratio: float | None = None
+    also_versus: tuple[str, ...] = ()
+    also_ratios: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

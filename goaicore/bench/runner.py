@@ -154,12 +154,16 @@ def with_ratios(results: Sequence[Measurement]) -> list[Measurement]:
         return (m.suite, m.broker, name, json.dumps(m.params, sort_keys=True, default=str))
 
     index = {key(m, m.name): m for m in results}
+
+    def ratio(m: Measurement, name: str) -> float | None:
+        base = index.get(key(m, name))
+        return m.value / base.value if base is not None and base.value else None
+
     out = []
     for m in results:
-        base = index.get(key(m, m.baseline)) if m.baseline else None
-        if base is not None and base.value:
-            m = dataclasses.replace(m, ratio=m.value / base.value)
-        out.append(m)
+        first = ratio(m, m.baseline) if m.baseline else None
+        also = {name: r for name in m.also_versus if (r := ratio(m, name)) is not None}
+        out.append(dataclasses.replace(m, ratio=first, also_ratios=also))
     return out
 
 
@@ -170,7 +174,9 @@ def render_table(results: Sequence[Measurement]) -> Table:
         table.add_column(column, justify="right" if column == "value" else "left")
     for m in results:
         params = ", ".join(f"{k}={v}" for k, v in m.params.items())
-        versus = f"{m.ratio:.2f}× {m.baseline}" if m.ratio is not None else ""
+        ratios = [(m.ratio, m.baseline)] if m.ratio is not None else []
+        ratios += [(r, name) for name, r in m.also_ratios.items()]
+        versus = "; ".join(f"{r:.2f}× {name}" for r, name in ratios)
         table.add_row(
             m.suite,
             m.broker or "—",

@@ -1,12 +1,19 @@
-"""Fold throughput: the store worker, a bare counting agent, and ``fold`` alone.
+"""Fold throughput: the store worker beside bare Faust agents and a plain consumer.
 
-Each worker is started and warmed up with one event, then given a few seconds
-to settle; then the events are published at once (faster than either worker
-consumes them), and the worker is timed from the broker timestamp of its first
-output record for them to that of its last (snapshots for the store worker,
-marks for the counting agent), so start-up and group rebalances are not
-counted. It runs on each benchmarked broker (a fresh one each time), and the
-store worker's rate is given as a ratio to the bare agent's on the same broker.
+On each benchmarked broker (a fresh one each time), every measured process gets
+the same events on a topic of its own. A Faust process is started and warmed up
+with one event (and any history the shape needs folded first), given a few
+seconds to settle, then the measured events are published at once (faster than
+any of them consumes), and it is timed from the broker timestamp of its first
+output record for them to that of its last (snapshots for the store worker, marks
+for the baselines), so start-up and group rebalances are not counted.
+
+Baselines, each measured in the same run: a plain kafka-python consumer reading
+the events (no decoding), a bare Faust agent counting them one at a time, and a
+bare Faust agent writing one changelog record per touched key per batch (what
+the fold does around its work). Cost per event against conversation length:
+the same 50 events for each of 20 conversations, once the conversations are new
+and once they already hold 950 events.
 """
 
 from __future__ import annotations
@@ -15,17 +22,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka.admin import NewTopic
-
-from goaicore.bench.brokers import PARTITIONS, broker_settings
+from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
 from goaicore.clients import EventPublisher
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
+from goaicore.extras import needs
 from goaicore.fold import fold
 from goaicore.kafka.connection import (
     MissingTopicError,
@@ -46,18 +53,46 @@ from goaicore.records import (
 )
 from goaicore.records.avro.api import decode_snapshot
 
-EVENTS = 5_000
+with needs("kafka"):
+    from kafka.admin import NewTopic
+
 WARM_UP = b"warm-up"
 SETTLE_SECONDS = 5.0
-CONVERSATIONS = 200
 NOTE = "loopback, one worker process"
-COUNTING = "bare Faust agent counting the same records"
+PLAIN = "plain consumer reading the same events"
+COUNTING = "bare Faust agent counting the same events"
+CHANGELOG = "bare Faust agent writing a changelog record per key per batch"
+WORKER = "store worker: events folded into snapshots"
+SHORT = "store worker, conversations holding up to 50 events"
+LONG = "store worker, conversations holding 950 to 1,000 events"
 
 
-def _events() -> list[ConversationEvent]:
+@dataclass(frozen=True)
+class Shape:
+    """Events over ``conversations`` conversations, ``each`` apiece, interleaved."""
+
+    conversations: int
+    each: int
+
+    @property
+    def events(self) -> int:
+        return self.conversations * self.each
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"events": self.events, "conversations": self.conversations}
+
+
+SHAPES = (Shape(200, 100), Shape(6, 1000))
+LENGTH_STEP = Shape(20, 50)  # timed on new conversations, and on ones holding 950 events
+LONG_HISTORY = Shape(20, 950)
+
+
+def _events(shape: Shape, first: int = 0) -> list[ConversationEvent]:
+    """The events of ``shape``, round-robin over its conversations, numbered from ``first``."""
     out = []
-    for n in range(EVENTS):
-        conv = f"conv-{n % CONVERSATIONS}"
+    for n in range(first, first + shape.events):
+        conv = f"conv-{n % shape.conversations}"
         body = GameEvent(kind="tick", text=f"event {n}") if n % 3 else UserMessage(text=f"q {n}")
         out.append(new_event(conv, body, source="bench"))
     return out
@@ -86,7 +121,7 @@ def _partitions_once_known(consumer: Any, topic: str, deadline: float) -> list[A
             time.sleep(0.2)
 
 
-def _span_of_outputs(
+def _outputs(
     settings: Settings,
     topic: str,
     done: Done,
@@ -131,92 +166,156 @@ def _all_folded(last_offsets: dict[bytes, int]) -> Done:
     return done
 
 
-def _run_worker(
-    command: list[str],
-    settings: Settings,
-    topic: str,
-    events: list[ConversationEvent],
-    done_after: Callable[[dict[bytes, int]], Done],
-    counted: Callable[[Any], bool],
-) -> float:
-    """Start a worker, warm it up, then time how it handles ``events`` published at once.
+def _marked(count: int) -> Done:
+    """Done when a baseline has marked ``count`` events seen."""
+    value = str(count).encode()
+    return lambda records: any(r.value == value for r in records)
 
-    The warm-up event is published first and the worker is given time to settle,
-    so the group's start-up rebalances fall outside the measured span.
-    """
+
+def _publish(settings: Settings, events: Sequence[ConversationEvent]) -> dict[bytes, int]:
+    """Publish ``events``; the last offset of each conversation."""
+    with EventPublisher(settings) as publisher:
+        positions = publisher.publish_many((e.conversation_id, e) for e in events)
+    return {e.conversation_id.encode(): p.offset for e, p in zip(events, positions, strict=True)}
+
+
+@dataclass(frozen=True)
+class Process:
+    """A Faust process to time: its command line, its output topic and when it is done."""
+
+    command: Callable[[int], list[str]]
+    """Given how many events it will see in all (warm-up and history included)."""
+    output: str
+    done: Callable[[dict[bytes, int], int], Done]
+    """Given the last offset of each conversation and how many events were published."""
+
+
+WORKER_PROCESS = Process(
+    lambda total: [sys.executable, "-m", "goaicore", "worker"],
+    "snapshots",
+    lambda last, published: _all_folded(last),
+)
+
+
+def _baseline(mode: str) -> Process:
+    return Process(
+        lambda total: [
+            *(sys.executable, "-m", "goaicore.bench.counting_app"),
+            *("--mode", mode, "--expect", str(total)),
+        ],
+        "bench-count",
+        lambda last, published: _marked(published),
+    )
+
+
+def _timed(
+    process: Process,
+    settings: Settings,
+    events: Sequence[ConversationEvent],
+    history: Sequence[ConversationEvent] = (),
+) -> float:
+    """Seconds ``process`` takes over ``events``, once warmed up and past ``history``."""
+    output = settings.topic(process.output)
+    command = process.command(1 + len(history) + len(events))
     with open(settings.data_dir / "worker.log", "ab") as log:
-        process = subprocess.Popen(command, env=settings_env(settings), stdout=log, stderr=log)
+        child = subprocess.Popen(command, env=settings_env(settings), stdout=log, stderr=log)
     try:
-        with EventPublisher(settings) as publisher:
-            publisher.user_message(WARM_UP.decode(), "warm up")
-            _span_of_outputs(settings, topic, lambda records: bool(records), timeout=300)
-            time.sleep(SETTLE_SECONDS)
-            positions = publisher.publish_many((e.conversation_id, e) for e in events)
-        last = {
-            e.conversation_id.encode(): p.offset for e, p in zip(events, positions, strict=True)
-        }
-        return _span_of_outputs(settings, topic, done_after(last), 600, counted)
+        warm_up = new_event(WARM_UP.decode(), UserMessage(text="warm up"), source="bench")
+        before = _publish(settings, [warm_up, *history])
+        _outputs(settings, output, process.done(before, 1 + len(history)), 600)
+        time.sleep(SETTLE_SECONDS)
+        start_ms = time.time() * 1000 - 1
+        last = _publish(settings, events)
+        return _outputs(
+            settings,
+            output,
+            process.done(last, 1 + len(history) + len(events)),
+            600,
+            lambda record: record.timestamp >= start_ms,
+        )
     finally:
-        process.terminate()
-        process.wait(60)
+        child.terminate()
+        child.wait(60)
+
+
+def _plain_read(settings: Settings, count: int) -> float:
+    """Events/s of a kafka-python consumer reading every partition of the events topic."""
+    consumer = make_consumer(settings)
+    try:
+        partitions = topic_partitions(consumer, settings.topic("events"))
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(*partitions)
+        started = time.perf_counter()
+        read = 0
+        while read < count:
+            read += sum(len(r) for r in consumer.poll(timeout_ms=500, max_records=5000).values())
+        return read / (time.perf_counter() - started)
+    finally:
+        consumer.close()
+
+
+class _Run:
+    """Topics of their own for each measured process, on one broker."""
+
+    def __init__(self, broker: LocalBroker, folder: Path) -> None:
+        self.broker = broker
+        self.folder = folder
+        self.runs = 0
+
+    def settings(self) -> Settings:
+        self.runs += 1
+        settings = broker_settings(
+            self.broker, f"bench-{self.runs}", self.folder / f"run-{self.runs}"
+        )
+        settings.data_dir.mkdir(parents=True)
+        ensure_topics(settings)
+        admin = make_admin(settings)
+        admin.create_topics([NewTopic(settings.topic("bench-count"), 1, 1)])
+        admin.close()
+        return settings
+
+    def rate(
+        self,
+        process: Process,
+        events: Sequence[ConversationEvent],
+        history: Sequence[ConversationEvent] = (),
+    ) -> float:
+        span = _timed(process, self.settings(), events, history)
+        return len(events) / max(span, 1e-3)
 
 
 @broker_suite("store")
 def store(broker: LocalBroker) -> list[Measurement]:
-    events = _events()
+    first = SHAPES[0]
+
+    def row(name: str, value: float, params: dict[str, Any], **compare: Any) -> Measurement:
+        return Measurement("store", name, value, "events/s", params, NOTE, **compare)
+
     rows = [
         Measurement(
             "store",
             "fold alone (the ceiling)",
-            _fold_alone(events),
+            _fold_alone(_events(first)),
             "events/s",
-            {"events": EVENTS, "conversations": CONVERSATIONS},
+            first.params,
             "one process, no I/O",
         )
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ("fold", "count"):
-            settings = broker_settings(broker, f"bench-{name}", Path(tmp) / name)
-            settings.data_dir.mkdir(parents=True)
-            ensure_topics(settings)
-            if name == "fold":
-                span = _run_worker(
-                    [sys.executable, "-m", "goaicore", "worker"],
-                    settings,
-                    settings.topic("snapshots"),
-                    events,
-                    _all_folded,
-                    lambda record: record.key != WARM_UP,
-                )
-                label = "store worker: events folded into snapshots"
-            else:
-                admin = make_admin(settings)
-                admin.create_topics([NewTopic(settings.topic("bench-count"), 1, 1)])
-                admin.close()
-                span = _run_worker(
-                    [
-                        sys.executable,
-                        "-m",
-                        "goaicore.bench.counting_app",
-                        "--expect",
-                        str(EVENTS + 1),
-                    ],
-                    settings,
-                    settings.topic("bench-count"),
-                    events,
-                    lambda last: lambda records: len(records) >= 3,
-                    lambda record: record.value != b"1",  # the warm-up's mark
-                )
-                label = COUNTING
-            rows.append(
-                Measurement(
-                    "store",
-                    label,
-                    EVENTS / max(span, 1e-3),
-                    "events/s",
-                    {"events": EVENTS, "partitions": PARTITIONS},
-                    NOTE,
-                    baseline=COUNTING if name == "fold" else None,
-                )
-            )
+        run = _Run(broker, Path(tmp))
+        plain = run.settings()
+        _publish(plain, _events(first))
+        rows.append(row(PLAIN, _plain_read(plain, first.events), first.params))
+        rows.append(row(COUNTING, run.rate(_baseline("count"), _events(first)), first.params))
+        for shape in SHAPES:
+            events = _events(shape)
+            rows.append(row(CHANGELOG, run.rate(_baseline("changelog"), events), shape.params))
+            versus = (PLAIN, COUNTING) if shape == first else ()
+            rate = run.rate(WORKER_PROCESS, events)
+            rows.append(row(WORKER, rate, shape.params, baseline=CHANGELOG, also_versus=versus))
+        step = LENGTH_STEP.params
+        rows.append(row(SHORT, run.rate(WORKER_PROCESS, _events(LENGTH_STEP)), step))
+        history = _events(LONG_HISTORY)
+        rate = run.rate(WORKER_PROCESS, _events(LENGTH_STEP, len(history)), history)
+        rows.append(row(LONG, rate, step, baseline=SHORT))
     return rows
