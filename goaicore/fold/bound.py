@@ -18,6 +18,7 @@ from goaicore.fold.size import (
     bookkeeping_bytes,
     message_bytes,
     messages_bytes,
+    note_dropped,
     string_bytes,
     tool_call_bytes,
 )
@@ -52,9 +53,11 @@ def bounded(
     cut = _first_fitting_cut(messages, policy.max_messages, budget)
     if cut:
         notes.append(f"size policy dropped the oldest {cut} messages")
+        kept = messages[cut:]
+        note_dropped(kept, messages, messages[:cut])
         snapshot = dataclasses.replace(
             snapshot,
-            messages=messages[cut:],
+            messages=kept,
             dropped_messages=snapshot.dropped_messages + cut,
             dropped_before=position,
         )
@@ -71,23 +74,23 @@ def bounded(
     return with_anomaly(snapshot, f"{where}: {'; '.join(notes)}", policy)
 
 
-def _cut_points(messages: Sequence[SnapshotMessage]) -> list[int]:
-    """Indexes where a history may start: user and context messages, never the first."""
-    return [i for i, m in enumerate(messages) if i > 0 and m.role in ("user", "system")]
-
-
 def _first_fitting_cut(messages: Sequence[SnapshotMessage], max_messages: int, budget: int) -> int:
-    """The smallest cut leaving at most ``max_messages`` within ``budget``, else the last one."""
-    points = _cut_points(messages)
-    if not points:
-        return 0
-    suffix = messages_bytes(messages[points[0] :])
-    for index, point in enumerate(points):
-        if index:
-            suffix -= messages_bytes(messages[points[index - 1] : point])
-        if len(messages) - point <= max_messages and suffix <= budget:
-            return point
-    return points[-1]
+    """The smallest cut leaving at most ``max_messages`` within ``budget``, else the last one.
+
+    A cut may fall where a history may start (a user or context message, never the
+    first). The cuts are tried from the oldest, so the usual cut (the oldest exchange)
+    costs the size of what it drops, not of the whole history.
+    """
+    total = messages_bytes(messages)
+    dropped = 0
+    last = 0
+    for index in range(1, len(messages)):
+        dropped += message_bytes(messages[index - 1])
+        if messages[index].role in ("user", "system"):
+            last = index
+            if len(messages) - index <= max_messages and total - dropped <= budget:
+                return index
+    return last
 
 
 def _truncated_to_fit(

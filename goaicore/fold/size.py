@@ -120,6 +120,18 @@ def note_inserted(
         _remember_total(after, hit[1] + message_bytes(added))
 
 
+def note_dropped(
+    after: tuple[SnapshotMessage, ...],
+    before: tuple[SnapshotMessage, ...],
+    dropped: tuple[SnapshotMessage, ...],
+) -> None:
+    """Record that ``after`` is ``before`` without ``dropped``, when ``before``'s total is
+    known."""
+    hit = _totals.get(id(before))
+    if hit is not None and hit[0] is before:
+        _remember_total(after, hit[1] - sum(map(message_bytes, dropped)))
+
+
 def _remember_total(messages: tuple[SnapshotMessage, ...], total: int) -> None:
     # The history is kept beside its total, so its id is not reused while remembered.
     if len(_totals) >= _CACHED:
