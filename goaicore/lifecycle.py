@@ -29,8 +29,8 @@ class Closing:
         self.close()
 
 
-class Running:
-    """Context-manager protocol over ``start()`` and ``stop()``."""
+class Running(Closing):
+    """Context-manager protocol over ``start()`` and ``stop()`` (``close()`` stops too)."""
 
     def start(self) -> Self:
         raise NotImplementedError
@@ -38,13 +38,8 @@ class Running:
     def stop(self) -> None:
         raise NotImplementedError
 
+    def close(self) -> None:
+        self.stop()
+
     def __enter__(self) -> Self:
         return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

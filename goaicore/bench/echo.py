@@ -30,6 +30,12 @@ def _clients(settings: Settings) -> dict[str, Any]:
     return {"bootstrap_servers": settings.require_bootstrap(), **aiokafka_options(settings)}
 
 
+def _producer(settings: Settings) -> Any:
+    """acks=all, idempotent where the broker supports it (the embedded one does not)."""
+    idempotent = not settings.embedded_broker
+    return AIOKafkaProducer(acks="all", enable_idempotence=idempotent, **_clients(settings))
+
+
 async def serve(settings: Settings) -> None:
     """Echo every request to the replies topic until cancelled."""
     consumer = AIOKafkaConsumer(
@@ -39,7 +45,7 @@ async def serve(settings: Settings) -> None:
         fetch_max_wait_ms=500,
         **_clients(settings),
     )
-    producer = AIOKafkaProducer(acks="all", enable_idempotence=True, **_clients(settings))
+    producer = _producer(settings)
     await consumer.start()
     await producer.start()
     try:
@@ -51,7 +57,7 @@ async def serve(settings: Settings) -> None:
 
 
 async def _ask_all(settings: Settings, conversations: int, questions: int) -> list[float]:
-    producer = AIOKafkaProducer(acks="all", enable_idempotence=True, **_clients(settings))
+    producer = _producer(settings)
     replies = AIOKafkaConsumer(
         settings.topic(REPLIES), auto_offset_reset="latest", **_clients(settings)
     )

@@ -48,6 +48,10 @@ BROKER_CHOICES: tuple[BrokerChoice, ...] = ("both", "kafka", "embedded")
 BENCH_KAFKA_CONFIG = {"group.initial.rebalance.delay.ms": "0"}
 
 
+class BenchFailed(RuntimeError):
+    """Some benchmark runs failed; the rows of the others were written."""
+
+
 def broker_kinds(choice: BrokerChoice) -> tuple[LocalBrokerKind, ...]:
     """The brokers a ``--broker`` choice benchmarks, Apache Kafka (the reference) first."""
     if choice == "both":
@@ -71,7 +75,9 @@ def run(
 
     Broker suites run on each of ``brokers``. Where Apache Kafka cannot run, its
     rows are skipped with the reason printed (and kept in the JSON), unless
-    ``require_kafka``, which raises KafkaUnavailable instead.
+    ``require_kafka``, which raises KafkaUnavailable instead. A suite that fails
+    costs its own rows only: the error is printed and kept in the JSON, the other
+    suites run, and :class:`BenchFailed` is raised once everything is written.
     """
     load_suites()
     known = {*SUITES, *BROKER_SUITES}
@@ -91,6 +97,7 @@ def run(
             skipped[broker_slug("kafka")] = reason
             kinds.remove("kafka")
     results: list[Measurement] = []
+    failed: dict[str, str] = {}
     for name in selected:
         runs: list[tuple[str, Callable[[], list[Measurement]]]] = []
         if name in SUITES:
@@ -101,7 +108,12 @@ def run(
         for label, measure in runs:
             console.print(f"[bold]bench[/bold] {label} ...")
             started = time.perf_counter()
-            rows = measure()
+            try:
+                rows = measure()
+            except Exception as exc:  # one suite's failure must not lose the others' rows
+                failed[label] = f"{type(exc).__name__}: {exc}"
+                console.print(f"  [red]failed[/red]: {failed[label]}")
+                continue
             results.extend(rows)
             console.print(f"  {len(rows)} measurements in {time.perf_counter() - started:.1f} s")
     results = with_ratios(results)
@@ -124,12 +136,15 @@ def run(
                     for kind in kinds
                 ],
                 "skipped": [{"broker": slug, "reason": reason} for slug, reason in skipped.items()],
+                "failed": [{"run": label, "error": error} for label, error in failed.items()],
                 "measurements": [m.as_dict() for m in results],
             },
             indent=2,
         )
     )
     console.print(f"wrote {json_path}")
+    if failed:
+        raise BenchFailed(f"{len(failed)} benchmark run(s) failed: {', '.join(failed)}")
     return results
 
 

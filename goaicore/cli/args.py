@@ -1,9 +1,10 @@
-"""Argument types: a bad number is refused by the parser, with the flag's name."""
+"""Argument types: a bad number or time is refused by the parser, with the flag's name."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 
 def integer(low: int, high: int | None = None) -> Callable[[str], int]:
@@ -40,3 +41,12 @@ def seconds(low: float = 0.0) -> Callable[[str], float]:
 POSITIVE = integer(1)
 OFFSET = integer(0)
 PORT = integer(1, 65535)
+
+
+def moment(raw: str) -> datetime:
+    """An ISO time; without a zone it is UTC."""
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an ISO time, got {raw!r}") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)

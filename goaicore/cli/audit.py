@@ -12,7 +12,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from goaicore.cli.args import POSITIVE
+from goaicore.cli.args import POSITIVE, moment
 from goaicore.cli.render import clip, describe_event, print_report
 from goaicore.config import Settings
 from goaicore.records import EVENT_BODY_TYPES
@@ -76,15 +76,6 @@ def add_history_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--since", type=moment, metavar="TIME", help="occurred at or after")
     parser.add_argument("--until", type=moment, metavar="TIME", help="occurred at or before")
-
-
-def moment(raw: str) -> datetime:
-    """An ISO time; without a zone it is UTC."""
-    try:
-        value = datetime.fromisoformat(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an ISO time, got {raw!r}") from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _when(value: datetime | None) -> str:

@@ -40,18 +40,22 @@ def handle(args: argparse.Namespace) -> int:
 
     # The suites run every part: Faust, PostgreSQL, the SDKs and the local servers.
     with needs("all"):
-        from goaicore.bench.runner import broker_kinds, load_suites, run
+        from goaicore.bench.runner import BenchFailed, broker_kinds, load_suites, run
 
         load_suites()
 
     console = Console()
     if not console.is_terminal:
         console = Console(width=200)  # piped or in CI: do not wrap the table
-    run(
-        args.suites,
-        args.json,
-        console,
-        brokers=broker_kinds(args.broker),
-        require_kafka=args.broker == "kafka",
-    )
+    try:
+        run(
+            args.suites,
+            args.json,
+            console,
+            brokers=broker_kinds(args.broker),
+            require_kafka=args.broker == "kafka",
+        )
+    except BenchFailed as exc:
+        console.print(f"[red]goaicore bench[/red]: {exc}")
+        return 1
     return 0

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
 from typing import Any
 
-from goaicore.cli.args import OFFSET
+from goaicore.cli.args import OFFSET, moment
 from goaicore.cli.render import clip, print_report
 
 
@@ -18,7 +17,7 @@ def register(subparsers: Any) -> None:
     until = replay.add_mutually_exclusive_group()
     until.add_argument("--until-offset", type=OFFSET, metavar="N", help="last log offset to apply")
     until.add_argument(
-        "--as-of", type=_moment, metavar="TIME", help="ISO time: events that occurred by then"
+        "--as-of", type=moment, metavar="TIME", help="ISO time: events that occurred by then"
     )
     replay.set_defaults(handler=handle_replay)
 
@@ -32,14 +31,6 @@ def register(subparsers: Any) -> None:
         help="check the snapshots stored in PostgreSQL against the stored events instead",
     )
     verify.set_defaults(handler=handle_verify)
-
-
-def _moment(raw: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an ISO time, got {raw!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def handle_replay(args: argparse.Namespace) -> int:

@@ -18,7 +18,6 @@ import os
 import signal
 import threading
 import time
-from types import TracebackType
 from typing import Any
 
 import psycopg
@@ -27,6 +26,7 @@ from goaicore.clients.deadletter import DeadLetterWriter
 from goaicore.config import Settings
 from goaicore.fold.records import Rejected
 from goaicore.kafka.connection import make_consumer, topic_partitions
+from goaicore.lifecycle import Running
 from goaicore.projection.batch import TopicPartitionKey, build_batch, set_aside
 from goaicore.projection.db import Connection, PositionConflictError, connect, lock_key
 from goaicore.projection.migrations import migrate
@@ -38,7 +38,7 @@ CONSUMER_NAME = "goaicore-projector"
 DEFAULT_BATCH = 2000
 
 
-class Projector:
+class Projector(Running):
     """Project one topic prefix into one PostgreSQL schema; a context manager.
 
     ``crash_after_write_before_commit=N`` is a fault hook for tests: the process
@@ -212,13 +212,6 @@ class Projector:
             self._conn.close()  # releases the advisory lock
             self._conn = None
 
-    def __enter__(self) -> Projector:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def stop(self) -> None:
+        """Stop reading and close the connections (the same as ``close()``)."""
         self.close()

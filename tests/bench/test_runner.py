@@ -104,3 +104,24 @@ def test_ratios_pair_figures_of_the_same_broker_and_params() -> None:
         ]
     )
     assert [m.ratio for m in rows] == [3.0, None, 0.5, None, None]
+
+
+def test_a_failing_suite_costs_its_own_rows_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def works() -> list[Measurement]:
+        return [Measurement("works", "figure", 1.0, "x")]
+
+    def breaks() -> list[Measurement]:
+        raise RuntimeError("the broker went away")
+
+    monkeypatch.setitem(SUITES, "works", works)
+    monkeypatch.setitem(SUITES, "breaks", breaks)
+    console, printed = _console()
+    path = tmp_path / "bench.json"
+    with pytest.raises(runner.BenchFailed, match="1 benchmark run"):
+        runner.run(["breaks", "works"], path, console, brokers=())
+    data = json.loads(path.read_text())
+    assert [m["suite"] for m in data["measurements"]] == ["works"]
+    assert data["failed"] == [{"run": "breaks", "error": "RuntimeError: the broker went away"}]
+    assert "the broker went away" in printed.getvalue()
