@@ -16,6 +16,7 @@ from typing import Any
 
 from goaicore.config import Settings
 from goaicore.extras import needs
+from goaicore.kafka.profile import client_profile
 from goaicore.kafka.security import aiokafka_options
 
 with needs("kafka"):
@@ -30,6 +31,12 @@ def _clients(settings: Settings) -> dict[str, Any]:
     return {"bootstrap_servers": settings.require_bootstrap(), **aiokafka_options(settings)}
 
 
+def _fetch_wait(settings: Settings) -> int:
+    """The profile's fetch wait: the embedded broker answers an empty fetch only after it."""
+    wait: int = client_profile(settings).consumer.get("fetch_max_wait_ms", 500)
+    return wait
+
+
 def _producer(settings: Settings) -> Any:
     """acks=all, idempotent where the broker supports it (the embedded one does not)."""
     idempotent = not settings.embedded_broker
@@ -42,7 +49,7 @@ async def serve(settings: Settings) -> None:
         settings.topic(REQUESTS),
         group_id=f"{settings.topic_prefix}.echo",
         auto_offset_reset="earliest",
-        fetch_max_wait_ms=500,
+        fetch_max_wait_ms=_fetch_wait(settings),
         **_clients(settings),
     )
     producer = _producer(settings)
@@ -59,7 +66,10 @@ async def serve(settings: Settings) -> None:
 async def _ask_all(settings: Settings, conversations: int, questions: int) -> list[float]:
     producer = _producer(settings)
     replies = AIOKafkaConsumer(
-        settings.topic(REPLIES), auto_offset_reset="latest", **_clients(settings)
+        settings.topic(REPLIES),
+        auto_offset_reset="latest",
+        fetch_max_wait_ms=_fetch_wait(settings),
+        **_clients(settings),
     )
     waiting: dict[bytes, asyncio.Future[None]] = {}
     await producer.start()
