@@ -126,8 +126,8 @@ def note_dropped(
     dropped: tuple[SnapshotMessage, ...],
 ) -> None:
     """Record that ``after`` is ``before`` without ``dropped``, when ``before``'s total is
-    known."""
-    hit = _totals.get(id(before))
+    known (``before`` is forgotten, as in :func:`note_inserted`)."""
+    hit = _totals.pop(id(before), None)
     if hit is not None and hit[0] is before:
         _remember_total(after, hit[1] - sum(map(message_bytes, dropped)))
 
