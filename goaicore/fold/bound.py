@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from goaicore.fold.evolve import evolve
 from goaicore.fold.policy import FoldPolicy
 from goaicore.fold.size import (
     bookkeeping_bytes,
@@ -43,7 +44,7 @@ def bounded(
     summary = snapshot.summary
     if summary is not None and string_bytes(summary) > policy.max_bytes // _SUMMARY_SHARE:
         notes.append("size policy truncated the summary")
-        snapshot = dataclasses.replace(
+        snapshot = evolve(
             snapshot, summary=_truncated_text(summary, policy.max_bytes // _SUMMARY_SHARE, None)
         )
     messages = snapshot.messages
@@ -55,7 +56,7 @@ def bounded(
         notes.append(f"size policy dropped the oldest {cut} messages")
         kept = messages[cut:]
         note_dropped(kept, messages, messages[:cut])
-        snapshot = dataclasses.replace(
+        snapshot = evolve(
             snapshot,
             messages=kept,
             dropped_messages=snapshot.dropped_messages + cut,
@@ -66,7 +67,7 @@ def bounded(
         notes.append(
             f"size policy truncated {truncated} message(s) to fit {policy.max_bytes} bytes"
         )
-        snapshot = dataclasses.replace(
+        snapshot = evolve(
             snapshot, messages=kept, truncated_messages=snapshot.truncated_messages + truncated
         )
     if not notes:
@@ -170,7 +171,7 @@ def _bounded_in_chars(
     if cut == 0:
         return snapshot  # one exchange larger than the bounds: kept whole, never split
     note = f"{where}: size policy dropped the oldest {cut} messages"
-    return with_anomaly(dataclasses.replace(snapshot, messages=messages[cut:]), note, policy)
+    return with_anomaly(evolve(snapshot, messages=messages[cut:]), note, policy)
 
 
 def _chars(messages: Sequence[SnapshotMessage]) -> int:
@@ -182,4 +183,4 @@ def with_anomaly(
 ) -> ConversationSnapshot:
     """``snapshot`` with ``note`` added to its bounded list of anomalies."""
     anomalies = (*snapshot.anomalies, note)[-policy.max_anomalies :]
-    return dataclasses.replace(snapshot, anomalies=anomalies)
+    return evolve(snapshot, anomalies=anomalies)

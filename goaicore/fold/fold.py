@@ -15,11 +15,11 @@ counts of applied events unchanged; only the position moves past it and
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 from goaicore.fold.bound import bounded, with_anomaly
 from goaicore.fold.compaction import CompactionMismatch, apply_compaction_record
+from goaicore.fold.evolve import evolve
 from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy
 from goaicore.fold.size import note_inserted
 from goaicore.records import (
@@ -52,7 +52,7 @@ def fold(
         return snapshot
     snapshot = _under(snapshot, policy)
     if event.event_id in snapshot.recent_event_ids:
-        return dataclasses.replace(
+        return evolve(
             snapshot, last_position=position, duplicate_count=snapshot.duplicate_count + 1
         )
     seen = _seen(snapshot, event, position, policy)
@@ -75,7 +75,7 @@ def _under(snapshot: ConversationSnapshot, policy: FoldPolicy) -> ConversationSn
     max_bytes = policy.max_bytes or 0
     if snapshot.format_version == policy.version and snapshot.max_bytes == max_bytes:
         return snapshot
-    return dataclasses.replace(snapshot, format_version=policy.version, max_bytes=max_bytes)
+    return evolve(snapshot, format_version=policy.version, max_bytes=max_bytes)
 
 
 def _seen(
@@ -91,7 +91,7 @@ def _seen(
     ids = snapshot.recent_event_ids
     if policy.max_id_chars is None or len(event.event_id) <= policy.max_id_chars:
         ids = (*ids, event.event_id)[-policy.recent_ids :]
-    return dataclasses.replace(
+    return evolve(
         snapshot,
         last_position=position,
         recent_event_ids=ids,
@@ -153,7 +153,7 @@ def _apply(
             event_id=eid,
         )
         usage = body.usage
-        return dataclasses.replace(
+        return evolve(
             _append(snapshot, message),
             prompt_tokens=snapshot.prompt_tokens + (usage.prompt_tokens if usage else 0),
             completion_tokens=snapshot.completion_tokens
@@ -179,15 +179,13 @@ def _apply(
         kept = apply_compaction_record(snapshot.messages, body)
         # The summary (if any) is now a context message in the history; the snapshot
         # also keeps the latest one for readers who want it without the transcript.
-        return dataclasses.replace(
-            snapshot, messages=kept, summary=body.summary or snapshot.summary
-        )
+        return evolve(snapshot, messages=kept, summary=body.summary or snapshot.summary)
     if isinstance(body, TurnFailed):
         return snapshot  # audit only: counted in events_by_type, never sent to the model
     if isinstance(body, ConversationReset):
-        return dataclasses.replace(snapshot, messages=(), summary=None)
+        return evolve(snapshot, messages=(), summary=None)
     if isinstance(body, ConversationDeleted):
-        return dataclasses.replace(snapshot, messages=(), summary=None, deleted=True)
+        return evolve(snapshot, messages=(), summary=None, deleted=True)
     return with_anomaly(snapshot, f"{_where(event, position, policy)}: unknown body", policy)
 
 
@@ -205,7 +203,7 @@ def _append(snapshot: ConversationSnapshot, message: SnapshotMessage) -> Convers
     else:
         placed = (*messages[:caller], message, *messages[caller:])
     note_inserted(placed, messages, message)
-    return dataclasses.replace(snapshot, messages=placed, message_count=snapshot.message_count + 1)
+    return evolve(snapshot, messages=placed, message_count=snapshot.message_count + 1)
 
 
 def _pending_caller(messages: Sequence[SnapshotMessage]) -> int | None:

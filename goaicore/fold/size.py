@@ -23,8 +23,8 @@ _ARRAY_END = 1
 
 def string_bytes(text: str) -> int:
     """Encoded size of an Avro string: its length varint and its UTF-8 bytes."""
-    size = utf8_size(text)
-    return _varint(size) + size
+    size = len(text) if text.isascii() else utf8_size(text)
+    return (1 if size < 64 else _varint(size)) + size  # most strings: a one-byte length
 
 
 def _optional(text: str | None) -> int:
@@ -33,7 +33,7 @@ def _optional(text: str | None) -> int:
 
 def _varint(value: int) -> int:
     zigzag = value << 1 if value >= 0 else (-value << 1) - 1
-    return max(1, (zigzag.bit_length() + 6) // 7)
+    return (zigzag.bit_length() + 6) // 7 or 1
 
 
 def _array(count: int, items: int) -> int:
