@@ -11,7 +11,7 @@ everything: the snapshot counts what left and says up to which position.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from goaicore.fold.evolve import evolve
 from goaicore.fold.policy import FoldPolicy
@@ -35,9 +35,13 @@ _SUMMARY_SHARE = 8
 
 
 def bounded(
-    snapshot: ConversationSnapshot, policy: FoldPolicy, where: str, position: LogPosition
+    snapshot: ConversationSnapshot,
+    policy: FoldPolicy,
+    where: Callable[[], str],
+    position: LogPosition,
 ) -> ConversationSnapshot:
-    """``snapshot`` within ``policy``'s bounds, with a note when anything was cut."""
+    """``snapshot`` within ``policy``'s bounds, with a note (starting with ``where()``, made
+    only then) when anything was cut."""
     if policy.max_bytes is None:
         return _bounded_in_chars(snapshot, policy, where)
     notes = []
@@ -72,7 +76,7 @@ def bounded(
         )
     if not notes:
         return snapshot
-    return with_anomaly(snapshot, f"{where}: {'; '.join(notes)}", policy)
+    return with_anomaly(snapshot, f"{where()}: {'; '.join(notes)}", policy)
 
 
 def _first_fitting_cut(messages: Sequence[SnapshotMessage], max_messages: int, budget: int) -> int:
@@ -151,7 +155,7 @@ def _truncated_calls(calls: tuple[ToolCall, ...], room: int) -> tuple[ToolCall, 
 
 
 def _bounded_in_chars(
-    snapshot: ConversationSnapshot, policy: FoldPolicy, where: str
+    snapshot: ConversationSnapshot, policy: FoldPolicy, where: Callable[[], str]
 ) -> ConversationSnapshot:
     """Fold version 1's rule: whole exchanges from user messages, bounded in characters."""
     limit = policy.max_history_chars
@@ -170,7 +174,7 @@ def _bounded_in_chars(
             break
     if cut == 0:
         return snapshot  # one exchange larger than the bounds: kept whole, never split
-    note = f"{where}: size policy dropped the oldest {cut} messages"
+    note = f"{where()}: size policy dropped the oldest {cut} messages"
     return with_anomaly(evolve(snapshot, messages=messages[cut:]), note, policy)
 
 

@@ -66,8 +66,8 @@ def fold(
         noted = with_anomaly(seen, f"{_where(event, position, policy)}: {problem}", policy)
         if policy.max_bytes is None:
             return noted  # fold version 1 bounded only what an applied event added
-        return bounded(noted, policy, _where(event, position, policy), position)
-    return bounded(applied, policy, _where(event, position, policy), position)
+        return bounded(noted, policy, lambda: _where(event, position, policy), position)
+    return bounded(applied, policy, lambda: _where(event, position, policy), position)
 
 
 def _under(snapshot: ConversationSnapshot, policy: FoldPolicy) -> ConversationSnapshot:

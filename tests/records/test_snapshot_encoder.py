@@ -33,13 +33,38 @@ def test_any_snapshot_encodes_to_fastavros_bytes_cold_and_warm(
     assert encoder.encode(snapshot) == expected  # every message remembered
 
 
-# One step of a history's life: append a new message, drop the oldest ones (a bound or
-# a compaction), or change the bookkeeping alone.
+# One step of a history's life: append a new message, insert one before the last few
+# (a message placed before a pending tool call), replace one (a truncation), drop the
+# oldest ones (a bound or a compaction), or change the bookkeeping alone.
 steps = st.one_of(
     st.tuples(st.just("append"), messages),
+    st.tuples(st.just("insert"), st.tuples(st.integers(min_value=1, max_value=3), messages)),
+    st.tuples(st.just("replace"), st.tuples(st.integers(min_value=0, max_value=30), messages)),
     st.tuples(st.just("drop"), st.integers(min_value=1, max_value=3)),
     st.tuples(st.just("count"), st.integers(min_value=0, max_value=2**40)),
 )
+
+
+def _step(snapshot: ConversationSnapshot, kind: str, value: object) -> ConversationSnapshot:
+    history = snapshot.messages
+    if kind == "append":
+        assert isinstance(value, SnapshotMessage)
+        history = (*history, value)
+    elif kind in ("insert", "replace"):
+        assert isinstance(value, tuple)
+        where, message = value
+        if kind == "insert":
+            at = max(len(history) - where, 0)
+            history = (*history[:at], message, *history[at:])
+        elif where < len(history):
+            history = (*history[:where], message, *history[where + 1 :])
+    elif kind == "drop":
+        assert isinstance(value, int)
+        history = history[value:]
+    else:
+        assert isinstance(value, int)
+        return dataclasses.replace(snapshot, event_count=value)
+    return dataclasses.replace(snapshot, messages=history)
 
 
 @FAST
@@ -51,17 +76,24 @@ def test_a_history_that_changes_encodes_like_fastavro_at_every_step(
     snapshot = start
     assert encoder.encode(snapshot) == CODEC.encode(snapshot)
     for kind, value in history:
-        if kind == "append":
-            assert isinstance(value, SnapshotMessage)
-            snapshot = dataclasses.replace(snapshot, messages=(*snapshot.messages, value))
-        elif kind == "drop":
-            assert isinstance(value, int)
-            snapshot = dataclasses.replace(snapshot, messages=snapshot.messages[value:])
-        else:
-            assert isinstance(value, int)
-            snapshot = dataclasses.replace(snapshot, event_count=value)
+        snapshot = _step(snapshot, kind, value)
         assert encoder.encode(snapshot) == CODEC.encode(snapshot)
     assert encoder.remembered_bytes <= cache_bytes
+
+
+@FAST
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), steps), max_size=30))
+def test_conversations_encoded_in_turn_each_reuse_only_their_own_history(
+    moves: list[tuple[str, tuple[str, object]]],
+) -> None:
+    encoder = SnapshotEncoder(CODEC)
+    shared = SnapshotMessage(role="user", text="the same object in both histories")
+    current = {
+        name: ConversationSnapshot(conversation_id=name, messages=(shared,)) for name in "ab"
+    }
+    for name, (kind, value) in moves:
+        current[name] = _step(current[name], kind, value)
+        assert encoder.encode(current[name]) == CODEC.encode(current[name])
 
 
 def _error(encode: object, snapshot: object) -> str:

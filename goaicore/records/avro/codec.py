@@ -21,6 +21,7 @@ from fastavro.validation import ValidationError, validate
 
 from goaicore.records import convert
 from goaicore.records.avro.check import compile_check
+from goaicore.records.avro.direct_reader import compile_reader
 from goaicore.records.avro.errors import DecodeError, EncodeError
 from goaicore.records.avro.framing import HEADER_SIZE, header, read_header
 from goaicore.records.avro.registry import SchemaRegistry, WriterSchema
@@ -73,6 +74,7 @@ class Codec(Generic[R]):
         self.writer = registry.current(name)
         self._header = header(self.writer.fingerprint)
         self._check = compile_check(self.writer.parsed)
+        self._direct = compile_reader(self.writer.parsed, record_type)
 
     def to_datum(self, record: R) -> dict[str, Any]:
         """The validated fastavro dict of ``record``; EncodeError when it does not fit."""
@@ -122,7 +124,25 @@ class Codec(Generic[R]):
         return read_body(data, writer, None if writer.same_as_reader else self._reader)
 
     def decode(self, data: bytes | bytearray | memoryview | None) -> R:
-        """The typed record of a payload written with any known version of the schema."""
+        """The typed record of a payload written with any known version of the schema.
+
+        A payload written with the current schema is read by the direct reader (see
+        ``direct_reader``); anything it does not take as is goes to :meth:`decode_generic`.
+        """
+        direct = self._direct
+        if direct is not None and type(data) is bytes and data.startswith(self._header):
+            try:
+                record, end = direct(data, HEADER_SIZE)
+            except Exception:  # fastavro reads it below, and its result or error stands
+                pass
+            else:
+                if end == len(data):
+                    result: R = record
+                    return result
+        return self.decode_generic(data)
+
+    def decode_generic(self, data: bytes | bytearray | memoryview | None) -> R:
+        """The typed record of a payload, read by fastavro (the reference reader)."""
         datum = self.decode_datum(data)
         try:
             return self._from_avro(datum)

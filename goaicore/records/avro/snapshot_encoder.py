@@ -3,11 +3,13 @@
 A snapshot's Avro body is its leading fields, the ``messages`` array, then the rest;
 fastavro writes a non-empty array as one block, its item count as a long, each item's
 encoding, then a zero (an empty array is the zero alone). So the body is the
-concatenation of parts that can be written apart, and a history message that did not
-change since the last encode has the same bytes: each is converted, checked and written
-once while it stays in memory, remembered by identity (the fold keeps the same
-immutable message objects from one snapshot to the next). Property tests hold the
-bytes equal to fastavro's for any snapshot.
+concatenation of parts that can be written apart. The encoder remembers, for each
+conversation, the messages it last encoded and their bytes: the fold keeps the same
+immutable message objects from one snapshot to the next (appending, inserting near the
+end, dropping the oldest), so the run of messages shared with the previous encoding
+is found by identity and copied as bytes, and only the new messages are converted,
+checked and written. Property tests hold the bytes equal to fastavro's for any
+snapshot and any sequence of histories.
 
 A record that does not fit the schema goes to the codec's own path, which names the
 offending field; so errors are the codec's, word for word.
@@ -19,7 +21,8 @@ import io
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from itertools import islice
 from typing import Any
 
 from fastavro import parse_schema, schemaless_writer
@@ -73,8 +76,8 @@ class SnapshotEncoder:
         self._check_item = compile_check(self._item)
         self._message_to_avro = convert.record_writer(SnapshotMessage)
         self._header = header(codec.writer.fingerprint)
-        self._encoded: OrderedDict[int, tuple[SnapshotMessage, bytes]] = OrderedDict()
-        self._encoded_size = 0
+        self._histories: OrderedDict[str, _Encoded] = OrderedDict()  # least recent first
+        self._remembered = 0
         self._lock = threading.Lock()  # encode_snapshot may be called from any thread
 
     def encode(self, snapshot: ConversationSnapshot) -> bytes:
@@ -87,32 +90,49 @@ class SnapshotEncoder:
             return self.codec.encode(snapshot)
         if not (self._check_head(datum) and self._check_tail(datum)):
             return self.codec.encode(snapshot)
-        items = []
-        for message in snapshot.messages:
-            encoded = self._message(message)
-            if encoded is None:
-                return self.codec.encode(snapshot)
-            items.append(encoded)
+        items = self._items(snapshot.conversation_id, snapshot.messages)
+        if items is None:
+            return self.codec.encode(snapshot)
         out = io.BytesIO()
         out.write(self._header)
         try:
             schemaless_writer(out, self._head, datum)
-            if items:
-                out.write(_long(len(items)))
-                out.write(b"".join(items))
+            if snapshot.messages:
+                out.write(_long(len(snapshot.messages)))
+                out.write(items)
             out.write(_ARRAY_END)
             schemaless_writer(out, self._tail, datum)
         except (ValueError, TypeError, OverflowError):
             return self.codec.encode(snapshot)
         return out.getvalue()
 
-    def _message(self, message: SnapshotMessage) -> bytes | None:
-        """A message's item bytes, remembered; None when it does not fit the schema."""
+    def _items(self, conversation_id: str, messages: tuple[SnapshotMessage, ...]) -> bytes | None:
+        """The messages' item bytes, reusing the run shared with the conversation's last
+        encoding; None when a message does not fit the schema."""
         with self._lock:
-            hit = self._encoded.get(id(message))
-            if hit is not None and hit[0] is message:
-                self._encoded.move_to_end(id(message))
-                return hit[1]
+            previous = self._histories.get(conversation_id, _NOTHING)
+        start, shared = previous.shared_run(messages)
+        if shared == len(messages) == len(previous.messages):
+            return previous.body
+        offset = previous.ends[start]
+        parts = [previous.body[offset : previous.ends[start + shared]]]
+        ends = previous.ends[start + 1 : start + shared + 1]
+        if offset:
+            ends = [end - offset for end in ends]
+        size = ends[-1] if ends else 0
+        for message in messages[shared:]:
+            encoded = self._message(message)
+            if encoded is None:
+                return None
+            parts.append(encoded)
+            size += len(encoded)
+            ends.append(size)
+        body = b"".join(parts)
+        self._remember(conversation_id, _Encoded(messages, [0, *ends], body))
+        return body
+
+    def _message(self, message: SnapshotMessage) -> bytes | None:
+        """A message's item bytes; None when it does not fit the schema."""
         if type(message) is not SnapshotMessage:
             return None
         try:
@@ -126,23 +146,49 @@ class SnapshotEncoder:
             schemaless_writer(out, self._item, datum)
         except (ValueError, TypeError, OverflowError):
             return None
-        encoded = out.getvalue()
-        self._remember(message, encoded)
-        return encoded
+        return out.getvalue()
 
     @property
     def remembered_bytes(self) -> int:
-        """The size of the message encodings kept (at most ``cache_bytes``)."""
-        return self._encoded_size
+        """The size of the encoded histories kept (at most ``cache_bytes``)."""
+        return self._remembered
 
-    def _remember(self, message: SnapshotMessage, encoded: bytes) -> None:
-        # The message is kept beside its bytes, so its id cannot be reused while cached.
+    def _remember(self, conversation_id: str, encoded: _Encoded) -> None:
         with self._lock:
-            previous = self._encoded.pop(id(message), None)
+            previous = self._histories.pop(conversation_id, None)
             if previous is not None:
-                self._encoded_size -= len(previous[1])
-            self._encoded[id(message)] = (message, encoded)
-            self._encoded_size += len(encoded)
-            while self._encoded_size > self.cache_bytes and self._encoded:
-                _, (_, dropped) = self._encoded.popitem(last=False)
-                self._encoded_size -= len(dropped)
+                self._remembered -= len(previous.body)
+            self._histories[conversation_id] = encoded
+            self._remembered += len(encoded.body)
+            while self._remembered > self.cache_bytes and self._histories:
+                _, dropped = self._histories.popitem(last=False)
+                self._remembered -= len(dropped.body)
+
+
+@dataclass(frozen=True, slots=True)
+class _Encoded:
+    """A history as last encoded: its messages, each item's end offset, and the bytes."""
+
+    messages: tuple[SnapshotMessage, ...]
+    ends: list[int]  # ends[0] == 0; item i is body[ends[i]:ends[i + 1]]
+    body: bytes
+
+    def shared_run(self, messages: tuple[SnapshotMessage, ...]) -> tuple[int, int]:
+        """Where ``messages`` starts in this history and how many of its first messages
+        follow on from there: the same objects (they were dropped from the front and
+        added or inserted after that run). ``(0, 0)`` when none are shared."""
+        if not messages:
+            return 0, 0
+        first = messages[0]
+        start = next((i for i, message in enumerate(self.messages) if message is first), None)
+        if start is None:
+            return 0, 0
+        shared = 0
+        for mine, theirs in zip(islice(self.messages, start, None), messages, strict=False):
+            if mine is not theirs:
+                break
+            shared += 1
+        return start, shared
+
+
+_NOTHING = _Encoded((), [0], b"")
