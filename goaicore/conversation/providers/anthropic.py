@@ -17,7 +17,7 @@ provider is built.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from goaicore.conversation.messages import JSONDict, Message, ToolCall, arguments_json
@@ -168,6 +168,7 @@ class AnthropicProvider(SdkProvider):
 
     name = "anthropic"
     client_class = "AsyncAnthropic"
+    path = "/v1/messages"
     default_max_tokens = 4096
 
     def build_request(self, request: CompletionRequest) -> JSONDict:
@@ -209,9 +210,6 @@ class AnthropicProvider(SdkProvider):
             usage=Usage.of_call(prompt, as_int(usage.get("output_tokens"))),
             model=str(data.get("model") or self.model),
         )
-
-    def send(self, client: Any, body: JSONDict) -> Awaitable[Any]:
-        return client.messages.with_raw_response.create(**body)  # type: ignore[no-any-return]
 
     @staticmethod
     def is_context_length(exc: Any) -> bool:

@@ -132,7 +132,7 @@ class SdkClients:
     ) -> Any:
         """The JSON body of ``request(client)``, its errors mapped to ours."""
         client = await self.clients.get()
-        return await raw_response_json(
+        return await response_json(
             provider,
             request(client),
             status_error=self.status_error,
@@ -148,13 +148,20 @@ class SdkClients:
 class SdkProvider(ABC):
     """A provider behind an official SDK: model and sampling options, one client per loop.
 
-    A subclass names its SDK and says how to build a request body, send it with the
-    client and read the response; the call, its error mapping and the client's
-    lifetime are the same for every SDK.
+    A subclass names its SDK and the API path, and says how to build a request body
+    and read the response; the call, its error mapping and the client's lifetime are
+    the same for every SDK.
+
+    The body is built as the API's JSON, so it is posted with the client's generic
+    ``post`` (the SDKs' documented way to send a body as is) rather than through the
+    typed ``create``, which walks every message of the history against its parameter
+    types before sending: tens of milliseconds a call once a history is long, on the
+    path of every turn. Retries, timeouts, headers and errors are the client's own.
     """
 
     name: ClassVar[str]
     client_class: ClassVar[str]
+    path: ClassVar[str]
     default_max_tokens: ClassVar[int | None] = None
 
     def __init__(
@@ -191,10 +198,6 @@ class SdkProvider(ABC):
     def parse_response(self, data: Any) -> Completion:
         """The completion in an API response body."""
 
-    @abstractmethod
-    def send(self, client: Any, body: JSONDict) -> Awaitable[Any]:
-        """The SDK's raw-response call that sends ``body``."""
-
     @staticmethod
     @abstractmethod
     def is_context_length(exc: Any) -> bool:
@@ -209,7 +212,9 @@ class SdkProvider(ABC):
     async def complete(self, request: CompletionRequest) -> Completion:
         body = self.build_request(request)
         data = await self._sdk.call_json(
-            self.name, lambda client: self.send(client, body), self.is_context_length
+            self.name,
+            lambda client: client.post(self.path, cast_to=object, body=body),
+            self.is_context_length,
         )
         return self.parse_response(data)
 
@@ -225,7 +230,7 @@ async def _close_at_loop_shutdown(client: _Closable) -> AsyncGenerator[None, Non
         await client.close()
 
 
-async def raw_response_json(
+async def response_json(
     provider: str,
     call: Awaitable[Any],
     *,
@@ -233,15 +238,14 @@ async def raw_response_json(
     connection_error: type[Exception],
     is_context_length: Callable[[Any], bool],
 ) -> Any:
-    """The JSON body of an SDK ``with_raw_response`` call, its errors mapped to ours.
+    """The JSON body an SDK ``post(..., cast_to=object)`` call returns, its errors mapped to ours.
 
     Both SDKs raise an HTTP status error (with ``status_code`` and ``message``) and a
     connection error; a status error the provider names as an overlong prompt becomes
     :class:`ContextLengthError`, so a compactor can shorten the history and retry.
     """
     try:
-        response = await call
-        return response.http_response.json()
+        data = await call
     except status_error as exc:
         status: Any = exc
         error = ContextLengthError if is_context_length(exc) else ProviderError
@@ -254,6 +258,12 @@ async def raw_response_json(
         raise ProviderError(f"{provider}: {exc}", provider=provider) from exc
     except ValueError as exc:
         raise ProviderError(f"{provider}: response is not JSON: {exc}", provider=provider) from exc
+    if not isinstance(data, dict):
+        shown = repr(data)[:200]
+        raise ProviderError(
+            f"{provider}: response is not a JSON object: {shown}", provider=provider
+        )
+    return data
 
 
 def as_int(value: Any) -> int:

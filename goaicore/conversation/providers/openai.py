@@ -13,7 +13,7 @@ the response body is read as raw JSON.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from goaicore.conversation.messages import JSONDict, Message, ToolCall, text_of_parts
@@ -126,6 +126,7 @@ class OpenAIProvider(SdkProvider):
 
     name = "openai"
     client_class = "AsyncOpenAI"
+    path = "/chat/completions"
 
     def build_request(self, request: CompletionRequest) -> JSONDict:
         """The chat-completions request body for ``request``."""
@@ -168,9 +169,6 @@ class OpenAIProvider(SdkProvider):
             ),
             model=str(data.get("model") or self.model),
         )
-
-    def send(self, client: Any, body: JSONDict) -> Awaitable[Any]:
-        return client.chat.completions.with_raw_response.create(**body)  # type: ignore[no-any-return]
 
     @staticmethod
     def is_context_length(exc: Any) -> bool:
