@@ -51,7 +51,9 @@ class ChatClient(Closing):
         self.requests_topic = self.settings.topic("requests")
         self.replies_topic = self.settings.topic("replies")
         self.skipped = 0
-        self._producer = make_producer(self.settings)
+        # No linger: each request is sent and waited for alone, and every millisecond
+        # of it is the caller's latency (publishers keep the profile's 5 ms to batch).
+        self._producer = make_producer(self.settings, linger_ms=0)
         self._pending: dict[str, _Pending] = {}
         self._lock = threading.Lock()
         self._closing = threading.Event()

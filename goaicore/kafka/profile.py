@@ -11,8 +11,9 @@ kafka-python producer, and the Faust worker's aiokafka producer) all write with:
   twice, so the log holds each event once (the fold would skip the double by
   event id, but auditors read the log);
 - ``linger_ms=5`` for kafka-python producers: many publish calls share one
-  request at a cost of at most 5 ms; the worker's producer does not linger (its
-  writes come in batches already, and read-your-writes waits on them);
+  request at a cost of at most 5 ms; the chat client's and the worker's producers
+  do not linger (a chat request is waited for alone; the worker's writes come in
+  batches already, and read-your-writes waits on them);
 - ``lz4`` compression: Avro text and snapshots shrink several times for little
   CPU, on the wire and on the brokers' disks;
 - a max request size of the record limit plus headroom, equal to the topics'

@@ -30,8 +30,8 @@ def _config(producer: Any) -> dict[str, Any]:
 def test_event_publisher_chat_client_and_dead_letters_write_durably(topics: Settings) -> None:
     with EventPublisher(topics) as publisher:
         assert _config(publisher._producer) == DURABLE
-    with ChatClient(topics) as client:
-        assert _config(client._producer) == DURABLE
+    with ChatClient(topics) as client:  # a request is waited for alone: no linger
+        assert _config(client._producer) == {**DURABLE, "linger_ms": 0}
     writer = DeadLetterWriter(topics, "test")  # the projector's producer
     try:
         assert _config(writer._producer) == DURABLE
