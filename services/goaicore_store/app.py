@@ -67,14 +67,29 @@ def keyed_table(app: faust.App, name: str, changelog: Any, codec: str, partition
     return table
 
 
-def log_topic(app: faust.App, settings: Settings, name: str, value_serializer: str = "raw") -> Any:
-    """One of goaicore's topics (created by ``goaicore create-topics``), keys raw."""
+def log_topic(
+    app: faust.App,
+    settings: Settings,
+    name: str,
+    value_serializer: str = "raw",
+    *,
+    acks: bool = True,
+) -> Any:
+    """One of goaicore's topics (created by ``goaicore create-topics``), keys raw.
+
+    ``acks=False`` for a table's changelog, as Faust makes its own: the worker writes
+    it and reads it only to recover, so its offsets are never acknowledged, and an
+    acking topic whose end runs ahead of the consumer's position looks to Faust's
+    monitor like a stalled stream (an error every few seconds once the worker has
+    run for ``stream_processing_timeout``).
+    """
     return app.topic(
         settings.topic(name),
         key_serializer="raw",
         value_serializer=value_serializer,
         partitions=settings.partitions,
         internal=False,
+        acks=acks,
     )
 
 
@@ -119,7 +134,7 @@ def create_app(
         **client_profile(settings).faust,
     )
     events = log_topic(app, settings, "events")
-    snapshots = log_topic(app, settings, "snapshots", SNAPSHOT_CODEC)
+    snapshots = log_topic(app, settings, "snapshots", SNAPSHOT_CODEC, acks=False)
     store = StoreApp(
         app=app,
         settings=settings,
@@ -171,6 +186,7 @@ def _replies_table(app: faust.App, settings: Settings) -> Any:
         compacting=True,
         internal=True,
         allow_empty=True,
+        acks=False,  # a changelog (see log_topic)
         config={"max.message.bytes": str(max_batch_bytes(settings))},
     )
     return keyed_table(app, "replies", changelog, REPLIES_CODEC, partitions)
