@@ -2,8 +2,9 @@
 
 Events are published first, then one projector (in this process) is timed
 from its first poll until it has caught up with every partition, so startup
-is not counted; its baseline is the same records read from Kafka alone (no
-decoding, no PostgreSQL), on the same broker in the same run. The history
+is not counted; its baselines are the same records read from Kafka alone (no
+decoding, no PostgreSQL), on the same broker in the same run, and the rows it
+wrote copied again in one raw COPY into an empty table shaped like theirs. The history
 figures read a 10,000-event conversation from ``conversation_events`` (the query
 alone, then with every event decoded from its stored Avro bytes); each is the
 median of several runs, and depends on PostgreSQL, not the broker. It runs on
@@ -21,6 +22,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from psycopg.types.json import Jsonb
+
 from goaicore.bench.brokers import PARTITIONS, broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
 from goaicore.clients import EventPublisher
@@ -32,6 +35,7 @@ from goaicore.kafka.topics import ensure_topics
 from goaicore.projection import connect, conversations, history, search
 from goaicore.projection.postgres.discovery import discover_postgres, drop_database, ensure_database
 from goaicore.projection.projector import Projector
+from goaicore.projection.rows import EVENT_COLUMNS
 from goaicore.records import (
     AssistantTurn,
     ConversationEvent,
@@ -50,6 +54,7 @@ LONG = 10_000
 RUNS = 5
 NOTE = "PostgreSQL over loopback, one projector"
 READ_ALONE = "the same records read from Kafka alone"
+RAW_COPY = "the same rows in one raw COPY into a table like conversation_events"
 HISTORY = "history query, 10,000-event conversation"
 
 
@@ -103,6 +108,27 @@ def _read_alone(settings: Settings) -> float:
         consumer.close()
 
 
+def _raw_copy(settings: Settings) -> float:
+    """Rows per second of one COPY of the projected event rows into an empty table with
+    conversation_events' columns, indexes and constraints: PostgreSQL's own ceiling for
+    the rows the projector writes (without its decoding, totals and snapshots)."""
+    columns = ", ".join(EVENT_COLUMNS)
+    with connect(settings, autocommit=False) as conn:
+        rows = conn.execute(f"SELECT {columns} FROM conversation_events").fetchall()
+        body = EVENT_COLUMNS.index("body")
+        conn.execute("CREATE TABLE bench_copy (LIKE conversation_events INCLUDING ALL)")
+        conn.commit()
+        started = time.perf_counter()
+        with conn.cursor() as cur, cur.copy(f"COPY bench_copy ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row((*row[:body], Jsonb(row[body]), *row[body + 1 :]))
+        conn.commit()
+        elapsed = time.perf_counter() - started
+        conn.execute("DROP TABLE bench_copy")
+        conn.commit()
+    return len(rows) / elapsed
+
+
 def _median_ms(fn: Callable[[], object]) -> float:
     fn()  # warm the cache: figures are for a server that has seen the table
     times = []
@@ -122,6 +148,7 @@ def _measure(settings: Settings) -> list[Measurement]:
         started = time.perf_counter()
         projector.drain(timeout=600)
         elapsed = time.perf_counter() - started
+        raw_copy = _raw_copy(settings)
         _publish(settings, _events(LONG, lambda n: "long"))
         projector.drain(timeout=600)
     finally:
@@ -136,10 +163,12 @@ def _measure(settings: Settings) -> list[Measurement]:
             params,
             NOTE,
             baseline=READ_ALONE,
+            also_versus=(RAW_COPY,),
         ),
         Measurement(
             "projection", READ_ALONE, read_alone, "events/s", params, "no decoding, no PostgreSQL"
         ),
+        Measurement("projection", RAW_COPY, raw_copy, "events/s", params, "PostgreSQL only"),
     ]
     with connect(settings) as conn:
         conn.execute("ANALYZE")

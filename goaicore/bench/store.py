@@ -13,7 +13,9 @@ the events (no decoding), a bare Faust agent counting them one at a time, and a
 bare Faust agent writing one changelog record per touched key per batch (what
 the fold does around its work). Cost per event against conversation length:
 the same 50 events for each of 20 conversations, once the conversations are new
-and once they already hold 950 events.
+and once they already hold 950 events. Verify: 10 events for each of 10,000
+conversations folded by the worker, then every snapshot verified against one read
+of the log (what ``goaicore verify`` does), beside a plain read of the same events.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ CHANGELOG = "bare Faust agent writing a changelog record per key per batch"
 WORKER = "store worker: events folded into snapshots"
 SHORT = "store worker, conversations holding up to 50 events"
 LONG = "store worker, conversations holding 950 to 1,000 events"
+VERIFY = "verify: every snapshot against one read of the log"
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ class Shape:
 SHAPES = (Shape(200, 100), Shape(6, 1000))
 LENGTH_STEP = Shape(20, 50)  # timed on new conversations, and on ones holding 950 events
 LONG_HISTORY = Shape(20, 950)
+VERIFY_SHAPE = Shape(10_000, 10)
 
 
 def _events(shape: Shape, first: int = 0) -> list[ConversationEvent]:
@@ -254,6 +258,26 @@ def _plain_read(settings: Settings, count: int) -> float:
         consumer.close()
 
 
+def _verify_rate(settings: Settings, count: int) -> float:
+    """Events/s of ``goaicore verify`` (all snapshots, then the log once), which must agree."""
+    from goaicore.clients.snapshots import SnapshotReader
+    from goaicore.replay.reader import HistoryReader
+    from goaicore.replay.verify import verify_log
+
+    started = time.perf_counter()
+    with SnapshotReader(settings) as snapshots:
+        stored = snapshots.all(progress=False)
+    with HistoryReader(settings) as reader:
+        report = verify_log(reader, stored, progress=False)
+    elapsed = time.perf_counter() - started
+    if report.differences or report.pending or report.checked != len(stored):
+        raise RuntimeError(
+            f"verify disagrees with the benchmark's own log: {len(report.different)} of "
+            f"{report.checked} snapshots differ, {len(report.pending)} pending"
+        )
+    return count / elapsed
+
+
 class _Run:
     """Topics of their own for each measured process, on one broker."""
 
@@ -318,4 +342,20 @@ def store(broker: LocalBroker) -> list[Measurement]:
         history = _events(LONG_HISTORY)
         rate = run.rate(WORKER_PROCESS, _events(LENGTH_STEP, len(history)), history)
         rows.append(row(LONG, rate, step, baseline=SHORT))
+        rows += _verify_rows(run.settings())
     return rows
+
+
+def _verify_rows(settings: Settings) -> list[Measurement]:
+    """Snapshots folded by the worker, then verified: beside one plain read of the log."""
+    events = _events(VERIFY_SHAPE)
+    folding = len(events) / _timed(WORKER_PROCESS, settings, events)
+    total = 1 + len(events)  # and the warm-up event
+    plain = _plain_read(settings, total)
+    verified = _verify_rate(settings, total)
+    params = VERIFY_SHAPE.params
+    return [
+        Measurement("store", WORKER, folding, "events/s", params, NOTE),
+        Measurement("store", PLAIN, plain, "events/s", params, NOTE),
+        Measurement("store", VERIFY, verified, "events/s", params, NOTE, baseline=PLAIN),
+    ]
