@@ -1,6 +1,6 @@
 """The incremental snapshot encoder writes fastavro's bytes, whatever it remembers.
 
-Each test compares with the codec's own ``encode`` (fastavro's writer over the whole
+Each test compares with the codec's ``encode_generic`` (fastavro's writer over the whole
 snapshot): for any snapshot, for histories that grow, shrink and share message objects
 as the fold's do, with a cache small enough to forget, and for records that do not fit.
 """
@@ -28,7 +28,7 @@ def test_any_snapshot_encodes_to_fastavros_bytes_cold_and_warm(
     snapshot: ConversationSnapshot,
 ) -> None:
     encoder = SnapshotEncoder(CODEC)
-    expected = CODEC.encode(snapshot)
+    expected = CODEC.encode_generic(snapshot)
     assert encoder.encode(snapshot) == expected  # every message new
     assert encoder.encode(snapshot) == expected  # every message remembered
 
@@ -74,10 +74,10 @@ def test_a_history_that_changes_encodes_like_fastavro_at_every_step(
 ) -> None:
     encoder = SnapshotEncoder(CODEC, cache_bytes=cache_bytes)  # small: it must forget
     snapshot = start
-    assert encoder.encode(snapshot) == CODEC.encode(snapshot)
+    assert encoder.encode(snapshot) == CODEC.encode_generic(snapshot)
     for kind, value in history:
         snapshot = _step(snapshot, kind, value)
-        assert encoder.encode(snapshot) == CODEC.encode(snapshot)
+        assert encoder.encode(snapshot) == CODEC.encode_generic(snapshot)
     assert encoder.remembered_bytes <= cache_bytes
 
 
@@ -93,7 +93,7 @@ def test_conversations_encoded_in_turn_each_reuse_only_their_own_history(
     }
     for name, (kind, value) in moves:
         current[name] = _step(current[name], kind, value)
-        assert encoder.encode(current[name]) == CODEC.encode(current[name])
+        assert encoder.encode(current[name]) == CODEC.encode_generic(current[name])
 
 
 def _error(encode: object, snapshot: object) -> str:
@@ -115,9 +115,9 @@ def test_a_message_that_does_not_fit_fails_with_the_codecs_error(bad: SnapshotMe
     encoder = SnapshotEncoder(CODEC)
     encoder.encode(ConversationSnapshot(conversation_id="c", messages=(good,)))  # remembered
     snapshot = ConversationSnapshot(conversation_id="c", messages=(good, bad))
-    assert _error(encoder.encode, snapshot) == _error(CODEC.encode, snapshot)
+    assert _error(encoder.encode, snapshot) == _error(CODEC.encode_generic, snapshot)
     # The bad message was not remembered: it fails again, the same way.
-    assert _error(encoder.encode, snapshot) == _error(CODEC.encode, snapshot)
+    assert _error(encoder.encode, snapshot) == _error(CODEC.encode_generic, snapshot)
 
 
 def test_bookkeeping_that_does_not_fit_fails_with_the_codecs_error() -> None:
@@ -131,5 +131,7 @@ def test_bookkeeping_that_does_not_fit_fails_with_the_codecs_error() -> None:
         dataclasses.replace(good, format_version=2**40),
         dataclasses.replace(good, summary=b"bytes"),  # type: ignore[arg-type]
     ):
-        assert _error(encoder.encode, bad) == _error(CODEC.encode, bad)
-    assert _error(encoder.encode, "not a snapshot") == _error(CODEC.encode, "not a snapshot")
+        assert _error(encoder.encode, bad) == _error(CODEC.encode_generic, bad)
+    assert _error(encoder.encode, "not a snapshot") == _error(
+        CODEC.encode_generic, "not a snapshot"
+    )

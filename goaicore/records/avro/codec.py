@@ -22,6 +22,7 @@ from fastavro.validation import ValidationError, validate
 from goaicore.records import convert
 from goaicore.records.avro.check import compile_check
 from goaicore.records.avro.direct_reader import compile_reader
+from goaicore.records.avro.direct_writer import compile_writer
 from goaicore.records.avro.errors import DecodeError, EncodeError
 from goaicore.records.avro.framing import HEADER_SIZE, header, read_header
 from goaicore.records.avro.registry import SchemaRegistry, WriterSchema
@@ -75,6 +76,7 @@ class Codec(Generic[R]):
         self._header = header(self.writer.fingerprint)
         self._check = compile_check(self.writer.parsed)
         self._direct = compile_reader(self.writer.parsed, record_type)
+        self._direct_write = compile_writer(self.writer.parsed, record_type)
 
     def to_datum(self, record: R) -> dict[str, Any]:
         """The validated fastavro dict of ``record``; EncodeError when it does not fit."""
@@ -86,19 +88,36 @@ class Codec(Generic[R]):
             raise EncodeError(f"cannot encode this {self.name}: {exc}") from exc
         if not self._check(datum):
             # The slow path, only for bad records: fastavro names every offending field.
+            problems = ("a value has a type the schema does not allow (e.g. a bool as a number)",)
             try:
                 validate(datum, self.writer.parsed, raise_errors=True)
             except ValidationError as exc:
                 problems = tuple(str(problem) for problem in exc.errors)
-            else:
-                problems = (
-                    "a value has a type the schema does not allow (e.g. a bool as a number)",
-                )
+            except Exception:  # fastavro's validate trips on some values (a () as a record)
+                pass
             raise EncodeError(f"this {self.name} does not match its schema", problems)
         return datum
 
     def encode(self, record: R) -> bytes:
-        """Single-object bytes of ``record``, written with the current schema."""
+        """Single-object bytes of ``record``, written with the current schema.
+
+        A record of exactly the declared types is written by the direct writer (see
+        ``direct_writer``); anything it does not take goes to :meth:`encode_generic`,
+        which writes it or names what does not fit.
+        """
+        write = self._direct_write
+        if write is not None:
+            parts = [self._header]
+            try:
+                write(record, parts)
+            except Exception:  # the generic path below writes it, or its error stands
+                pass
+            else:
+                return b"".join(parts)
+        return self.encode_generic(record)
+
+    def encode_generic(self, record: R) -> bytes:
+        """Single-object bytes of ``record`` by way of its checked dict and fastavro."""
         datum = self.to_datum(record)
         out = io.BytesIO()
         out.write(self._header)

@@ -24,6 +24,14 @@ from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any
 
+from goaicore.records.avro.generated import (
+    PRIMITIVES,
+    NotDirect,
+    Source,
+    is_record_type,
+    named_type,
+    plain_primitive,
+)
 from goaicore.records.convert import full_name
 
 Read = Callable[[bytes, int], tuple[Any, int]]
@@ -31,11 +39,6 @@ Read = Callable[[bytes, int], tuple[Any, int]]
 # Nine bytes hold 63 bits. fastavro keeps the low 64 bits of a longer varint; such
 # (rare, or damaged) varints are left to it.
 _MAX_VARINT_BYTES = 9
-_PRIMITIVES = ("null", "boolean", "int", "long", "string")
-
-
-class NotDirect(Exception):
-    """The payload is not one the direct reader takes as is; fastavro decides."""
 
 
 def _long(b: bytes, p: int) -> tuple[int, int]:
@@ -71,50 +74,19 @@ def _time(millis: int) -> datetime:
     return at + _MILLIS[rest]
 
 
-class _Source:
-    """The generated function's lines and the names its code refers to."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.namespace: dict[str, Any] = {
-            "_long": _long,
-            "_time": _time,
-            "NotDirect": NotDirect,
-            "new": object.__new__,
-        }
-        self.count = 0
-
-    def var(self) -> str:
-        self.count += 1
-        return f"v{self.count}"
-
-    def bind(self, value: Any) -> str:
-        name = f"h{len(self.namespace)}"
-        self.namespace[name] = value
-        return name
-
-    def add(self, indent: int, *lines: str) -> None:
-        self.lines.extend("    " * indent + line for line in lines)
-
-
 class _Compiler:
     """Emits the code reading a schema's value as the Python type it becomes."""
 
     def __init__(self) -> None:
         self.named: dict[str, Any] = {}  # named schemas seen so far, by full name
-        self.source = _Source()
+        self.source = Source({"_long": _long, "_time": _time, "new": object.__new__})
 
     def emit(self, schema: Any, hint: Any, target: str, indent: int) -> None:
         """Lines that read ``schema`` at ``p`` into ``target`` and move ``p`` past it."""
         out = self.source
-        if isinstance(schema, str) and schema not in _PRIMITIVES:
+        schema = plain_primitive(schema)
+        if isinstance(schema, str) and schema not in PRIMITIVES:
             return self.emit(self.named[schema], hint, target, indent)  # a named type again
-        if (
-            isinstance(schema, dict)
-            and schema["type"] in _PRIMITIVES
-            and "logicalType" not in schema
-        ):
-            return self.emit(schema["type"], hint, target, indent)
         if schema == "null":
             return out.add(indent, f"{target} = None")
         if schema == "boolean":
@@ -200,19 +172,19 @@ class _Compiler:
 
     def _union(self, branches: list[Any], hint: Any, target: str, indent: int) -> None:
         members = [m for m in typing.get_args(hint) if m is not type(None)] or [hint]
-        by_name = {full_name(m.__name__): m for m in members if _is_record_type(m)}
+        by_name = {full_name(m.__name__): m for m in members if is_record_type(m)}
         index = self.source.var()
         self._long(index, indent)
         for number, branch in enumerate(branches):
             self.source.add(indent, f"{'if' if number == 0 else 'elif'} {index} == {number}:")
-            name = _name_of(branch)
+            name = named_type(branch)
             member = by_name.get(name, members[0]) if name is not None else members[0]
             self.emit(branch, member, target, indent + 1)
         self.source.add(indent, "else: raise NotDirect('a union index out of range')")
 
     def _record(self, schema: Any, record_type: Any, target: str, indent: int) -> None:
         self.named[schema["name"]] = schema
-        if not _is_record_type(record_type):
+        if not is_record_type(record_type):
             raise TypeError(f"record {schema['name']} read as {record_type!r}")
         hints = typing.get_type_hints(record_type)
         wanted = {field.name for field in dataclasses.fields(record_type)}
@@ -242,19 +214,6 @@ class _Compiler:
         )
 
 
-def _is_record_type(hint: Any) -> bool:
-    return isinstance(hint, type) and dataclasses.is_dataclass(hint)
-
-
-def _name_of(schema: Any) -> str | None:
-    if isinstance(schema, dict) and schema.get("type") in ("record", "enum"):
-        name: str = schema["name"]
-        return name
-    if isinstance(schema, str) and schema not in _PRIMITIVES:
-        return schema
-    return None
-
-
 def compile_reader(schema: Any, record_type: type[Any]) -> Read | None:
     """A direct reader of ``record_type`` for bodies written with the parsed ``schema``
     (``read(data, position) -> (record, end)``), or None when the schema uses something
@@ -264,8 +223,7 @@ def compile_reader(schema: Any, record_type: type[Any]) -> Read | None:
         compiler.emit(schema, record_type, "record", 1)
     except (TypeError, KeyError):
         return None
-    source = compiler.source
-    code = "\n".join(["def read(b, p):", *source.lines, "    return record, p"])
-    exec(compile(code, f"<direct reader {record_type.__name__}>", "exec"), source.namespace)
-    read: Read = source.namespace["read"]
+    read: Read = compiler.source.function(
+        "read(b, p)", f"direct reader {record_type.__name__}", "return record, p"
+    )
     return read

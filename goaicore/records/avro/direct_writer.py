@@ -1,0 +1,249 @@
+"""Avro bytes written straight from a record, in the current schema.
+
+The generic path converts a record to fastavro's dict (``convert``), checks the dict
+against the schema (``check``) and has fastavro write it: three walks over the record,
+most of what the fold worker spends encoding a snapshot's new messages. This module
+compiles, once per record type, straight-line Python that writes the record's fields
+in schema order (the mirror of ``direct_reader``).
+
+It is a shortcut, never a second authority: it takes only values of exactly the types
+the record declares (a ``str`` for a string, an ``int`` in range for a long, a
+timezone-aware ``datetime`` for a timestamp, the enum's own members, tuples and dicts
+as the records keep them), and raises :class:`NotDirect` for anything else, so the
+codec's generic path writes it or names what is wrong. Property tests hold the bytes
+equal to fastavro's for every record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+from typing import Any
+
+from goaicore.records.avro.generated import (
+    PRIMITIVES,
+    NotDirect,
+    Source,
+    is_record_type,
+    named_type,
+    plain_primitive,
+)
+from goaicore.records.convert import full_name
+
+Write = Callable[[Any, list[bytes]], None]
+
+_INT = (-(2**31), 2**31 - 1)
+_LONG = (-(2**63), 2**63 - 1)
+_SMALL = [bytes([n]) for n in range(0x80)]
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+def varint(value: int) -> bytes:
+    """Avro's zigzag varint of a long."""
+    zigzag = (value << 1) ^ (value >> 63)
+    if zigzag < 0x80:
+        return _SMALL[zigzag]
+    out = bytearray()
+    while zigzag & ~0x7F:
+        out.append((zigzag & 0x7F) | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+    return bytes(out)
+
+
+def _millis(value: Any) -> int:
+    """A timestamp's milliseconds as ``convert`` computes them; aware datetimes only."""
+    if type(value) is not datetime or value.utcoffset() is None:
+        raise NotDirect("not an aware datetime")
+    millis: int = (value - _EPOCH) // _MILLISECOND
+    return millis
+
+
+class _Compiler:
+    """Emits the code writing a value of a Python type in a schema's binary form."""
+
+    def __init__(self, overrides: dict[str, Write], named: dict[str, Any]) -> None:
+        self.named = named  # named schemas by full name
+        self.source = Source(
+            {
+                "varint": varint,
+                "_millis": _millis,
+                "_NULL": b"\x00",
+                "_SECOND": b"\x02",
+                "_TRUE": b"\x01",
+                "_FALSE": b"\x00",
+                "_END": b"\x00",
+            }
+        )
+        self.overrides = overrides  # the outer record's fields written by a function of it
+        self.outer_seen = False
+
+    def emit(self, schema: Any, hint: Any, value: str, indent: int) -> None:
+        """Lines that append the encoding of ``value`` (an expression) to ``out``."""
+        out = self.source
+        schema = plain_primitive(schema)
+        if isinstance(schema, str) and schema not in PRIMITIVES:
+            return self.emit(self.named[schema], hint, value, indent)
+        if schema == "null":
+            return out.add(indent, f"if {value} is not None: raise NotDirect('not null')")
+        if schema == "boolean":
+            return out.add(
+                indent,
+                f"if type({value}) is not bool: raise NotDirect('not a bool')",
+                f"out.append(_TRUE if {value} else _FALSE)",
+            )
+        if schema in ("int", "long"):
+            low, high = _INT if schema == "int" else _LONG
+            return out.add(
+                indent,
+                f"if type({value}) is not int or not {low} <= {value} <= {high}: "
+                "raise NotDirect('not an int in range')",
+                f"out.append(varint({value}))",
+            )
+        if schema == "string":
+            encoded = out.var()
+            return out.add(
+                indent,
+                f"if type({value}) is not str: raise NotDirect('not a str')",
+                f"{encoded} = {value}.encode('utf-8')",
+                f"out.append(varint(len({encoded})))",
+                f"out.append({encoded})",
+            )
+        if isinstance(schema, list):
+            return self._union(schema, hint, value, indent)
+        kind = schema["type"]
+        if kind == "long" and schema.get("logicalType") == "timestamp-millis":
+            millis = out.var()
+            return out.add(indent, f"{millis} = _millis({value})", f"out.append(varint({millis}))")
+        if kind == "record":
+            return self._record(schema, hint, value, indent)
+        if kind == "enum":
+            return self._enum(schema, hint, value, indent)
+        if kind == "array":
+            item = out.var()
+            out.add(
+                indent,
+                f"if type({value}) is not tuple: raise NotDirect('not a tuple')",
+                f"if {value}:",
+                f"    out.append(varint(len({value})))",
+                f"    for {item} in {value}:",
+            )
+            self.emit(schema["items"], typing.get_args(hint)[0], item, indent + 2)
+            return out.add(indent, "out.append(_END)")
+        if kind == "map":
+            key, item = out.var(), out.var()
+            args = typing.get_args(hint)
+            out.add(
+                indent,
+                f"if type({value}) is not dict: raise NotDirect('not a dict')",
+                f"if {value}:",
+                f"    out.append(varint(len({value})))",
+                f"    for {key}, {item} in {value}.items():",
+            )
+            self.emit("string", str, key, indent + 2)
+            self.emit(schema["values"], args[1] if len(args) == 2 else Any, item, indent + 2)
+            return out.add(indent, "out.append(_END)")
+        raise TypeError(f"no direct writer for {schema!r}")
+
+    def _union(self, branches: list[Any], hint: Any, value: str, indent: int) -> None:
+        if len(branches) == 2 and branches[0] == "null":
+            members = [m for m in typing.get_args(hint) if m is not type(None)] or [hint]
+            self.source.add(indent, f"if {value} is None:", "    out.append(_NULL)", "else:")
+            self.source.add(indent + 1, "out.append(_SECOND)")
+            return self.emit(branches[1], members[0], value, indent + 1)
+        by_name = {full_name(m.__name__): m for m in typing.get_args(hint) if is_record_type(m)}
+        if len(by_name) != len(branches):
+            raise TypeError(f"no direct writer for the union {branches!r}")
+        kind = self.source.var()
+        self.source.add(indent, f"{kind} = type({value})")
+        for number, branch in enumerate(branches):
+            record_type = by_name[named_type(branch) or ""]
+            self.source.add(
+                indent,
+                f"{'if' if number == 0 else 'elif'} {kind} is {self.source.bind(record_type)}:",
+                f"    out.append({self.source.bind(varint(number))})",
+            )
+            self.emit(branch, record_type, value, indent + 1)
+        self.source.add(indent, "else: raise NotDirect('not a branch of the union')")
+
+    def _record(self, schema: Any, record_type: Any, value: str, indent: int) -> None:
+        self.named[schema["name"]] = schema
+        if not is_record_type(record_type):
+            raise TypeError(f"record {schema['name']} written from {record_type!r}")
+        hints = typing.get_type_hints(record_type)
+        names = [field["name"] for field in schema["fields"]]
+        if set(names) != {field.name for field in dataclasses.fields(record_type)}:
+            raise TypeError(f"{record_type.__name__} and {schema['name']} differ in fields")
+        outer, self.outer_seen = not self.outer_seen, True
+        self.source.add(
+            indent,
+            f"if type({value}) is not {self.source.bind(record_type)}: "
+            "raise NotDirect('not the record type')",
+        )
+        for field in schema["fields"]:
+            name = field["name"]
+            if outer and name in self.overrides:
+                written = self.source.bind(self.overrides[name])
+                self.source.add(indent, f"{written}({value}, out)")
+                continue
+            item = self.source.var()
+            self.source.add(indent, f"{item} = {value}.{name}")
+            self.emit(field["type"], hints[name], item, indent)
+
+    def _enum(self, schema: Any, hint: Any, value: str, indent: int) -> None:
+        self.named[schema["name"]] = schema
+        if not (isinstance(hint, type) and issubclass(hint, Enum)):
+            raise TypeError(f"enum {schema['name']} written from {hint!r}")
+        indexes = self.source.bind({hint(s): varint(i) for i, s in enumerate(schema["symbols"])})
+        encoded = self.source.var()
+        self.source.add(
+            indent,
+            f"if type({value}) is not {self.source.bind(hint)}: raise NotDirect('not the enum')",
+            f"{encoded} = {indexes}.get({value})",
+            f"if {encoded} is None: raise NotDirect('not a symbol of the schema')",
+            f"out.append({encoded})",
+        )
+
+
+def _named_types(schema: Any, named: dict[str, Any]) -> dict[str, Any]:
+    """Every named type defined in ``schema``, by full name."""
+    if isinstance(schema, list):
+        for branch in schema:
+            _named_types(branch, named)
+    elif isinstance(schema, dict):
+        if schema.get("type") in ("record", "enum", "fixed"):
+            named[schema["name"]] = schema
+        for field in schema.get("fields", ()):
+            _named_types(field["type"], named)
+        for key in ("items", "values"):
+            if key in schema:
+                _named_types(schema[key], named)
+        if isinstance(schema.get("type"), dict | list):
+            _named_types(schema["type"], named)
+    return named
+
+
+def compile_writer(
+    schema: Any,
+    record_type: type[Any],
+    overrides: dict[str, Write] | None = None,
+    within: Any = None,
+) -> Write | None:
+    """A direct writer of ``record_type`` in the parsed ``schema`` (``write(record, out)``
+    appends the body's parts to ``out``), or None when the schema uses something it does
+    not write. ``overrides`` name fields of the record written by a function of it
+    (``write(record, out)`` too, appending the field's whole encoding); ``within`` is a
+    schema ``schema`` is part of, whose named types it may refer to."""
+    compiler = _Compiler(overrides or {}, _named_types(within, {}) if within else {})
+    try:
+        compiler.emit(schema, record_type, "record", 1)
+    except (TypeError, KeyError):
+        return None
+    write: Write = compiler.source.function(
+        "write(record, out)", f"direct writer {record_type.__name__}"
+    )
+    return write
