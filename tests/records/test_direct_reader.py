@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from goaicore.records.avro import DecodeError, default_codecs, encode
 from goaicore.records.avro.codec import Codec
-from goaicore.records.avro.direct_reader import NotDirect, _time
+from goaicore.records.avro.direct_reader import _time
+from goaicore.records.avro.generated import NotDirect
 from tests.records.records_samples import ALL_SAMPLES
 from tests.records.records_strategies import records
 

@@ -112,9 +112,10 @@ def _swap(record: Any, data: st.DataObject) -> Any:
     fields = [field.name for field in dataclasses.fields(record)]
     name = data.draw(st.sampled_from(fields))
     value = getattr(record, name)
-    nested = [item for item in (value if isinstance(value, tuple) else (value,))]
-    nested = [item for item in nested if dataclasses.is_dataclass(item)]
-    if nested and data.draw(st.booleans()):
+    candidates: tuple[Any, ...] = value if isinstance(value, tuple) else (value,)
+    nested = [item for item in candidates if dataclasses.is_dataclass(item)]
+    go_deeper: bool = bool(nested) and data.draw(st.booleans())
+    if go_deeper:
         inner = data.draw(st.sampled_from(nested))
         swapped = _swap(inner, data)
         if isinstance(value, tuple):

@@ -88,7 +88,9 @@ class Codec(Generic[R]):
             raise EncodeError(f"cannot encode this {self.name}: {exc}") from exc
         if not self._check(datum):
             # The slow path, only for bad records: fastavro names every offending field.
-            problems = ("a value has a type the schema does not allow (e.g. a bool as a number)",)
+            problems: tuple[str, ...] = (
+                "a value has a type the schema does not allow (e.g. a bool as a number)",
+            )
             try:
                 validate(datum, self.writer.parsed, raise_errors=True)
             except ValidationError as exc:
