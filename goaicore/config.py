@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 BrokerProfile = Literal["standard", "embedded"]
 LocalBrokerKind = Literal["embedded", "kafka"]
+TableStore = Literal["memory", "rocksdb"]
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 SECURITY_PROTOCOLS: tuple[SecurityProtocol, ...] = (
@@ -169,6 +170,13 @@ VARIABLES: tuple[Variable, ...] = (
         "Estimated request size above which the chat worker compacts a conversation's history.",
     ),
     Variable(
+        "GOAICORE_TABLE_STORE",
+        "`memory`",
+        "Where a store worker keeps its snapshots table: `memory` (rebuilt from the "
+        "changelog at each start) or `rocksdb` (on disk under `GOAICORE_DATA_DIR`, kept "
+        "across restarts; needs the `rocksdb` extra). See Sizing in docs/operations.md.",
+    ),
+    Variable(
         "GOAICORE_DATA_DIR",
         "the nearest `.goaicore/` here or above",
         "Where the dev stack keeps dev.json, the embedded PostgreSQL data and the local "
@@ -284,6 +292,14 @@ def _parse_profile(name: str, raw: str) -> BrokerProfile:
     raise ConfigError(f"{name}={raw!r}: must be 'standard' or 'embedded'")
 
 
+def _parse_table_store(name: str, raw: str) -> TableStore:
+    if raw == "memory":
+        return "memory"
+    if raw == "rocksdb":
+        return "rocksdb"
+    raise ConfigError(f"{name}={raw!r}: must be 'memory' or 'rocksdb'")
+
+
 def _parse_local_broker(name: str, raw: str) -> LocalBrokerKind:
     if raw == "embedded":
         return "embedded"
@@ -380,6 +396,7 @@ class Settings:
     system_prompt: str = FROM_ENVIRONMENT
     tools: str = FROM_ENVIRONMENT
     context_tokens: int = FROM_ENVIRONMENT
+    table_store: TableStore = FROM_ENVIRONMENT
     data_dir: Path = FROM_ENVIRONMENT
     env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
@@ -493,6 +510,7 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
         lambda n, r: _parse_int(n, r, 256, 10_000_000),
         16_000,
     )
+    out["table_store"] = pick("table_store", "GOAICORE_TABLE_STORE", _parse_table_store, "memory")
     out["bootstrap_servers"] = pick(
         "bootstrap_servers", "KAFKA_BOOTSTRAP_SERVERS", parse_bootstrap_servers
     )

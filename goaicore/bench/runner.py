@@ -38,6 +38,7 @@ SUITE_MODULES: tuple[str, ...] = (
     "goaicore.bench.store",
     "goaicore.bench.projection",
     "goaicore.bench.chat",
+    "goaicore.bench.scale",
 )
 
 BrokerChoice = Literal["both", "kafka", "embedded"]

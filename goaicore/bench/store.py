@@ -12,8 +12,8 @@ Baselines, each measured in the same run: a plain kafka-python consumer reading
 the events (no decoding), a bare Faust agent counting them one at a time, and a
 bare Faust agent writing one changelog record per touched key per batch (what
 the fold does around its work). Cost per event against conversation length:
-the same 50 events for each of 20 conversations, once the conversations are new
-and once they already hold 950 events. Verify: 10 events for each of 10,000
+the same 100 events for each of 50 conversations, once the conversations are new
+and once they already hold 900 events. Verify: 10 events for each of 10,000
 conversations folded by the worker, then every snapshot verified against one read
 of the log (what ``goaicore verify`` does), beside a plain read of the same events.
 """
@@ -65,8 +65,8 @@ PLAIN = "plain consumer reading the same events"
 COUNTING = "bare Faust agent counting the same events"
 CHANGELOG = "bare Faust agent writing a changelog record per key per batch"
 WORKER = "store worker: events folded into snapshots"
-SHORT = "store worker, conversations holding up to 50 events"
-LONG = "store worker, conversations holding 950 to 1,000 events"
+SHORT = "store worker, conversations holding up to 100 events"
+LONG = "store worker, conversations holding 900 to 1,000 events"
 VERIFY = "verify: every snapshot against one read of the log"
 
 
@@ -87,8 +87,8 @@ class Shape:
 
 
 SHAPES = (Shape(200, 100), Shape(6, 1000))
-LENGTH_STEP = Shape(20, 50)  # timed on new conversations, and on ones holding 950 events
-LONG_HISTORY = Shape(20, 950)
+LENGTH_STEP = Shape(50, 100)  # timed on new conversations, and on ones holding 900 events
+LONG_HISTORY = Shape(50, 900)
 VERIFY_SHAPE = Shape(10_000, 10)
 
 

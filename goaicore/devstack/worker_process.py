@@ -21,6 +21,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
         GOAICORE_TOPIC_PREFIX=settings.topic_prefix,
         GOAICORE_PARTITIONS=str(settings.partitions),
         GOAICORE_DATA_DIR=str(settings.data_dir),
+        GOAICORE_TABLE_STORE=settings.table_store,
     )
     if settings.database_url:
         env["DATABASE_URL"] = settings.database_url

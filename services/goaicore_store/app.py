@@ -25,6 +25,7 @@ import faust
 
 from goaicore.config import Settings
 from goaicore.conversation.providers.choice import Providers
+from goaicore.kafka.faust.disk_table import lock_table_dir, store_url
 from goaicore.kafka.faust.flow_control import SteadyApp
 from goaicore.kafka.faust.lanes import add_batch_lane
 from goaicore.kafka.faust.recovery import SteadyTableManager
@@ -45,6 +46,8 @@ from goaicore_store.topology import ChatServices, StoreApp, app_id
 from goaicore_store.views import register_views
 
 log = logging.getLogger(__name__)
+
+ROCKSDB_BLOCK_CACHE_BYTES = 64 * 1024 * 1024
 
 
 def keyed_table(app: faust.App, name: str, changelog: Any, codec: str, partitions: int) -> Any:
@@ -112,11 +115,15 @@ def create_app(
     url = canonical_url or default_canonical_url(web_host, port)
     datadir = data_dir or settings.data_dir / "store"
     datadir.mkdir(parents=True, exist_ok=True)
+    on_disk = settings.table_store == "rocksdb"
+    table_lock = lock_table_dir(datadir) if on_disk else None
     partitions = settings.partitions
     app = SteadyApp(
         app_id(settings),
         broker=faust_broker_urls(settings),
-        store="memory://",
+        store=store_url(settings.table_store),
+        # Each partition's database caches at most this much (Faust's default is 2 GiB).
+        rocksdb_options={"block_cache_size": ROCKSDB_BLOCK_CACHE_BYTES},
         topic_partitions=partitions,
         table_standby_replicas=1,
         TableManager=SteadyTableManager,  # a watchdog on table recovery
@@ -147,6 +154,7 @@ def create_app(
         replies_table=_replies_table(app, settings),
         chat=_chat_services(settings),
         web_port=port,
+        table_lock=table_lock,
     )
     add_batch_lane(app, events, partial(apply_batch, store), FOLD_BATCH)
     app.agent(store.requests, name="chat")(ChatAgent(store, store.chat).consume)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import IO, Any
 
 import faust
 from faust.types import TableT, TopicT
@@ -60,6 +60,8 @@ class StoreApp:
     web_port: int
     progress: FoldProgress = field(default_factory=FoldProgress)
     """How far the fold has applied each partition: the chat agent's read-your-writes wait."""
+    table_lock: IO[str] | None = None
+    """Held while the worker runs when its tables are on disk (``disk_table``)."""
 
     @cached_property
     def fold_policy(self) -> FoldPolicy:

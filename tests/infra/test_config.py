@@ -48,6 +48,7 @@ def test_every_variable_is_read() -> None:
         "GOAICORE_SYSTEM_PROMPT": "Be brief",
         "GOAICORE_TOOLS": "mygame.tools:registry",
         "GOAICORE_CONTEXT_TOKENS": "4000",
+        "GOAICORE_TABLE_STORE": "rocksdb",
         "KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
         "KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
         "KAFKA_SASL_USERNAME": "game",
@@ -71,6 +72,7 @@ def test_every_variable_is_read() -> None:
     assert (s.chat_concurrency, s.read_wait, s.turn_timeout) == (8, 2.5, 30.0)
     assert (s.system_prompt, s.tools) == ("Be brief", "mygame.tools:registry")
     assert s.context_tokens == 4000
+    assert s.table_store == "rocksdb"
     assert (s.security_protocol, s.sasl_mechanism) == ("SASL_SSL", "SCRAM-SHA-512")
     assert (s.sasl_username, s.sasl_password) == ("game", "s3cret")
     assert s.ssl_cafile == s.ssl_certfile == s.ssl_keyfile == __file__
@@ -91,6 +93,7 @@ def test_every_variable_is_read() -> None:
         ("GOAICORE_TOPIC_PREFIX", "bad prefix!", "Kafka topic names"),
         ("GOAICORE_BROKER_PROFILE", "fast", "must be 'standard' or 'embedded'"),
         ("GOAICORE_LOCAL_BROKER", "redpanda", "must be 'embedded' or 'kafka'"),
+        ("GOAICORE_TABLE_STORE", "rocksdict", "must be 'memory' or 'rocksdb'"),
         ("GOAICORE_DB_SCHEMA", "Audit-1", "use 1 to 63 of a-z 0-9 _"),
         ("GOAICORE_CHAT_CONCURRENCY", "0", "must be from 1 to 10000"),
         ("GOAICORE_READ_WAIT", "soon", "must be a number of seconds"),
