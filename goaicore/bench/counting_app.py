@@ -18,6 +18,7 @@ from typing import Any
 
 from goaicore.config import Settings
 from goaicore.extras import needs
+from goaicore.kafka.faust.worker import QuietWorker
 from goaicore.kafka.profile import client_profile, faust_broker_urls
 from goaicore.kafka.security import faust_credentials
 from goaicore.net import free_loopback_port
@@ -100,7 +101,7 @@ def main() -> None:
                     table[key] = value
                 await mark_up_to(seen[0] + len(batch))
 
-    faust.Worker(app, loglevel="warning").execute_from_commandline()
+    QuietWorker(app, loglevel="warning").execute_from_commandline()
 
 
 if __name__ == "__main__":

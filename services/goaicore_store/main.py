@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import faust
-
 from goaicore.config import Settings
+from goaicore.kafka.faust.worker import QuietWorker
 from goaicore.kafka.topics import ensure_topics
 from goaicore_store.app import create_app
 
@@ -19,5 +18,5 @@ def main(
     settings = Settings()
     ensure_topics(settings)
     store = create_app(settings, web_port=web_port, web_host=web_host, canonical_url=canonical_url)
-    faust.Worker(store.app, loglevel=loglevel).execute_from_commandline()
+    QuietWorker(store.app, loglevel=loglevel).execute_from_commandline()
     return 0

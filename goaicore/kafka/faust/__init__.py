@@ -12,7 +12,11 @@ on Apache Kafka). Each module says what it fixes and how the fault was seen:
 - ``recovery``: table recovery re-seeks an active changelog partition that
   stays silent;
 - ``lanes``: a topic's records handed to one handler a fetch at a time, not to
-  a stream a record at a time (the consumer in ``transport`` runs them).
+  a stream a record at a time (the consumer in ``transport`` runs them);
+- ``worker``: the worker without its terminal spinner, which kept the root
+  logger at DEBUG;
+- ``disk_table``: tables on disk (RocksDB), each key in its partition's
+  database without a current event.
 """
 
 from __future__ import annotations
