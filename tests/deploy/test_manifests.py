@@ -156,7 +156,7 @@ def test_image_builds_the_package_with_its_schemas_and_services() -> None:
 
 def test_image_installs_the_services_extras_and_no_dev_package() -> None:
     installs = [i.args for i in dockerfile() if i.keyword == "RUN" and "pip install" in i.args]
-    assert any("'.[worker,projector]'" in run for run in installs), installs
+    assert any("'.[worker,rocksdb,projector]'" in run for run in installs), installs
     assert not any("dev" in run or "[all" in run or "local" in run for run in installs)
 
 
