@@ -174,7 +174,8 @@ VARIABLES: tuple[Variable, ...] = (
         "`memory`",
         "Where a store worker keeps its snapshots table: `memory` (rebuilt from the "
         "changelog at each start) or `rocksdb` (on disk under `GOAICORE_DATA_DIR`, kept "
-        "across restarts; needs the `rocksdb` extra). See Sizing in docs/operations.md.",
+        "across restarts; needs the `rocksdb` extra). See docs/operations.md, "
+        '"The snapshots table".',
     ),
     Variable(
         "GOAICORE_DATA_DIR",
