@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -285,28 +285,21 @@ def _parse_topic_prefix(name: str, raw: str) -> str:
     return raw
 
 
-def _parse_profile(name: str, raw: str) -> BrokerProfile:
-    if raw == "standard":
-        return "standard"
-    if raw == "embedded":
-        return "embedded"
-    raise ConfigError(f"{name}={raw!r}: must be 'standard' or 'embedded'")
+def _one_of(*choices: str) -> Callable[[str, str], str]:
+    """A parser of a variable that takes exactly one of ``choices``."""
+    listed = " or ".join(repr(choice) for choice in choices)
+
+    def parse(name: str, raw: str) -> str:
+        if raw in choices:
+            return raw
+        raise ConfigError(f"{name}={raw!r}: must be {listed}")
+
+    return parse
 
 
-def _parse_table_store(name: str, raw: str) -> TableStore:
-    if raw == "memory":
-        return "memory"
-    if raw == "rocksdb":
-        return "rocksdb"
-    raise ConfigError(f"{name}={raw!r}: must be 'memory' or 'rocksdb'")
-
-
-def _parse_local_broker(name: str, raw: str) -> LocalBrokerKind:
-    if raw == "embedded":
-        return "embedded"
-    if raw == "kafka":
-        return "kafka"
-    raise ConfigError(f"{name}={raw!r}: must be 'embedded' or 'kafka'")
+_parse_profile = _one_of("standard", "embedded")
+_parse_table_store = _one_of("memory", "rocksdb")
+_parse_local_broker = _one_of("embedded", "kafka")
 
 
 def _parse_data_dir(name: str, raw: str) -> Path:

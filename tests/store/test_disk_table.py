@@ -16,10 +16,9 @@ from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import ConfigError, Settings
 from goaicore.kafka import ensure_topics
 from goaicore.kafka.faust.disk_table import lock_table_dir
-from goaicore.records import GameEvent
 from goaicore.replay.verify import verify_snapshot
 from tests.cli import run_goaicore
-from tests.store.workers import StoreWorker, wait_folded, worker_env
+from tests.store.workers import StoreWorker, publish_ticks, wait_folded, worker_env
 
 
 def _databases(data_dir: Path) -> list[Path]:
@@ -30,11 +29,7 @@ def test_a_worker_with_its_table_on_disk_folds_on_after_a_kill(settings: Setting
     on_disk = settings.with_overrides(table_store="rocksdb")
     ensure_topics(on_disk)
     first = StoreWorker(on_disk, "first").start()
-    with EventPublisher(on_disk) as publisher:
-        positions = publisher.publish_many(
-            (f"d{n % 20}", GameEvent(kind="tick", text=f"t{n}")) for n in range(200)
-        )
-    last = {f"d{n % 20}": positions[n].offset for n in range(200)}
+    last = publish_ticks(on_disk, "d")
     wait_folded(on_disk, last, workers=(first,))
     first.kill9()
     assert _databases(on_disk.data_dir), "no RocksDB database under the data folder"

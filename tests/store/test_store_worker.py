@@ -16,7 +16,13 @@ from goaicore.records.avro.api import encode_snapshot
 from goaicore.replay.log import replay
 from goaicore.replay.verify import verify_snapshot
 from tests.cli import run_goaicore
-from tests.store.workers import StoreWorker, dead_letters, wait_folded, worker_env
+from tests.store.workers import (
+    StoreWorker,
+    dead_letters,
+    publish_ticks,
+    wait_folded,
+    worker_env,
+)
 
 
 @pytest.fixture
@@ -99,11 +105,7 @@ def test_bad_records_go_to_dead_letters_and_the_worker_goes_on(
 
 def test_a_restarted_worker_recovers_its_table(topics: Settings) -> None:
     first = StoreWorker(topics, "first").start()
-    with EventPublisher(topics) as publisher:
-        positions = publisher.publish_many(
-            (f"r{n % 20}", GameEvent(kind="tick", text=f"t{n}")) for n in range(200)
-        )
-    last = {f"r{n % 20}": positions[n].offset for n in range(200)}
+    last = publish_ticks(topics, "r")
     wait_folded(topics, last, workers=(first,))
     assert first.stop() == 0
 

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
 
+from goaicore.clients import EventPublisher
 from goaicore.clients.deadletter import DeadLetter
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
 from goaicore.kafka.partition_reader import read_to_end
-from goaicore.records import ConversationSnapshot
+from goaicore.records import ConversationSnapshot, GameEvent
 
 # The environment a child process of these settings runs with.
 worker_env = settings_env
@@ -60,6 +61,20 @@ class StoreWorker:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def publish_ticks(
+    settings: Settings, prefix: str, events: int = 200, each: int = 10
+) -> dict[str, int]:
+    """``events`` game events round-robin over conversations ``<prefix>0``, ``<prefix>1``, ...
+    (``each`` apiece); the offset of each conversation's last one."""
+    conversations = events // each
+    with EventPublisher(settings) as publisher:
+        positions = publisher.publish_many(
+            (f"{prefix}{n % conversations}", GameEvent(kind="tick", text=f"t{n}"))
+            for n in range(events)
+        )
+    return {f"{prefix}{n % conversations}": positions[n].offset for n in range(events)}
 
 
 def wait_folded(

@@ -25,12 +25,11 @@ from enum import Enum
 from typing import Any
 
 from goaicore.records.avro.generated import (
-    PRIMITIVES,
     NotDirect,
+    SchemaCompiler,
     Source,
     is_record_type,
     named_type,
-    plain_primitive,
 )
 from goaicore.records.convert import full_name
 
@@ -74,22 +73,18 @@ def _time(millis: int) -> datetime:
     return at + _MILLIS[rest]
 
 
-class _Compiler:
-    """Emits the code reading a schema's value as the Python type it becomes."""
+class _Compiler(SchemaCompiler):
+    """Emits the code reading a schema's value (at ``p`` in ``b``, moving ``p`` past it)
+    into ``target``, as the Python type it becomes."""
 
     def __init__(self) -> None:
-        self.named: dict[str, Any] = {}  # named schemas seen so far, by full name
-        self.source = Source({"_long": _long, "_time": _time, "new": object.__new__})
+        super().__init__(Source({"_long": _long, "_time": _time, "new": object.__new__}), {})
 
-    def emit(self, schema: Any, hint: Any, target: str, indent: int) -> None:
-        """Lines that read ``schema`` at ``p`` into ``target`` and move ``p`` past it."""
+    def primitive(self, kind: str, target: str, indent: int) -> None:
         out = self.source
-        schema = plain_primitive(schema)
-        if isinstance(schema, str) and schema not in PRIMITIVES:
-            return self.emit(self.named[schema], hint, target, indent)  # a named type again
-        if schema == "null":
+        if kind == "null":
             return out.add(indent, f"{target} = None")
-        if schema == "boolean":
+        if kind == "boolean":
             return out.add(
                 indent,
                 f"{target} = b[p]",
@@ -97,47 +92,36 @@ class _Compiler:
                 f"if {target} > 1: raise NotDirect('a boolean neither 0 nor 1')",
                 f"{target} = {target} == 1",
             )
-        if schema in ("int", "long"):
-            return self._long(target, indent)
-        if schema == "string":
+        self._long(target, indent)
+        if kind == "string":
             end = out.var()
-            self._long(target, indent)
-            return out.add(
+            out.add(
                 indent,
                 f"{end} = p + {target}",
                 f"if {target} < 0 or {end} > len(b): raise NotDirect('a string past the end')",
                 f"{target} = b[p:{end}].decode('utf-8')",
                 f"p = {end}",
             )
-        if isinstance(schema, list):
-            return self._union(schema, hint, target, indent)
-        kind = schema["type"]
-        if kind == "long" and schema.get("logicalType") == "timestamp-millis":
-            self._long(target, indent)
-            return out.add(indent, f"{target} = _time({target})")
-        if kind == "record":
-            return self._record(schema, hint, target, indent)
-        if kind == "enum":
-            return self._enum(schema, hint, target, indent)
-        if kind == "array":
-            item = out.var()
-            items = self._blocks(
-                indent,
-                lambda inner: self.emit(schema["items"], typing.get_args(hint)[0], item, inner),
-                item,
-            )
-            return out.add(indent, f"{target} = tuple({items})")
-        if kind == "map":
-            key, value = out.var(), out.var()
-            args = typing.get_args(hint)
+        return None
 
-            def entry(inner: int) -> None:
-                self.emit("string", str, key, inner)
-                self.emit(schema["values"], args[1] if len(args) == 2 else Any, value, inner)
+    def timestamp(self, target: str, indent: int) -> None:
+        self._long(target, indent)
+        self.source.add(indent, f"{target} = _time({target})")
 
-            entries = self._blocks(indent, entry, f"({key}, {value})")
-            return out.add(indent, f"{target} = dict({entries})")
-        raise TypeError(f"no direct reader for {schema!r}")
+    def array(self, items: Any, hint: Any, target: str, indent: int) -> None:
+        item = self.source.var()
+        found = self._blocks(indent, lambda inner: self.emit(items, hint, item, inner), item)
+        self.source.add(indent, f"{target} = tuple({found})")
+
+    def map(self, values: Any, hint: Any, target: str, indent: int) -> None:
+        key, value = self.source.var(), self.source.var()
+
+        def entry(inner: int) -> None:
+            self.emit("string", str, key, inner)
+            self.emit(values, hint, value, inner)
+
+        entries = self._blocks(indent, entry, f"({key}, {value})")
+        self.source.add(indent, f"{target} = dict({entries})")
 
     def _long(self, target: str, indent: int) -> None:
         self.source.add(
@@ -170,7 +154,7 @@ class _Compiler:
         out.add(indent + 2, f"{items}.append({item})")
         return items
 
-    def _union(self, branches: list[Any], hint: Any, target: str, indent: int) -> None:
+    def union(self, branches: list[Any], hint: Any, target: str, indent: int) -> None:
         members = [m for m in typing.get_args(hint) if m is not type(None)] or [hint]
         by_name = {full_name(m.__name__): m for m in members if is_record_type(m)}
         index = self.source.var()
@@ -182,8 +166,7 @@ class _Compiler:
             self.emit(branch, member, target, indent + 1)
         self.source.add(indent, "else: raise NotDirect('a union index out of range')")
 
-    def _record(self, schema: Any, record_type: Any, target: str, indent: int) -> None:
-        self.named[schema["name"]] = schema
+    def record(self, schema: Any, record_type: Any, target: str, indent: int) -> None:
         if not is_record_type(record_type):
             raise TypeError(f"record {schema['name']} read as {record_type!r}")
         hints = typing.get_type_hints(record_type)
@@ -201,8 +184,7 @@ class _Compiler:
         # The slots are filled directly: what the frozen __init__ does, without its checks.
         self.source.add(indent, f"{target} = new({self.source.bind(record_type)})", *values)
 
-    def _enum(self, schema: Any, hint: Any, target: str, indent: int) -> None:
-        self.named[schema["name"]] = schema
+    def enum(self, schema: Any, hint: Any, target: str, indent: int) -> None:
         symbols = schema["symbols"]
         is_enum = isinstance(hint, type) and issubclass(hint, Enum)
         values = self.source.bind(tuple(hint(s) for s in symbols) if is_enum else tuple(symbols))

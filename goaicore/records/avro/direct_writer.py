@@ -24,12 +24,11 @@ from enum import Enum
 from typing import Any
 
 from goaicore.records.avro.generated import (
-    PRIMITIVES,
     NotDirect,
+    SchemaCompiler,
     Source,
     is_record_type,
     named_type,
-    plain_primitive,
 )
 from goaicore.records.convert import full_name
 
@@ -63,12 +62,11 @@ def _millis(value: Any) -> int:
     return millis
 
 
-class _Compiler:
-    """Emits the code writing a value of a Python type in a schema's binary form."""
+class _Compiler(SchemaCompiler):
+    """Emits the code appending the encoding of ``value`` (an expression) to ``out``."""
 
     def __init__(self, overrides: dict[str, Write], named: dict[str, Any]) -> None:
-        self.named = named  # named schemas by full name
-        self.source = Source(
+        source = Source(
             {
                 "varint": varint,
                 "_millis": _millis,
@@ -79,32 +77,21 @@ class _Compiler:
                 "_END": b"\x00",
             }
         )
+        super().__init__(source, named)
         self.overrides = overrides  # the outer record's fields written by a function of it
         self.outer_seen = False
 
-    def emit(self, schema: Any, hint: Any, value: str, indent: int) -> None:
-        """Lines that append the encoding of ``value`` (an expression) to ``out``."""
+    def primitive(self, kind: str, value: str, indent: int) -> None:
         out = self.source
-        schema = plain_primitive(schema)
-        if isinstance(schema, str) and schema not in PRIMITIVES:
-            return self.emit(self.named[schema], hint, value, indent)
-        if schema == "null":
+        if kind == "null":
             return out.add(indent, f"if {value} is not None: raise NotDirect('not null')")
-        if schema == "boolean":
+        if kind == "boolean":
             return out.add(
                 indent,
                 f"if type({value}) is not bool: raise NotDirect('not a bool')",
                 f"out.append(_TRUE if {value} else _FALSE)",
             )
-        if schema in ("int", "long"):
-            low, high = _INT if schema == "int" else _LONG
-            return out.add(
-                indent,
-                f"if type({value}) is not int or not {low} <= {value} <= {high}: "
-                "raise NotDirect('not an int in range')",
-                f"out.append(varint({value}))",
-            )
-        if schema == "string":
+        if kind == "string":
             encoded = out.var()
             return out.add(
                 indent,
@@ -113,43 +100,44 @@ class _Compiler:
                 f"out.append(varint(len({encoded})))",
                 f"out.append({encoded})",
             )
-        if isinstance(schema, list):
-            return self._union(schema, hint, value, indent)
-        kind = schema["type"]
-        if kind == "long" and schema.get("logicalType") == "timestamp-millis":
-            millis = out.var()
-            return out.add(indent, f"{millis} = _millis({value})", f"out.append(varint({millis}))")
-        if kind == "record":
-            return self._record(schema, hint, value, indent)
-        if kind == "enum":
-            return self._enum(schema, hint, value, indent)
-        if kind == "array":
-            item = out.var()
-            out.add(
-                indent,
-                f"if type({value}) is not tuple: raise NotDirect('not a tuple')",
-                f"if {value}:",
-                f"    out.append(varint(len({value})))",
-                f"    for {item} in {value}:",
-            )
-            self.emit(schema["items"], typing.get_args(hint)[0], item, indent + 2)
-            return out.add(indent, "out.append(_END)")
-        if kind == "map":
-            key, item = out.var(), out.var()
-            args = typing.get_args(hint)
-            out.add(
-                indent,
-                f"if type({value}) is not dict: raise NotDirect('not a dict')",
-                f"if {value}:",
-                f"    out.append(varint(len({value})))",
-                f"    for {key}, {item} in {value}.items():",
-            )
-            self.emit("string", str, key, indent + 2)
-            self.emit(schema["values"], args[1] if len(args) == 2 else Any, item, indent + 2)
-            return out.add(indent, "out.append(_END)")
-        raise TypeError(f"no direct writer for {schema!r}")
+        low, high = _INT if kind == "int" else _LONG
+        return out.add(
+            indent,
+            f"if type({value}) is not int or not {low} <= {value} <= {high}: "
+            "raise NotDirect('not an int in range')",
+            f"out.append(varint({value}))",
+        )
 
-    def _union(self, branches: list[Any], hint: Any, value: str, indent: int) -> None:
+    def timestamp(self, value: str, indent: int) -> None:
+        millis = self.source.var()
+        self.source.add(indent, f"{millis} = _millis({value})", f"out.append(varint({millis}))")
+
+    def array(self, items: Any, hint: Any, value: str, indent: int) -> None:
+        item = self.source.var()
+        self.source.add(
+            indent,
+            f"if type({value}) is not tuple: raise NotDirect('not a tuple')",
+            f"if {value}:",
+            f"    out.append(varint(len({value})))",
+            f"    for {item} in {value}:",
+        )
+        self.emit(items, hint, item, indent + 2)
+        self.source.add(indent, "out.append(_END)")
+
+    def map(self, values: Any, hint: Any, value: str, indent: int) -> None:
+        key, item = self.source.var(), self.source.var()
+        self.source.add(
+            indent,
+            f"if type({value}) is not dict: raise NotDirect('not a dict')",
+            f"if {value}:",
+            f"    out.append(varint(len({value})))",
+            f"    for {key}, {item} in {value}.items():",
+        )
+        self.emit("string", str, key, indent + 2)
+        self.emit(values, hint, item, indent + 2)
+        self.source.add(indent, "out.append(_END)")
+
+    def union(self, branches: list[Any], hint: Any, value: str, indent: int) -> None:
         if len(branches) == 2 and branches[0] == "null":
             members = [m for m in typing.get_args(hint) if m is not type(None)] or [hint]
             self.source.add(indent, f"if {value} is None:", "    out.append(_NULL)", "else:")
@@ -170,8 +158,7 @@ class _Compiler:
             self.emit(branch, record_type, value, indent + 1)
         self.source.add(indent, "else: raise NotDirect('not a branch of the union')")
 
-    def _record(self, schema: Any, record_type: Any, value: str, indent: int) -> None:
-        self.named[schema["name"]] = schema
+    def record(self, schema: Any, record_type: Any, value: str, indent: int) -> None:
         if not is_record_type(record_type):
             raise TypeError(f"record {schema['name']} written from {record_type!r}")
         hints = typing.get_type_hints(record_type)
@@ -194,8 +181,7 @@ class _Compiler:
             self.source.add(indent, f"{item} = {value}.{name}")
             self.emit(field["type"], hints[name], item, indent)
 
-    def _enum(self, schema: Any, hint: Any, value: str, indent: int) -> None:
-        self.named[schema["name"]] = schema
+    def enum(self, schema: Any, hint: Any, value: str, indent: int) -> None:
         if not (isinstance(hint, type) and issubclass(hint, Enum)):
             raise TypeError(f"enum {schema['name']} written from {hint!r}")
         indexes = self.source.bind({hint(s): varint(i) for i, s in enumerate(schema["symbols"])})

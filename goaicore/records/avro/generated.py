@@ -8,6 +8,7 @@ to, and the exception by which either hands a value back to fastavro.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Any
 
 PRIMITIVES = ("null", "boolean", "int", "long", "string")
@@ -65,3 +66,61 @@ def named_type(schema: Any) -> str | None:
     if isinstance(schema, str) and schema not in PRIMITIVES:
         return schema
     return None
+
+
+class SchemaCompiler:
+    """Walks a schema and emits, kind by kind, the code for a value of it.
+
+    The direct reader and the direct writer each say what each kind's code is;
+    named types met again are looked up in ``named``.
+    """
+
+    def __init__(self, source: Source, named: dict[str, Any]) -> None:
+        self.source = source
+        self.named = named  # named schemas by full name
+
+    def emit(self, schema: Any, hint: Any, name: str, indent: int) -> None:
+        """The lines for the value ``name`` of ``schema``, as the Python type ``hint``."""
+        schema = plain_primitive(schema)
+        if isinstance(schema, str) and schema not in PRIMITIVES:
+            return self.emit(self.named[schema], hint, name, indent)  # a named type again
+        if isinstance(schema, str):
+            return self.primitive(schema, name, indent)
+        if isinstance(schema, list):
+            return self.union(schema, hint, name, indent)
+        kind = schema["type"]
+        if kind == "long" and schema.get("logicalType") == "timestamp-millis":
+            return self.timestamp(name, indent)
+        if kind == "record":
+            self.named[schema["name"]] = schema
+            return self.record(schema, hint, name, indent)
+        if kind == "enum":
+            self.named[schema["name"]] = schema
+            return self.enum(schema, hint, name, indent)
+        if kind == "array":
+            return self.array(schema["items"], typing.get_args(hint)[0], name, indent)
+        if kind == "map":
+            args = typing.get_args(hint)
+            return self.map(schema["values"], args[1] if len(args) == 2 else Any, name, indent)
+        raise TypeError(f"no direct code for {schema!r}")
+
+    def primitive(self, kind: str, name: str, indent: int) -> None:
+        raise NotImplementedError
+
+    def union(self, branches: list[Any], hint: Any, name: str, indent: int) -> None:
+        raise NotImplementedError
+
+    def timestamp(self, name: str, indent: int) -> None:
+        raise NotImplementedError
+
+    def record(self, schema: Any, record_type: Any, name: str, indent: int) -> None:
+        raise NotImplementedError
+
+    def enum(self, schema: Any, hint: Any, name: str, indent: int) -> None:
+        raise NotImplementedError
+
+    def array(self, items: Any, hint: Any, name: str, indent: int) -> None:
+        raise NotImplementedError
+
+    def map(self, values: Any, hint: Any, name: str, indent: int) -> None:
+        raise NotImplementedError
