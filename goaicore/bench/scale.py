@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -27,12 +26,17 @@ from typing import Any
 
 from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
-from goaicore.bench.store import Shape
+from goaicore.bench.store import WORKER_PROCESS, Shape
 from goaicore.clients import EventPublisher
 from goaicore.config import Settings, TableStore
 from goaicore.devstack.worker_process import settings_env
 from goaicore.extras import needs
-from goaicore.kafka.connection import make_admin, make_consumer, topic_partitions
+from goaicore.kafka.connection import (
+    make_admin,
+    make_consumer,
+    partition_for,
+    topic_partitions,
+)
 from goaicore.kafka.local import LocalBroker
 from goaicore.kafka.topics import ensure_topics
 from goaicore.records import GameEvent, UserMessage, new_event
@@ -74,8 +78,6 @@ def _publish(settings: Settings, items: Iterator[tuple[str, Any]]) -> int:
 
 def _one_per_partition(settings: Settings) -> Iterator[tuple[str, Any]]:
     """An event for a conversation in each partition (by trying names until all are hit)."""
-    from goaicore.kafka.connection import partition_for
-
     seen: set[int] = set()
     n = 0
     while len(seen) < settings.partitions:
@@ -91,7 +93,7 @@ def _wait_committed(settings: Settings, worker: subprocess.Popen[bytes]) -> None
     """Until the worker's group has committed the end of every events partition."""
     consumer = make_consumer(settings)
     admin = make_admin(settings)
-    group = f"{settings.topic_prefix}.store"
+    group = f"{settings.topic_prefix}.store"  # the worker's app id (goaicore_store.topology)
     deadline = time.monotonic() + TIMEOUT
     try:
         partitions = topic_partitions(consumer, settings.topic("events"))
@@ -118,7 +120,7 @@ def _wait_committed(settings: Settings, worker: subprocess.Popen[bytes]) -> None
 def _start(settings: Settings, log: Path) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "goaicore", "worker"],
+            WORKER_PROCESS.command(0),
             env=settings_env(settings),
             stdout=out,
             stderr=out,

@@ -139,8 +139,13 @@ def partition_for(conversation_id: str, partitions: int) -> int:
     Every producer of ours (kafka-python, Faust/aiokafka) uses this default
     partitioner, which is what keeps the topics co-partitioned by conversation.
     """
+    return partition_for_key(conversation_id.encode(), partitions)
+
+
+def partition_for_key(key: bytes, partitions: int) -> int:
+    """:func:`partition_for` of a record key as it is on the wire."""
     with needs("kafka"):
         from kafka.partitioner.default import murmur2
 
-    hashed: int = murmur2(conversation_id.encode())
+    hashed: int = murmur2(key)
     return (hashed & 0x7FFFFFFF) % partitions

@@ -10,7 +10,7 @@ goes straight to that partition's database.
 
 A worker's databases must be its own: RocksDB locks them, and Faust would retry a
 locked one for 30 s and then stop. :func:`lock_table_dir` takes a lock on the folder
-at start and names the other holder's folder in a clear error instead.
+at start and names the process holding it in a clear error instead.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from __future__ import annotations
 import fcntl
 import os
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from goaicore.config import ConfigError, TableStore
 from goaicore.extras import needs
+from goaicore.kafka.connection import partition_for_key
 
 with needs("worker"):
     from faust.stores import STORES
     from faust.stores.rocksdb import Store as RocksStore
-    from kafka.partitioner.default import murmur2
 
 SCHEME = "goaicore-rocksdb"
 _LOCK_NAME = ".worker.lock"
@@ -38,21 +38,24 @@ class KeyedRocksStore(RocksStore):
     def _partition(self, key: bytes) -> int:
         partitions = self.table.partitions
         assert partitions, "a keyed table is built with its partition count"
-        hashed: int = murmur2(key)
-        return (hashed & 0x7FFFFFFF) % partitions
+        return partition_for_key(key, partitions)
+
+    def _open_db(self, key: bytes) -> Any:
+        """The key's partition's database, if open (its partition is this worker's)."""
+        return self._dbs.get(self._partition(key))
 
     def _set(self, key: bytes, value: bytes | None) -> None:
         self._db_for_partition(self._partition(key)).put(key, value)
 
     def _get(self, key: bytes) -> bytes | None:
-        db = self._dbs.get(self._partition(key))  # open: assigned to this worker
+        db = self._open_db(key)
         return None if db is None else db.get(key)
 
     def _contains(self, key: bytes) -> bool:
         return self._get(key) is not None
 
     def _del(self, key: bytes) -> None:
-        db = self._dbs.get(self._partition(key))
+        db = self._open_db(key)
         if db is not None:
             db.delete(key)
 

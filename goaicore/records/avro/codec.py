@@ -22,7 +22,7 @@ from fastavro.validation import ValidationError, validate
 from goaicore.records import convert
 from goaicore.records.avro.check import compile_check
 from goaicore.records.avro.direct_reader import compile_reader
-from goaicore.records.avro.direct_writer import compile_writer
+from goaicore.records.avro.direct_writer import compile_writer, write_direct
 from goaicore.records.avro.errors import DecodeError, EncodeError
 from goaicore.records.avro.framing import HEADER_SIZE, header, read_header
 from goaicore.records.avro.registry import SchemaRegistry, WriterSchema
@@ -107,16 +107,8 @@ class Codec(Generic[R]):
         ``direct_writer``); anything it does not take goes to :meth:`encode_generic`,
         which writes it or names what does not fit.
         """
-        write = self._direct_write
-        if write is not None:
-            parts = [self._header]
-            try:
-                write(record, parts)
-            except Exception:  # the generic path below writes it, or its error stands
-                pass
-            else:
-                return b"".join(parts)
-        return self.encode_generic(record)
+        direct = write_direct(self._direct_write, self._header, record)
+        return direct if direct is not None else self.encode_generic(record)
 
     def encode_generic(self, record: R) -> bytes:
         """Single-object bytes of ``record`` by way of its checked dict and fastavro."""

@@ -213,6 +213,19 @@ def _named_types(schema: Any, named: dict[str, Any]) -> dict[str, Any]:
     return named
 
 
+def write_direct(write: Write | None, head: bytes, record: Any) -> bytes | None:
+    """``head`` then ``record`` written by ``write``; None when there is no direct writer
+    or it does not take the record, and the caller's generic path decides."""
+    if write is None:
+        return None
+    parts = [head]
+    try:
+        write(record, parts)
+    except Exception:  # NotDirect, or a value Python cannot encode (a lone surrogate)
+        return None
+    return b"".join(parts)
+
+
 def compile_writer(
     schema: Any,
     record_type: type[Any],

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from goaicore.records.avro.codec import Codec
-from goaicore.records.avro.direct_writer import compile_writer, varint
+from goaicore.records.avro.direct_writer import compile_writer, varint, write_direct
 from goaicore.records.avro.framing import header
 from goaicore.records.avro.generated import NotDirect
 from goaicore.records.types import ConversationSnapshot, SnapshotMessage
@@ -47,8 +47,12 @@ class SnapshotEncoder:
         self._write_message = compile_writer(
             messages["type"]["items"], SnapshotMessage, within=schema
         )
-        self._write = compile_writer(
-            schema, ConversationSnapshot, overrides={"messages": self._write_messages}
+        self._write = (
+            compile_writer(
+                schema, ConversationSnapshot, overrides={"messages": self._write_messages}
+            )
+            if self._write_message is not None
+            else None
         )
         self._header = header(codec.writer.fingerprint)
         self._histories: OrderedDict[str, _Encoded] = OrderedDict()  # least recent first
@@ -59,20 +63,12 @@ class SnapshotEncoder:
     def incremental(self) -> bool:
         """Whether the schema is one the direct writer writes (else every encode is the
         codec's, whole)."""
-        return self._write is not None and self._write_message is not None
+        return self._write is not None
 
     def encode(self, snapshot: ConversationSnapshot) -> bytes:
         """The snapshot's bytes; ``EncodeError`` (from the codec) when it does not fit."""
-        write = self._write
-        if write is not None and self._write_message is not None:
-            parts = [self._header]
-            try:
-                write(snapshot, parts)
-            except Exception:  # the codec writes it, or names what does not fit
-                pass
-            else:
-                return b"".join(parts)
-        return self.codec.encode(snapshot)
+        direct = write_direct(self._write, self._header, snapshot)
+        return direct if direct is not None else self.codec.encode(snapshot)
 
     def _write_messages(self, snapshot: ConversationSnapshot, out: list[bytes]) -> None:
         """The ``messages`` array: one block of every item, then the end."""
@@ -99,7 +95,7 @@ class SnapshotEncoder:
             ends = [end - offset for end in ends]
         size = ends[-1] if ends else 0
         write = self._write_message
-        assert write is not None
+        assert write is not None  # else there is no snapshot writer to call this
         for message in messages[shared:]:
             item: list[bytes] = []
             write(message, item)
