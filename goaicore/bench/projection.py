@@ -22,8 +22,6 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from psycopg.types.json import Jsonb
-
 from goaicore.bench.brokers import PARTITIONS, broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
 from goaicore.clients import EventPublisher
@@ -113,15 +111,15 @@ def _raw_copy(settings: Settings) -> float:
     conversation_events' columns, indexes and constraints: PostgreSQL's own ceiling for
     the rows the projector writes (without its decoding, totals and snapshots)."""
     columns = ", ".join(EVENT_COLUMNS)
+    selected = ", ".join(f"{c}::text" if c == "body" else c for c in EVENT_COLUMNS)
     with connect(settings, autocommit=False) as conn:
-        rows = conn.execute(f"SELECT {columns} FROM conversation_events").fetchall()
-        body = EVENT_COLUMNS.index("body")
+        rows = conn.execute(f"SELECT {selected} FROM conversation_events").fetchall()
         conn.execute("CREATE TABLE bench_copy (LIKE conversation_events INCLUDING ALL)")
         conn.commit()
         started = time.perf_counter()
         with conn.cursor() as cur, cur.copy(f"COPY bench_copy ({columns}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row((*row[:body], Jsonb(row[body]), *row[body + 1 :]))
+            for row in rows:  # bodies as JSON text, as the projector sends them
+                copy.write_row(row)
         conn.commit()
         elapsed = time.perf_counter() - started
         conn.execute("DROP TABLE bench_copy")

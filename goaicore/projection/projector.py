@@ -9,6 +9,10 @@ on its connection, and a second one waits as a standby until the first stops.
 Records that do not decode go to the dead-letter topic and their position
 advances (a crash right before the commit can send one twice; each carries
 its origin topic, partition and offset).
+
+Writing one batch overlaps reading and decoding the next: PostgreSQL indexes
+a batch (most of a write's time is the server's) while this process reads the
+following one. Batches are still written one at a time, in log order.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import os
 import signal
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import psycopg
@@ -27,7 +32,7 @@ from goaicore.config import Settings
 from goaicore.fold.records import Rejected
 from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.lifecycle import Running
-from goaicore.projection.batch import TopicPartitionKey, build_batch, set_aside
+from goaicore.projection.batch import Batch, TopicPartitionKey, build_batch, set_aside
 from goaicore.projection.db import Connection, PositionConflictError, connect, lock_key
 from goaicore.projection.migrations import migrate
 from goaicore.projection.writer import load_positions, write_batch
@@ -64,6 +69,9 @@ class Projector(Running):
         self._consumer: Any = None
         self._partitions: list[Any] = []
         self._dead_letters: DeadLetterWriter | None = None
+        self._dead_letter_lock = threading.Lock()  # the writer thread sets aside refused rows
+        self._writer: ThreadPoolExecutor | None = None
+        self._in_flight: Future[None] | None = None
 
     @property
     def conn(self) -> Connection:
@@ -80,7 +88,10 @@ class Projector(Running):
         if not self._take_lock(stop):
             return self
         self._consumer = make_consumer(
-            self.settings, client_id=CONSUMER_NAME, auto_offset_reset="earliest"
+            self.settings,
+            client_id=CONSUMER_NAME,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=10,
         )
         self._partitions = [
             *topic_partitions(self._consumer, self.events_topic),
@@ -93,6 +104,7 @@ class Projector(Running):
         for tp in self._partitions:
             self._consumer.seek(tp, self.positions[(tp.topic, tp.partition)])
         self._dead_letters = DeadLetterWriter(self.settings, CONSUMER_NAME)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="goaicore-projector-writer")
         log.info(
             "projecting %s and %s (%d partitions) into schema %s from %s",
             self.events_topic,
@@ -123,13 +135,40 @@ class Projector(Running):
         return self._consumer is not None
 
     def step(self, timeout_ms: int = 200) -> int:
-        """Poll once and write what came in one transaction; the number of records."""
+        """Poll once and hand what came in to the writer as one transaction; the number of records.
+
+        The previous batch's write finishes (or raises) before this one is handed over.
+        """
+        if self._writer is None:
+            raise RuntimeError("start() the projector first")
         polled = self._consumer.poll(timeout_ms=timeout_ms, max_records=self.batch_size)
-        if not polled:
+        batch = build_batch(polled, self.events_topic, self.snapshots_topic) if polled else None
+        if batch is not None:
+            for rejected in batch.rejected:
+                self._dead_letter(rejected)
+        self.flush()
+        if batch is None:
             return 0
-        batch = build_batch(polled, self.events_topic, self.snapshots_topic)
-        for rejected in batch.rejected:
-            self._dead_letter(rejected)
+        self._in_flight = self._writer.submit(self._write, batch)
+        return batch.records
+
+    def flush(self) -> None:
+        """Wait until every batch read so far is written; raise the write's error, if any.
+
+        After a failed write the consumer is moved back to the last written positions,
+        so a caller that steps on skips nothing.
+        """
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is None:
+            return
+        try:
+            in_flight.result()
+        except BaseException:
+            for tp in self._partitions:
+                self._consumer.seek(tp, self.positions[(tp.topic, tp.partition)])
+            raise
+
+    def _write(self, batch: Batch) -> None:
         try:
             write_batch(self.conn, batch, self.positions, self._before_commit)
         except psycopg.errors.UniqueViolation as err:
@@ -154,7 +193,6 @@ class Projector(Running):
             )
         self.positions.update(batch.positions)
         self.projected += len(batch.events) + len(batch.snapshots)
-        return batch.records
 
     def _before_commit(self) -> None:
         self._batches_written += 1
@@ -166,8 +204,9 @@ class Projector(Running):
         if self._dead_letters is None:
             raise RuntimeError("start() the projector first")
         record = refused.record.origin
-        self._dead_letters.forward(record, refused.reason, refused.detail)
-        self.dead_lettered += 1
+        with self._dead_letter_lock:
+            self._dead_letters.forward(record, refused.reason, refused.detail)
+            self.dead_lettered += 1
         log.warning(
             "dead letter from %s[%d]@%d: %s",
             record.topic,
@@ -176,21 +215,29 @@ class Projector(Running):
             refused.reason,
         )
 
-    def caught_up(self) -> bool:
-        """True when every partition is read up to its high watermark (from fetches)."""
+    def caught_up(self, floor: dict[Any, int] | None = None) -> bool:
+        """True when every partition is read up to its high watermark (from fetches) and to
+        its offset in ``floor``, and everything read is written."""
         for tp in self._partitions:
             highwater = self._consumer.highwater(tp)
-            if highwater is None or self._consumer.position(tp) < highwater:
+            if highwater is None or self._consumer.position(tp) < max(
+                highwater, (floor or {}).get(tp, 0)
+            ):
                 return False
+        self.flush()
         return True
 
     def drain(self, timeout: float = 60.0) -> None:
-        """Project until caught up with every partition (as the fetches report it)."""
+        """Project until caught up with every partition: at least what was published when
+        this call began, and as far as the fetches report."""
         deadline = time.monotonic() + timeout
-        while True:
-            self.step()
-            if self.caught_up():
-                return
+        published = {
+            tp: int(end or 0) for tp, end in self._consumer.end_offsets(self._partitions).items()
+        }
+        # Short polls: a partition's high watermark can arrive in a fetch with no records,
+        # and a poll that returns none waits out its whole timeout.
+        while not self.caught_up(published):
+            self.step(timeout_ms=20)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the projector did not catch up in {timeout:.0f} s")
 
@@ -200,8 +247,16 @@ class Projector(Running):
             return
         while not stop.is_set():
             self.step(timeout_ms=500)
+        self.flush()
 
     def close(self) -> None:
+        """Finish the write in flight, then close the connections."""
+        if self._writer is not None:
+            try:
+                self.flush()
+            finally:
+                self._writer.shutdown()
+                self._writer = None
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None

@@ -22,6 +22,7 @@ from goaicore.records import (
     TurnFailed,
     UserMessage,
 )
+from goaicore.records.json_text import json_text
 from goaicore.records.jsonable import jsonable
 
 # Body types that add a message to the history (counted in conversations.message_count).
@@ -36,6 +37,11 @@ def clean(text: str) -> str:
 def stored_json(value: Any) -> Any:
     """A record as the JSON PostgreSQL stores (NUL in text replaced)."""
     return jsonable(value, clean)
+
+
+def stored_json_text(value: Any) -> str:
+    """``stored_json`` as JSON text: what COPY sends for a ``jsonb`` column."""
+    return json_text(value, clean)
 
 
 def message_text(body: EventBody) -> str | None:
@@ -65,7 +71,7 @@ class EventRow(NamedTuple):
     occurred_at: datetime
     source: str
     causation_id: str | None
-    body: Any
+    body: str  # JSON text of the body
     message_text: str | None
     avro: bytes
 
@@ -83,7 +89,7 @@ def event_row(partition: int, offset: int, event: ConversationEvent, avro: bytes
         event.occurred_at,
         clean(event.source),
         clean(event.causation_id) if event.causation_id is not None else None,
-        stored_json(event.body),
+        stored_json_text(event.body),
         message_text(event.body),
         avro,
     )
@@ -93,7 +99,7 @@ class SnapshotRow(NamedTuple):
     """A ``conversation_snapshots`` row."""
 
     conversation_id: str
-    snapshot: Any
+    snapshot: str  # JSON text of the snapshot
     avro: bytes
     last_partition: int | None
     last_offset: int | None
@@ -117,7 +123,7 @@ def snapshot_row(
     last = snapshot.last_position
     return SnapshotRow(
         clean(snapshot.conversation_id),
-        stored_json(snapshot),
+        stored_json_text(snapshot),
         avro,
         last.partition if last else None,
         last.offset if last else None,

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from psycopg.types.json import Jsonb
-
 from goaicore.projection.batch import Batch, TopicPartitionKey
 from goaicore.projection.db import Connection, ForeignProjectionError, PositionConflictError
 from goaicore.projection.rows import (
@@ -89,12 +87,17 @@ def _copy_events(conn: Connection, rows: list[EventRow]) -> None:
     columns = ", ".join(EVENT_COLUMNS)
     with conn.cursor() as cur, cur.copy(f"COPY conversation_events ({columns}) FROM STDIN") as copy:
         for row in rows:
-            copy.write_row(row._replace(body=Jsonb(row.body)))
+            copy.write_row(row)
+
+
+def _placeholders(columns: tuple[str, ...]) -> str:
+    """One placeholder per column; JSON text goes into the jsonb columns by a cast."""
+    return ", ".join("%s::jsonb" if c in ("body", "snapshot") else "%s" for c in columns)
 
 
 _INSERT_EVENT = (
     f"INSERT INTO conversation_events ({', '.join(EVENT_COLUMNS)})"
-    f" VALUES ({', '.join(['%s'] * len(EVENT_COLUMNS))})"
+    f" VALUES ({_placeholders(EVENT_COLUMNS)})"
 )
 
 
@@ -107,7 +110,7 @@ def _insert_one_by_one(
     for row in rows:
         try:
             with conn.transaction():
-                conn.execute(_INSERT_EVENT, row._replace(body=Jsonb(row.body)))
+                conn.execute(_INSERT_EVENT, row)
         except psycopg.DataError as err:
             on_refused(batch.event_sources[(row.topic_partition, row.log_offset)], str(err))
             continue
@@ -149,7 +152,7 @@ def _add_conversation_totals(conn: Connection, rows: list[EventRow]) -> None:
 
 _UPSERT_SNAPSHOT = (
     f"INSERT INTO conversation_snapshots ({', '.join(SNAPSHOT_COLUMNS)})"
-    f" VALUES ({', '.join(['%s'] * len(SNAPSHOT_COLUMNS))})"
+    f" VALUES ({_placeholders(SNAPSHOT_COLUMNS)})"
     " ON CONFLICT (conversation_id) DO UPDATE SET "
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in SNAPSHOT_COLUMNS[1:])
     + ", projected_at = now()"
@@ -163,7 +166,7 @@ def _write_snapshots(
     gone = sorted(conv for conv, row in snapshots.items() if row is None)
     if gone:
         conn.execute("DELETE FROM conversation_snapshots WHERE conversation_id = ANY(%s)", (gone,))
-    rows = [row._replace(snapshot=Jsonb(row.snapshot)) for row in snapshots.values() if row]
+    rows = [row for row in snapshots.values() if row]
     if not rows:
         return
     if not row_by_row:

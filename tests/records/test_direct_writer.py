@@ -9,9 +9,6 @@ error.
 
 from __future__ import annotations
 
-import dataclasses
-from datetime import UTC, datetime, timedelta, timezone
-from enum import Enum
 from typing import Any
 
 import pytest
@@ -21,8 +18,9 @@ from hypothesis import strategies as st
 from goaicore.records.avro import EncodeError, default_codecs
 from goaicore.records.avro.codec import Codec
 from goaicore.records.avro.snapshot_encoder import SnapshotEncoder
-from goaicore.records.types import ConversationSnapshot, ReplyStatus
+from goaicore.records.types import ConversationSnapshot
 from tests.records.records_samples import ALL_SAMPLES
+from tests.records.records_strangers import swap_stranger
 from tests.records.records_strategies import records
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -69,75 +67,13 @@ def test_every_sample_record_is_written_directly(name: str, record: object) -> N
     assert _direct(codec, record) == codec.encode_generic(record)
 
 
-class _Other(Enum):
-    OK = "ok"  # a ReplyStatus value, in another enum
-
-
-# Values of every kind the records hold, and of kinds they never should.
-STRANGERS = st.sampled_from(
-    [
-        None,
-        True,
-        False,
-        0,
-        -1,
-        2**31,
-        2**40,
-        2**63,
-        -(2**64),
-        1.5,
-        "",
-        "text",
-        "\ud800",  # a lone surrogate has no UTF-8 form
-        b"bytes",
-        (),
-        ("a",),
-        ["a"],
-        {},
-        {"k": "v"},
-        {"k": 1},
-        {1: "v"},
-        ReplyStatus.OK,
-        _Other.OK,
-        datetime(2026, 1, 1),  # naive
-        datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=UTC),
-        datetime(2026, 1, 1, tzinfo=timezone(timedelta(hours=-5))),
-        object(),
-    ]
-)
-
-
-def _swap(record: Any, data: st.DataObject) -> Any:
-    """``record`` with one field, here or in a nested record, swapped for a stranger."""
-    fields = [field.name for field in dataclasses.fields(record)]
-    name = data.draw(st.sampled_from(fields))
-    value = getattr(record, name)
-    candidates: tuple[Any, ...] = value if isinstance(value, tuple) else (value,)
-    nested = [item for item in candidates if dataclasses.is_dataclass(item)]
-    go_deeper: bool = bool(nested) and data.draw(st.booleans())
-    if go_deeper:
-        inner = data.draw(st.sampled_from(nested))
-        swapped = _swap(inner, data)
-        if isinstance(value, tuple):
-            value = tuple(swapped if item is inner else item for item in value)
-        else:
-            value = swapped
-    else:
-        value = data.draw(STRANGERS)
-    copy = object.__new__(type(record))
-    for field in fields:
-        object.__setattr__(copy, field, getattr(record, field))
-    object.__setattr__(copy, name, value)  # past __post_init__, as a careless caller could
-    return copy
-
-
 @FAST
 @given(records, st.data())
 def test_a_record_with_a_stranger_anywhere_encodes_as_the_generic_path_does(
     record: object, data: st.DataObject
 ) -> None:
     codec = _codec(record)
-    odd = _swap(record, data)
+    odd = swap_stranger(record, data)
     assert _outcome(codec.encode, odd) == _outcome(codec.encode_generic, odd)
 
 
@@ -155,5 +91,5 @@ def test_the_snapshot_encoder_agrees_on_strangers_too(record: object, data: st.D
         )
     encoder = SnapshotEncoder(CODECS.snapshot)
     encoder.encode(record)  # type: ignore[arg-type]  # its history remembered
-    odd = _swap(record, data)
+    odd = swap_stranger(record, data)
     assert _outcome(encoder.encode, odd) == _outcome(CODECS.snapshot.encode_generic, odd)
