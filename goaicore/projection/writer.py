@@ -119,35 +119,34 @@ def _insert_one_by_one(
 
 
 def _add_conversation_totals(conn: Connection, rows: list[EventRow]) -> None:
-    totals = conversation_totals(rows)
+    """One statement for the batch: each column's values as one array (a row per
+    conversation), rather than a statement per conversation."""
+    totals = sorted(conversation_totals(rows).items())
     if not totals:
         return
-    with conn.cursor() as cur:
-        cur.executemany(
-            "INSERT INTO conversations AS c (conversation_id, topic_partition, event_count,"
-            " message_count, first_occurred_at, last_occurred_at, last_offset)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s)"
-            " ON CONFLICT (conversation_id) DO UPDATE SET"
-            " topic_partition = EXCLUDED.topic_partition,"
-            " event_count = c.event_count + EXCLUDED.event_count,"
-            " message_count = c.message_count + EXCLUDED.message_count,"
-            " first_occurred_at = least(c.first_occurred_at, EXCLUDED.first_occurred_at),"
-            " last_occurred_at = greatest(c.last_occurred_at, EXCLUDED.last_occurred_at),"
-            " last_offset = greatest(c.last_offset, EXCLUDED.last_offset),"
-            " projected_at = now()",
-            [
-                (
-                    conv,
-                    t.topic_partition,
-                    t.event_count,
-                    t.message_count,
-                    t.first_occurred_at,
-                    t.last_occurred_at,
-                    t.last_offset,
-                )
-                for conv, t in sorted(totals.items())
-            ],
-        )
+    conn.execute(
+        "INSERT INTO conversations AS c (conversation_id, topic_partition, event_count,"
+        " message_count, first_occurred_at, last_occurred_at, last_offset)"
+        " SELECT * FROM unnest(%s::text[], %s::integer[], %s::bigint[], %s::bigint[],"
+        " %s::timestamptz[], %s::timestamptz[], %s::bigint[])"
+        " ON CONFLICT (conversation_id) DO UPDATE SET"
+        " topic_partition = EXCLUDED.topic_partition,"
+        " event_count = c.event_count + EXCLUDED.event_count,"
+        " message_count = c.message_count + EXCLUDED.message_count,"
+        " first_occurred_at = least(c.first_occurred_at, EXCLUDED.first_occurred_at),"
+        " last_occurred_at = greatest(c.last_occurred_at, EXCLUDED.last_occurred_at),"
+        " last_offset = greatest(c.last_offset, EXCLUDED.last_offset),"
+        " projected_at = now()",
+        (
+            [conv for conv, _ in totals],
+            [t.topic_partition for _, t in totals],
+            [t.event_count for _, t in totals],
+            [t.message_count for _, t in totals],
+            [t.first_occurred_at for _, t in totals],
+            [t.last_occurred_at for _, t in totals],
+            [t.last_offset for _, t in totals],
+        ),
+    )
 
 
 _UPSERT_SNAPSHOT = (

@@ -333,3 +333,42 @@ def test_a_log_that_disagrees_with_the_projection_stops_it_with_a_clear_error(
             projector.drain()
     finally:
         projector.close()
+
+
+def test_a_failed_write_loses_nothing_and_a_later_drain_sees_new_events(
+    projection: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches are written while the next is read: a write that fails moves the reader
+    back to the last written positions, so stepping on writes every row exactly once."""
+    import goaicore.projection.projector as projector_module
+
+    publish(projection, game_session("p1") + game_session("p2") + game_session("p3"))
+    write_batch = projector_module.write_batch
+    calls = 0
+
+    def failing_second(*args: object, **kwargs: object) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise psycopg.OperationalError("the server went away (injected)")
+        write_batch(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(projector_module, "write_batch", failing_second)
+    projector = Projector(projection, batch_size=4).start()
+    try:
+        with pytest.raises(psycopg.OperationalError, match="injected"):
+            projector.drain()
+        projector.drain()  # the same projector steps on after the failure
+        assert query(projection, "SELECT count(*) FROM conversation_events") == [(21,)]
+        publish(projection, game_session("p4"))
+        projector.drain()  # a drain sees what was published before it began
+    finally:
+        projector.close()
+    assert calls > 3
+    rows = query(
+        projection,
+        "SELECT conversation_id, count(*), count(DISTINCT log_offset) FROM conversation_events"
+        " GROUP BY 1 ORDER BY 1",
+    )
+    assert rows == [(f"p{n}", 7, 7) for n in range(1, 5)]
+    assert query(projection, "SELECT sum(event_count) FROM conversations") == [(28,)]
