@@ -20,6 +20,7 @@ from goaicore.fold.size import (
     message_bytes,
     messages_bytes,
     note_dropped,
+    note_window_slid,
     string_bytes,
     tool_call_bytes,
 )
@@ -187,4 +188,5 @@ def with_anomaly(
 ) -> ConversationSnapshot:
     """``snapshot`` with ``note`` added to its bounded list of anomalies."""
     anomalies = (*snapshot.anomalies, note)[-policy.max_anomalies :]
+    note_window_slid(anomalies, snapshot.anomalies)
     return evolve(snapshot, anomalies=anomalies)

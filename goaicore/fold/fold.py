@@ -21,7 +21,7 @@ from goaicore.fold.bound import bounded, with_anomaly
 from goaicore.fold.compaction import CompactionMismatch, apply_compaction_record
 from goaicore.fold.evolve import evolve
 from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy
-from goaicore.fold.size import note_inserted
+from goaicore.fold.size import note_inserted, note_window_slid
 from goaicore.records import (
     AssistantTurn,
     CompactionApplied,
@@ -91,6 +91,7 @@ def _seen(
     ids = snapshot.recent_event_ids
     if policy.max_id_chars is None or len(event.event_id) <= policy.max_id_chars:
         ids = (*ids, event.event_id)[-policy.recent_ids :]
+        note_window_slid(ids, snapshot.recent_event_ids)
     return evolve(
         snapshot,
         last_position=position,

@@ -19,6 +19,7 @@ from goaicore.records.truncate import utf8_size
 
 _LONG = 10  # the widest zigzag varint of a 64-bit long
 _ARRAY_END = 1
+_CACHED = 16384  # entries of each identity cache below
 
 
 def string_bytes(text: str) -> int:
@@ -44,8 +45,57 @@ def _strings(strings: tuple[str, ...]) -> int:
     """An array of strings, each length varint charged at the widest any of them needs."""
     if not strings:
         return _ARRAY_END
-    widest = _varint(4 * max(map(len, strings)))  # 4: UTF-8 bytes per character at most
-    return _array(len(strings), utf8_size("".join(strings)) + widest * len(strings))
+    total, longest = _string_totals(strings)
+    widest = _varint(4 * longest)  # 4: UTF-8 bytes per character at most
+    return _array(len(strings), total + widest * len(strings))
+
+
+# The recent ids and the notes are windows the fold slides by one string per event:
+# their UTF-8 total, the longest length and how many strings have it are remembered
+# by identity, and ``note_window_slid`` carries them to the next window, so the
+# bound's check does not add up 128 ids and 32 notes again on every event.
+_windows: dict[int, tuple[tuple[str, ...], int, int, int]] = {}
+
+
+def _string_totals(strings: tuple[str, ...]) -> tuple[int, int]:
+    """UTF-8 bytes of all ``strings`` and the length of the longest, remembered by identity."""
+    hit = _windows.get(id(strings))
+    if hit is not None and hit[0] is strings:
+        return hit[1], hit[2]
+    total, longest = utf8_size("".join(strings)), max(map(len, strings))
+    _remember_window(strings, total, longest, sum(1 for text in strings if len(text) == longest))
+    return total, longest
+
+
+def note_window_slid(after: tuple[str, ...], before: tuple[str, ...]) -> None:
+    """Record that ``after`` is ``(*before, after[-1])`` less its oldest strings, when
+    ``before``'s totals are known (``before`` is forgotten: the fold has moved on)."""
+    hit = _windows.pop(id(before), None)
+    if hit is None or hit[0] is not before or not after:
+        return
+    cut = len(before) + 1 - len(after)
+    if cut < 0 or (len(after) > 1 and (after[0] is not before[cut] or after[-2] is not before[-1])):
+        return
+    _, total, longest, at_longest = hit
+    for text in before[:cut]:
+        total -= utf8_size(text)
+        at_longest -= len(text) == longest
+    added = after[-1]
+    total += utf8_size(added)
+    if len(added) > longest:
+        longest, at_longest = len(added), 1
+    elif len(added) == longest:
+        at_longest += 1
+    if at_longest == 0:  # every string of the longest length left: measure again
+        longest = max(map(len, after))
+        at_longest = sum(1 for text in after if len(text) == longest)
+    _remember_window(after, total, longest, at_longest)
+
+
+def _remember_window(strings: tuple[str, ...], total: int, longest: int, at_longest: int) -> None:
+    if len(_windows) >= _CACHED:
+        _windows.clear()
+    _windows[id(strings)] = (strings, total, longest, at_longest)
 
 
 def tool_call_bytes(call: ToolCall) -> int:
@@ -54,7 +104,6 @@ def tool_call_bytes(call: ToolCall) -> int:
 
 
 _sizes: dict[int, tuple[SnapshotMessage, int]] = {}
-_CACHED = 16384
 
 
 def message_bytes(message: SnapshotMessage) -> int:

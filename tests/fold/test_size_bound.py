@@ -224,3 +224,43 @@ def test_a_version_1_snapshot_is_folded_on_under_version_2() -> None:
 def test_a_bound_below_the_minimum_is_refused() -> None:
     with pytest.raises(ValueError, match="below the"):
         FoldPolicy(max_bytes=1000)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text(max_size=40), min_size=1, max_size=80),
+    st.integers(1, 12),
+)
+def test_a_sliding_window_carries_the_totals_a_fresh_count_gives(
+    strings: list[str], window: int
+) -> None:
+    """The ids and notes windows carry their UTF-8 total and longest length from one
+    event to the next; the carried figures equal counting the window again."""
+    from goaicore.fold import size
+
+    before: tuple[str, ...] = ()
+    for text in strings:
+        after = (*before, text)[-window:]
+        if before:
+            size._string_totals(before)  # known, as after a bound check
+        size.note_window_slid(after, before)
+        carried = size._string_totals(after)
+        size._windows.pop(id(after))
+        assert carried == size._string_totals(after)  # counted afresh
+        before = after
+
+
+@settings(max_examples=30, deadline=None)
+@given(heavy_log())
+def test_folding_with_the_size_caches_forgotten_at_every_event_gives_the_same_snapshots(
+    log: Log,
+) -> None:
+    from goaicore.fold import size
+
+    remembered = forgotten = None
+    for event, position in log:
+        remembered = fold(remembered, event, position, SMALL)
+        for cache in (size._sizes, size._totals, size._windows):
+            cache.clear()
+        forgotten = fold(forgotten, event, position, SMALL)
+        assert remembered == forgotten

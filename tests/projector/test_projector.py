@@ -344,6 +344,7 @@ def test_a_failed_write_loses_nothing_and_a_later_drain_sees_new_events(
 
     publish(projection, game_session("p1") + game_session("p2") + game_session("p3"))
     from goaicore.projection.writer import write_batch
+
     calls = 0
 
     def failing_second(*args: object, **kwargs: object) -> None:
