@@ -95,10 +95,7 @@ class Projector(Running):
         if not self._take_lock(stop):
             return self
         self._consumer = make_consumer(
-            self.settings,
-            client_id=CONSUMER_NAME,
-            auto_offset_reset="earliest",
-            fetch_max_wait_ms=10,
+            self.settings, client_id=CONSUMER_NAME, auto_offset_reset="earliest"
         )
         self._partitions = [
             *topic_partitions(self._consumer, self.events_topic),

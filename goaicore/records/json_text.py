@@ -60,7 +60,6 @@ def _writer(record_type: type, text: Text) -> Write | None:
     write); compiled on first use."""
     key = (record_type, text)
     if key not in _WRITERS:
-        _WRITERS[key] = None  # a record that holds itself is written the generic way
         _WRITERS[key] = _Compiler(text).compile(record_type)
     return _WRITERS[key]
 
@@ -70,6 +69,7 @@ class _Compiler:
 
     def __init__(self, text: Text) -> None:
         self.text = text
+        self.within: set[type] = set()  # the record types whose code is being emitted
         self.source = Source({"_quote": _quote, "_text": text, "_int": int.__repr__})
 
     def compile(self, record_type: type) -> Write | None:
@@ -130,6 +130,9 @@ class _Compiler:
             raise TypeError(f"no JSON text writer for {hint!r}")
 
     def record(self, record_type: type, value: str, indent: int) -> None:
+        if record_type in self.within:
+            raise TypeError(f"{record_type.__name__} holds itself")  # written the generic way
+        self.within.add(record_type)
         hints = typing.get_type_hints(record_type)
         fields = dataclasses.fields(record_type)
         self.source.add(
@@ -144,6 +147,7 @@ class _Compiler:
             key = ("{" if number == 0 else ",") + json.dumps(field.name) + ":"
             self.source.add(indent, f"out.append({key!r})", f"{item} = {value}.{field.name}")
             self.emit(hints[field.name], item, indent)
+        self.within.discard(record_type)
         return self.source.add(indent, "out.append('}')")
 
     def union(self, members: tuple[Any, ...], value: str, indent: int) -> None:

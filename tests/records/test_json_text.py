@@ -3,6 +3,7 @@ same error, for any record and for records with a stranger value at any depth.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -72,3 +73,15 @@ def test_nul_in_text_is_stored_as_the_replacement_character() -> None:
     from goaicore.records import UserMessage
 
     assert json.loads(stored_json_text(UserMessage(text="a\x00b")))["text"] == "a\ufffdb"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Node:
+    name: str
+    child: _Node | None = None
+
+
+def test_a_record_that_holds_its_own_type_is_written_the_generic_way() -> None:
+    node = _Node("a", _Node("b"))
+    assert _writer(_Node, _same) is None
+    assert json_text(node) == '{"name":"a","child":{"name":"b","child":null}}'

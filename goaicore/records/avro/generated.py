@@ -2,7 +2,8 @@
 
 Both compile one function per record type from the current schema and the record's
 dataclass; this module holds the buffer of generated lines, the names the code refers
-to, and the exception by which either hands a value back to fastavro.
+to, and the exception by which either hands a value back to fastavro. The JSON text
+writer (``goaicore.records.json_text``) uses the same buffer and exception.
 """
 
 from __future__ import annotations
