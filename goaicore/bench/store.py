@@ -248,7 +248,7 @@ def _timed(
         child.wait(60)
 
 
-def _plain_read(settings: Settings, count: int) -> float:
+def plain_read(settings: Settings, count: int) -> float:
     """Events/s of a kafka-python consumer reading every partition of the events topic."""
     consumer = make_consumer(settings)
     try:
@@ -345,7 +345,7 @@ def store(broker: LocalBroker) -> list[Measurement]:
         run = _Run(broker, Path(tmp))
         plain = run.settings()
         _publish(plain, _events(first))
-        rows.append(row(PLAIN, _plain_read(plain, first.events), first.params))
+        rows.append(row(PLAIN, plain_read(plain, first.events), first.params))
         rows.append(row(COUNTING, run.rate(_baseline("count"), _events(first)), first.params))
         for shape in SHAPES:
             events = _events(shape)
@@ -370,7 +370,7 @@ def _verify_rows(settings: Settings, shape: Shape) -> list[Measurement]:
     events = _events(shape)
     folding = len(events) / _timed(WORKER_PROCESS, settings, events)
     total = 1 + len(events)  # and the warm-up event
-    plain = _plain_read(settings, total)
+    plain = plain_read(settings, total)
     verified = _verify_rate(settings, total)
     params = shape.params
     return [

@@ -15,8 +15,9 @@ a batch (most of a write's time is the server's) while this process reads the
 following one. Batches are still written one at a time, in log order. The writer
 thread wakes each time PostgreSQL has taken what was sent and needs the
 interpreter lock to send more; at Python's default switch interval (5 ms) it
-waited long enough for PostgreSQL to sit idle a third of the time, so a running
-projector shortens the interval (``SWITCH_INTERVAL``) and restores it on close.
+waited so long that PostgreSQL waited too (about 30% fewer events per second), so
+a running projector shortens the interval (``SWITCH_INTERVAL``) and restores it on
+close.
 """
 
 from __future__ import annotations
