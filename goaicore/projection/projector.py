@@ -7,8 +7,8 @@ start it seeks to them, so a crash at any moment neither loses nor repeats a
 row. One projector writes a schema at a time: it holds a session advisory lock
 on its connection, and a second one waits as a standby until the first stops.
 Records that do not decode go to the dead-letter topic and their position
-advances (a crash right before the commit can send one twice; each carries
-its origin topic, partition and offset).
+advances (a crash or a failed write before the commit can send one twice; each
+carries its origin topic, partition and offset).
 
 Writing one batch overlaps reading and decoding the next: PostgreSQL indexes
 a batch (most of a write's time is the server's) while this process reads the
@@ -50,6 +50,30 @@ DEFAULT_BATCH = 2000
 SWITCH_INTERVAL = 0.0005  # seconds; Python's default is 0.005
 
 
+class _ShortSwitchInterval:
+    """Python's switch interval at :data:`SWITCH_INTERVAL` while any projector of this
+    process runs; the interval found before the first is restored after the last."""
+
+    _lock = threading.Lock()
+    _running = 0
+    _saved = 0.0
+
+    @classmethod
+    def enter(cls) -> None:
+        with cls._lock:
+            if cls._running == 0:
+                cls._saved = sys.getswitchinterval()
+                sys.setswitchinterval(min(cls._saved, SWITCH_INTERVAL))
+            cls._running += 1
+
+    @classmethod
+    def leave(cls) -> None:
+        with cls._lock:
+            cls._running -= 1
+            if cls._running == 0:
+                sys.setswitchinterval(cls._saved)
+
+
 class Projector(Running):
     """Project one topic prefix into one PostgreSQL schema; a context manager.
 
@@ -79,7 +103,7 @@ class Projector(Running):
         self._dead_letter_lock = threading.Lock()  # the writer thread sets aside refused rows
         self._writer: ThreadPoolExecutor | None = None
         self._in_flight: Future[None] | None = None
-        self._switch_interval: float | None = None  # the interval to restore on close
+        self._short_switch = False  # this projector keeps the switch interval short
 
     @property
     def conn(self) -> Connection:
@@ -110,8 +134,9 @@ class Projector(Running):
             self._consumer.seek(tp, self.positions[(tp.topic, tp.partition)])
         self._dead_letters = DeadLetterWriter(self.settings, CONSUMER_NAME)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="goaicore-projector-writer")
-        self._switch_interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL))
+        if not self._short_switch:
+            _ShortSwitchInterval.enter()
+            self._short_switch = True
         log.info(
             "projecting %s and %s (%d partitions) into schema %s from %s",
             self.events_topic,
@@ -144,36 +169,54 @@ class Projector(Running):
     def step(self, timeout_ms: int = 200) -> int:
         """Poll once and hand what came in to the writer as one transaction; the number of records.
 
-        The previous batch's write finishes (or raises) before this one is handed over.
+        The previous batch's write finishes (or raises) before this one's records are set
+        aside or handed over. Whatever fails, the reader is moved back to the positions
+        written last, so a caller that steps on skips nothing.
         """
         if self._writer is None:
             raise RuntimeError("start() the projector first")
         polled = self._consumer.poll(timeout_ms=timeout_ms, max_records=self.batch_size)
-        batch = build_batch(polled, self.events_topic, self.snapshots_topic) if polled else None
-        if batch is not None:
-            for rejected in batch.rejected:
-                self._dead_letter(rejected)
+        try:
+            batch = build_batch(polled, self.events_topic, self.snapshots_topic) if polled else None
+        except BaseException:
+            self._finish_quietly()
+            self._rewind()
+            raise
         self.flush()
         if batch is None:
             return 0
+        try:
+            for rejected in batch.rejected:
+                self._dead_letter(rejected)
+        except BaseException:
+            self._rewind()
+            raise
         self._in_flight = self._writer.submit(self._write, batch)
         return batch.records
 
     def flush(self) -> None:
-        """Wait until every batch read so far is written; raise the write's error, if any.
-
-        After a failed write the consumer is moved back to the last written positions,
-        so a caller that steps on skips nothing.
-        """
+        """Wait until every batch read so far is written; raise the write's error, if any
+        (and move the reader back to the positions written last)."""
         in_flight, self._in_flight = self._in_flight, None
         if in_flight is None:
             return
         try:
             in_flight.result()
         except BaseException:
-            for tp in self._partitions:
-                self._consumer.seek(tp, self.positions[(tp.topic, tp.partition)])
+            if in_flight.done():  # not an interrupt while the write still runs
+                self._rewind()
             raise
+
+    def _finish_quietly(self) -> None:
+        """Wait for the write in flight when another error is on its way out."""
+        try:
+            self.flush()
+        except Exception:
+            log.exception("the write in flight failed too")
+
+    def _rewind(self) -> None:
+        for tp in self._partitions:
+            self._consumer.seek(tp, self.positions[(tp.topic, tp.partition)])
 
     def _write(self, batch: Batch) -> None:
         try:
@@ -224,7 +267,8 @@ class Projector(Running):
 
     def caught_up(self, floor: dict[Any, int] | None = None) -> bool:
         """True when every partition is read up to its high watermark (from fetches) and to
-        its offset in ``floor``, and everything read is written."""
+        its offset in ``floor``, and everything read is written: when read that far, it
+        waits for the write in flight and raises its error, as :meth:`flush` does."""
         for tp in self._partitions:
             highwater = self._consumer.highwater(tp)
             if highwater is None or self._consumer.position(tp) < max(
@@ -257,25 +301,28 @@ class Projector(Running):
         self.flush()
 
     def close(self) -> None:
-        """Finish the write in flight, then close the connections."""
-        if self._writer is not None:
-            try:
-                self.flush()
-            finally:
-                self._writer.shutdown()
-                self._writer = None
-        if self._switch_interval is not None:
-            sys.setswitchinterval(self._switch_interval)
-            self._switch_interval = None
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
-        if self._dead_letters is not None:
-            self._dead_letters.close()
-            self._dead_letters = None
-        if self._conn is not None:
-            self._conn.close()  # releases the advisory lock
-            self._conn = None
+        """Finish the write in flight, then close everything, also when that write failed
+        (its error is raised after the connections are closed)."""
+        try:
+            if self._writer is not None:
+                try:
+                    self.flush()
+                finally:
+                    self._writer.shutdown()
+                    self._writer = None
+        finally:
+            if self._short_switch:
+                _ShortSwitchInterval.leave()
+                self._short_switch = False
+            if self._consumer is not None:
+                self._consumer.close()
+                self._consumer = None
+            if self._dead_letters is not None:
+                self._dead_letters.close()
+                self._dead_letters = None
+            if self._conn is not None:
+                self._conn.close()  # releases the advisory lock
+                self._conn = None
 
     def stop(self) -> None:
         """Stop reading and close the connections (the same as ``close()``)."""

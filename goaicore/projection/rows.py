@@ -35,7 +35,8 @@ def clean(text: str) -> str:
 
 
 def stored_json(value: Any) -> Any:
-    """A record as the JSON PostgreSQL stores (NUL in text replaced)."""
+    """A record as the JSON PostgreSQL stores (NUL in text replaced): the reference that
+    ``stored_json_text`` writes directly."""
     return jsonable(value, clean)
 
 

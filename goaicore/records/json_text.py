@@ -52,6 +52,7 @@ def compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+# By record type and text function; the text functions are a few module-level ones.
 _WRITERS: dict[tuple[type, Text], Write | None] = {}
 
 
@@ -75,7 +76,7 @@ class _Compiler:
     def compile(self, record_type: type) -> Write | None:
         try:
             self.record(record_type, "value", 1)
-        except TypeError:
+        except (TypeError, NameError):  # a hint it does not write, or cannot resolve
             return None
         write: Write = self.source.function(
             "write(value, out)", f"json text {record_type.__name__}"
@@ -133,6 +134,12 @@ class _Compiler:
         if record_type in self.within:
             raise TypeError(f"{record_type.__name__} holds itself")  # written the generic way
         self.within.add(record_type)
+        try:
+            self._record(record_type, value, indent)
+        finally:
+            self.within.discard(record_type)
+
+    def _record(self, record_type: type, value: str, indent: int) -> None:
         hints = typing.get_type_hints(record_type)
         fields = dataclasses.fields(record_type)
         self.source.add(
@@ -147,7 +154,6 @@ class _Compiler:
             key = ("{" if number == 0 else ",") + json.dumps(field.name) + ":"
             self.source.add(indent, f"out.append({key!r})", f"{item} = {value}.{field.name}")
             self.emit(hints[field.name], item, indent)
-        self.within.discard(record_type)
         return self.source.add(indent, "out.append('}')")
 
     def union(self, members: tuple[Any, ...], value: str, indent: int) -> None:
@@ -194,7 +200,14 @@ class _Compiler:
             f"    if {first}: {first} = False",
             "    else: out.append(',')",
         )
-        self.emit(str, key, indent + 1)
-        self.source.add(indent + 1, "out.append(':')")
+        # A key the text function changes could meet another key; the generic path
+        # keeps the last of them, so it writes such a mapping.
+        self.source.add(
+            indent + 1,
+            f"if type({key}) is not str or _text({key}) is not {key}: "
+            "raise NotDirect('a key the text function changes')",
+            f"out.append(_quote({key}))",
+            "out.append(':')",
+        )
         self.emit(values, item, indent + 1)
         self.source.add(indent, "out.append('}')")

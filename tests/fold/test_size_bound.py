@@ -228,21 +228,25 @@ def test_a_bound_below_the_minimum_is_refused() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.text(max_size=40), min_size=1, max_size=80),
-    st.integers(1, 12),
+    st.lists(
+        st.tuples(st.text(max_size=40), st.integers(1, 12), st.booleans()), min_size=1, max_size=80
+    )
 )
 def test_a_sliding_window_carries_the_totals_a_fresh_count_gives(
-    strings: list[str], window: int
+    steps: list[tuple[str, int, bool]],
 ) -> None:
     """The ids and notes windows carry their UTF-8 total and longest length from one
-    event to the next; the carried figures equal counting the window again."""
+    event to the next (also when the window shrinks by several, as under a smaller
+    policy); the carried figures equal counting the window again."""
     from goaicore.fold import size
 
     before: tuple[str, ...] = ()
-    for text in strings:
+    for text, window, known in steps:
         after = (*before, text)[-window:]
-        if before:
+        if before and known:
             size._string_totals(before)  # known, as after a bound check
+        else:
+            size._windows.pop(id(before), None)  # not known: nothing to carry
         size.note_window_slid(after, before)
         carried = size._string_totals(after)
         size._windows.pop(id(after))

@@ -373,3 +373,41 @@ def test_a_failed_write_loses_nothing_and_a_later_drain_sees_new_events(
     )
     assert rows == [(f"p{n}", 7, 7) for n in range(1, 5)]
     assert query(projection, "SELECT sum(event_count) FROM conversations") == [(28,)]
+
+
+def test_closing_after_a_failed_write_still_closes_everything(
+    projection: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    import goaicore.projection.projector as projector_module
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise psycopg.OperationalError("the server went away (injected)")
+
+    publish(projection, game_session("p1"))
+    monkeypatch.setattr(projector_module, "write_batch", failing)
+    interval = sys.getswitchinterval()
+    projector = Projector(projection).start()
+    assert sys.getswitchinterval() == projector_module.SWITCH_INTERVAL
+    assert projector.step(timeout_ms=5000) > 0  # handed to the writer, which fails
+    with pytest.raises(psycopg.OperationalError, match="injected"):
+        projector.close()
+    assert sys.getswitchinterval() == interval
+    assert not projector.started
+    locks = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+    assert query(projection, locks) == [(0,)]  # its connection is closed: the lock is free
+
+
+def test_the_switch_interval_is_short_while_any_projector_runs() -> None:
+    import sys
+
+    from goaicore.projection.projector import SWITCH_INTERVAL, _ShortSwitchInterval
+
+    before = sys.getswitchinterval()
+    _ShortSwitchInterval.enter()
+    _ShortSwitchInterval.enter()  # a second projector in the same process
+    _ShortSwitchInterval.leave()  # the first one closes
+    assert sys.getswitchinterval() == SWITCH_INTERVAL
+    _ShortSwitchInterval.leave()
+    assert sys.getswitchinterval() == before

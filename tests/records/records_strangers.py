@@ -8,12 +8,25 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime, timedelta, timezone
-from enum import Enum
+from enum import Enum, IntEnum
+from types import MappingProxyType
 from typing import Any
 
 from hypothesis import strategies as st
 
 from goaicore.records.types import ReplyStatus
+
+
+class _Text(str):
+    pass
+
+
+class _Level(IntEnum):
+    HIGH = 2
+
+
+class _Moment(datetime):
+    pass
 
 
 class _Other(Enum):
@@ -50,6 +63,10 @@ STRANGERS = st.sampled_from(
         datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=UTC),
         datetime(2026, 1, 1, tzinfo=timezone(timedelta(hours=-5))),
         object(),
+        _Text("a str subclass"),
+        _Level.HIGH,  # an int subclass
+        _Moment(2026, 1, 1, tzinfo=UTC),  # a datetime subclass
+        MappingProxyType({"k": "v"}),
     ]
 )
 

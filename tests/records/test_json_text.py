@@ -85,3 +85,27 @@ def test_a_record_that_holds_its_own_type_is_written_the_generic_way() -> None:
     node = _Node("a", _Node("b"))
     assert _writer(_Node, _same) is None
     assert json_text(node) == '{"name":"a","child":{"name":"b","child":null}}'
+
+
+@dataclasses.dataclass(frozen=True)
+class _Empty:
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class _TwoEmpty:
+    first: _Empty
+    second: _Empty
+
+
+def test_an_empty_record_met_twice_is_written_directly() -> None:
+    assert _writer(_TwoEmpty, _same) is not None
+    assert json_text(_TwoEmpty(_Empty(), _Empty())) == '{"first":{},"second":{}}'
+
+
+def test_keys_that_meet_once_cleaned_are_written_as_the_generic_path_writes_them() -> None:
+    from goaicore.records import GameEvent
+
+    event = GameEvent(kind="k", text="t", attributes={"a\x00": "x", "a\ufffd": "y"})
+    assert stored_json_text(event) == compact(stored_json(event))
+    assert json.loads(stored_json_text(event))["attributes"] == {"a\ufffd": "y"}
