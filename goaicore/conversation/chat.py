@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from goaicore.conversation._sync import run_sync
-from goaicore.conversation.compaction.protocol import Compactor
+from goaicore.conversation.compaction.strategies import Strategy
+from goaicore.conversation.compaction.triggered import AnyCompactor, as_compactor
 from goaicore.conversation.errors import (
     ChatError,
     ContentFilteredError,
@@ -75,7 +76,9 @@ class Chat:
 
     ``max_tool_iterations`` is the most LLM calls one turn may make; ``compactor`` (see
     ``goaicore.conversation.compaction.protocol``) may shorten the history before each
-    call, ``None`` never does. ``on_provider_mismatch`` decides what happens to a state
+    call, ``None`` never does: a strategy alone (asked before every call), a
+    ``TriggeredCompactor``, or anything with ``compact`` or ``compact_request``; anything
+    else is a ``TypeError`` here. ``on_provider_mismatch`` decides what happens to a state
     written with another provider: ``"reset"`` starts fresh, ``"convert"`` keeps the
     neutral history.
     ``gzip_threshold`` is the JSON size above which states are compressed.
@@ -88,7 +91,7 @@ class Chat:
         provider: Provider,
         *,
         max_tool_iterations: int = 10,
-        compactor: Compactor | None = None,
+        compactor: AnyCompactor | Strategy | None = None,
         on_provider_mismatch: MismatchPolicy = "reset",
         gzip_threshold: int | None = DEFAULT_GZIP_THRESHOLD,
         max_tool_result_bytes: int | None = None,
@@ -99,7 +102,7 @@ class Chat:
             raise ValueError("on_provider_mismatch must be 'reset' or 'convert'")
         self.provider = provider
         self.max_tool_iterations = max_tool_iterations
-        self.compactor = compactor
+        self.compactor = as_compactor(compactor)
         self.on_provider_mismatch: MismatchPolicy = on_provider_mismatch
         self.gzip_threshold = gzip_threshold
         if max_tool_result_bytes is not None and max_tool_result_bytes < 256:

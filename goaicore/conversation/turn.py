@@ -80,7 +80,7 @@ async def run_turn(
     system: tuple[str, ...],
     tools: Sequence[Tool],
     max_llm_calls: int,
-    compactor: Compactor | None = None,
+    compactor: Compactor | RequestCompactor | None = None,
     max_tool_result_bytes: int | None = None,
 ) -> TurnResult:
     """Append ``incoming`` to ``history`` and call the LLM (and tools) until it answers."""

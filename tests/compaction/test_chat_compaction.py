@@ -182,3 +182,45 @@ def test_a_failed_summary_falls_through_to_the_next_strategy(
     assert backend.texts_sent() == ["question 2"]
     assert any(r.__dict__.get("goaicore_event") == "summary_failed" for r in caplog.records)
     assert len(summary_server.bodies) == 1
+
+
+def test_a_strategy_alone_compacts_only_when_over_its_own_budget(backend: Backend) -> None:
+    roomy = backend.chat(compactor=TokenBudget(10**6))
+    assert isinstance(roomy.compactor, TriggeredCompactor)
+    state = grow(roomy, backend, 4)
+    backend.add(backend.text("still all here"))
+    assert roomy.chat_with_state(state, user="question 4").compactions == 0
+
+    tight = backend.chat(compactor=TokenBudget(40))
+    state = grow(tight, backend, 4)
+    backend.add(backend.text("fits"))
+    result = tight.chat_with_state(state, user="question 4")
+    assert result.compactions == 1
+    assert [r.strategy for r in result.compaction_records] == ["token-budget"]
+    assert "question 0" not in backend.texts_sent(-1)
+    assert backend.texts_sent(-1)[-1] == "question 4"
+
+
+def test_a_compactor_of_another_kind_is_a_type_error_at_construction() -> None:
+    from goaicore import OfflineProvider
+
+    with pytest.raises(TypeError, match="got a value of type int; expected a strategy"):
+        Chat(OfflineProvider(), compactor=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"the class TokenBudget; pass an instance"):
+        Chat(OfflineProvider(), compactor=TokenBudget)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got a value of type str"):
+        Chat(OfflineProvider(), compactor="keep-last-exchanges")  # type: ignore[arg-type]
+
+
+def test_anything_with_compact_is_used_as_it_is() -> None:
+    from goaicore import OfflineProvider
+
+    class Mine:
+        def compact(self, messages: Any, *, provider: str, reason: str) -> None:
+            return None
+
+    mine = Mine()
+    assert Chat(OfflineProvider(), compactor=mine).compactor is mine
+    triggered = TriggeredCompactor(KeepLastExchanges(2), MessageCount(4))
+    assert Chat(OfflineProvider(), compactor=triggered).compactor is triggered
+    assert Chat(OfflineProvider(), compactor=None).compactor is None

@@ -13,7 +13,12 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 
-from goaicore.conversation.compaction.protocol import CompactionReason, CompactionRequest
+from goaicore.conversation.compaction.protocol import (
+    CompactionReason,
+    CompactionRequest,
+    Compactor,
+    RequestCompactor,
+)
 from goaicore.conversation.compaction.record import (
     CompactionOutcome,
     CompactionRecord,
@@ -90,3 +95,36 @@ class TriggeredCompactor:
 
     def __repr__(self) -> str:
         return f"TriggeredCompactor({self.strategy!r}, {self.trigger!r})"
+
+
+AnyCompactor = Compactor | RequestCompactor
+
+
+def as_compactor(value: object) -> AnyCompactor | None:
+    """What ``Chat(compactor=...)`` was given, as a compactor.
+
+    A strategy alone (``TokenBudget(2000)``) becomes ``TriggeredCompactor(strategy)``: it
+    is asked before every LLM call, and it decides itself whether anything is over its
+    bounds (``TokenBudget`` only acts over its budget; ``KeepLastExchanges(n)`` whenever
+    there are more than ``n`` exchanges). A ``TriggeredCompactor``, or anything with
+    ``compact_request`` or ``compact``, is used as it is; ``None`` never compacts.
+    Anything else is a ``TypeError`` that names what was given.
+    """
+    if value is None:
+        return None
+    if isinstance(value, type):
+        raise TypeError(
+            f"compactor got the class {value.__name__}; pass an instance, "
+            f"e.g. {value.__name__}(...)"
+        )
+    if callable(getattr(value, "compact_request", None)) or callable(
+        getattr(value, "compact", None)
+    ):
+        return value  # type: ignore[return-value]  # duck-typed: the turn asks it as it is
+    if isinstance(value, Strategy):
+        return TriggeredCompactor(value)
+    raise TypeError(
+        f"compactor got a value of type {type(value).__name__}; expected a strategy "
+        "(e.g. TokenBudget(2000)), a TriggeredCompactor, or an object with compact() "
+        "or compact_request()"
+    )
