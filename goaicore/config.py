@@ -13,9 +13,10 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 BrokerProfile = Literal["standard", "embedded"]
 LocalBrokerKind = Literal["embedded", "kafka"]
@@ -394,6 +395,19 @@ class Settings:
     data_dir: Path = FROM_ENVIRONMENT
     env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        """Every shown field, with the password of a database URL masked; API keys and
+        Kafka passwords are not shown at all."""
+        shown = []
+        for item in fields(self):
+            if not item.repr:
+                continue
+            value = getattr(self, item.name)
+            if item.name == "database_url" and value is not None:
+                value = mask_password(value)
+            shown.append(f"{item.name}={value!r}")
+        return f"Settings({', '.join(shown)})"
+
     def __post_init__(self) -> None:
         env = os.environ if self.env is None else self.env
         resolved = _resolve(self, env)
@@ -634,3 +648,23 @@ def _resolve_kafka_security(
                         "the client certificate it belongs to"
                     )
     return out
+
+
+_CONNINFO_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
+def mask_password(url: str) -> str:
+    """``url`` (a URL or a ``key=value`` connection string) with any password as ``***``."""
+    if "://" not in url:
+        return _CONNINFO_PASSWORD.sub(r"\1***", url)
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        credentials, host = netloc.rsplit("@", 1)
+        if ":" in credentials:
+            netloc = f"{credentials.split(':', 1)[0]}:***@{host}"
+    query = urlencode(
+        [(k, "***" if k.lower() == "password" else v) for k, v in parse_qsl(parts.query)],
+        safe="*",
+    )
+    return urlunsplit(parts._replace(netloc=netloc, query=query))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from goaicore.config import Settings
+from goaicore.config import Settings, mask_password
 
 if TYPE_CHECKING:
     from goaicore.devstack.stack import LocalStack
@@ -50,7 +50,7 @@ def handle(args: argparse.Namespace) -> int:
     try:
         table = Table(title="goaicore dev stack", show_header=False)
         table.add_row("Kafka", f"{info.bootstrap_servers} — {info.broker}")
-        table.add_row("PostgreSQL", f"{info.database_url} ({info.database_source})")
+        table.add_row("PostgreSQL", f"{mask_password(info.database_url)} ({info.database_source})")
         topics = ", ".join(f"{t.name} ({t.action})" for t in stack.topics)
         table.add_row("topics", f"{topics} — {info.partitions} partitions each")
         table.add_row(
@@ -103,7 +103,7 @@ def handle(args: argparse.Namespace) -> int:
             "Connect with:\n"
             f"  export KAFKA_BOOTSTRAP_SERVERS={info.bootstrap_servers}\n"
             f"  export GOAICORE_BROKER_PROFILE={info.broker_profile}\n"
-            f"  export DATABASE_URL={info.database_url}\n"
+            f"  export DATABASE_URL={mask_password(info.database_url)}\n"
             "(goaicore commands run in this folder, or any folder inside it, find them in "
             "dev.json by themselves)"
         )

@@ -158,13 +158,18 @@ def test_passwords_stay_out_of_reprs(certs: CertificateFiles, tmp_path: Path) ->
         "KAFKA_SSL_KEY_PASSWORD": KEY_PASSWORD,
         "OPENAI_API_KEY": "sk-never-shown",
         "ANTHROPIC_API_KEY": "ak-never-shown",
+        "DATABASE_URL": "postgresql://auditor:db-never-shown@db.example:5432/goaicore",
     }
     settings = Settings(env=env, data_dir=tmp_path)
     assert settings.sasl_password == PASSWORD
     assert settings.ssl_key_password == KEY_PASSWORD
+    assert settings.database_url is not None
+    assert "db-never-shown" in settings.database_url
     for shown in (repr(settings), str(settings), repr(settings.with_overrides(partitions=2))):
         assert "alice" in shown
-        for secret in (PASSWORD, KEY_PASSWORD, "sk-never-shown", "ak-never-shown"):
+        assert "postgresql://auditor:***@db.example:5432/goaicore" in shown
+        secrets = (PASSWORD, KEY_PASSWORD, "sk-never-shown", "ak-never-shown", "db-never-shown")
+        for secret in secrets:
             assert secret not in shown
     assert settings.with_overrides(partitions=2).sasl_password == PASSWORD
     assert PASSWORD not in repr(faust_credentials(settings))
@@ -318,3 +323,22 @@ def test_cli_stops_with_one_line_on_a_bad_security_setting(tmp_path: Path) -> No
         "KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD\n"
     )
     assert PASSWORD not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://u:s3cret@h:5432/db", "postgresql://u:***@h:5432/db"),
+        ("postgresql://u@h/db", "postgresql://u@h/db"),
+        (
+            "postgresql://h/db?password=s3cret&sslmode=require",
+            "postgresql://h/db?password=***&sslmode=require",
+        ),
+        ("host=h password=s3cret dbname=x", "host=h password=*** dbname=x"),
+        ("host=h password='s3 cret' dbname=x", "host=h password=*** dbname=x"),
+    ],
+)
+def test_a_database_url_is_shown_without_its_password(url: str, shown: str) -> None:
+    from goaicore.config import mask_password
+
+    assert mask_password(url) == shown
