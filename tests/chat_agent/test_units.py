@@ -287,3 +287,33 @@ def test_an_enormous_reply_is_cut_to_fit_publishing_and_storing_it() -> None:
     stored = RecentReplies().with_reply(fitted, limits.replies_table_bytes)
     assert stored.get("r") == fitted
     assert len(RecentRepliesCodec().dumps(stored)) <= limits.replies_table_bytes
+
+
+def test_a_request_this_process_answered_is_not_answered_again_after_a_rebalance() -> None:
+    """A rebalance hands a partition back from its last commit: the same record read
+    again is acknowledged without a second reply; a new record (a client's retry with
+    the same request id) is answered again."""
+    import asyncio
+    from types import SimpleNamespace
+    from typing import Any
+
+    from goaicore_store.chat.agent import ChatAgent
+
+    answered: list[int] = []
+
+    class Counting(ChatAgent):
+        async def _answer(self, message: Any) -> None:
+            answered.append(message.offset)
+
+    agent = Counting(None, None)  # type: ignore[arg-type]
+
+    def message(offset: int) -> Any:
+        return SimpleNamespace(topic="requests", partition=1, offset=offset)
+
+    async def run() -> None:
+        await agent.process(message(7))
+        await agent.process(message(7))  # read again after a rebalance
+        await agent.process(message(8))  # another record: a retry
+
+    asyncio.run(run())
+    assert answered == [7, 8]

@@ -11,6 +11,12 @@ For each request (see :class:`ChatAgent`):
 5. append the turn's events, wait for the broker's acks, remember the reply,
    publish the reply, and only then acknowledge the request's offset.
 
+A rebalance hands a partition back from its last committed offset, so a request
+answered since is read again. If this process answered that very record (its
+topic, partition and offset), its reply is already on the replies topic and the
+record is acknowledged without a second copy; a request read again by another
+process, or sent again by a client, gets its stored reply again.
+
 Requests are read from a no-ack stream and dispatched per conversation
 (:mod:`goaicore_store.chat.dispatch`); Faust commits a partition's offset only up
 to the first request not yet finished, so a crash redelivers exactly the
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SEND_ATTEMPTS = 5
+ANSWERED_KEPT = 8192  # positions of requests this process answered, newest kept
 
 
 class ChatAgent:
@@ -45,6 +53,7 @@ class ChatAgent:
     def __init__(self, store: StoreApp, services: ChatServices) -> None:
         self.store = store
         self.services = services
+        self._answered: OrderedDict[tuple[str, int, int], None] = OrderedDict()
 
     async def consume(self, stream: Any) -> None:
         """The Faust agent body: dispatch each request to its conversation's queue."""
@@ -79,6 +88,19 @@ class ChatAgent:
         event.ack()
 
     async def process(self, message: Any) -> None:
+        position = (message.topic, message.partition, message.offset)
+        if position in self._answered:
+            log.info(
+                "request at %s[%d]@%d read again after a rebalance: answered already",
+                *position,
+            )
+            return
+        await self._answer(message)
+        self._answered[position] = None
+        while len(self._answered) > ANSWERED_KEPT:
+            self._answered.popitem(last=False)
+
+    async def _answer(self, message: Any) -> None:
         try:
             request = decode_chat_request(message.value)
         except DecodeError as err:
