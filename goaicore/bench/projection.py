@@ -16,7 +16,6 @@ PostgreSQL that discovery finds, dropped afterwards.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import tempfile
@@ -115,12 +114,11 @@ def _raw_copy(settings: Settings) -> float:
     conversation_events' columns, indexes and constraints: PostgreSQL's own ceiling for
     the rows the projector writes (without its decoding, totals and snapshots)."""
     columns = ", ".join(EVENT_COLUMNS)
-    selected = ", ".join(f"{c}::text" if c == "body" else c for c in EVENT_COLUMNS)
     with connect(settings, autocommit=False) as conn:
         body = EVENT_COLUMNS.index("body")
-        rows = [  # bodies as the projector's compact JSON text (jsonb::text adds spaces)
-            (*row[:body], compact(json.loads(row[body])), *row[body + 1 :])
-            for row in conn.execute(f"SELECT {selected} FROM conversation_events")
+        rows = [  # bodies as the projector's compact JSON text
+            (*row[:body], compact(row[body]), *row[body + 1 :])
+            for row in conn.execute(f"SELECT {columns} FROM conversation_events")
         ]
         conn.execute("CREATE TABLE bench_copy (LIKE conversation_events INCLUDING ALL)")
         conn.commit()

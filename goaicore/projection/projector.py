@@ -100,7 +100,6 @@ class Projector(Running):
         self._consumer: Any = None
         self._partitions: list[Any] = []
         self._dead_letters: DeadLetterWriter | None = None
-        self._dead_letter_lock = threading.Lock()  # the writer thread sets aside refused rows
         self._writer: ThreadPoolExecutor | None = None
         self._in_flight: Future[None] | None = None
         self._short_switch = False  # this projector keeps the switch interval short
@@ -253,10 +252,11 @@ class Projector(Running):
     def _dead_letter(self, refused: Rejected) -> None:
         if self._dead_letters is None:
             raise RuntimeError("start() the projector first")
+        # Never two at once: the writer thread sets aside refused rows during a write,
+        # and ``step`` sets aside undecodable records only once no write is in flight.
         record = refused.record.origin
-        with self._dead_letter_lock:
-            self._dead_letters.forward(record, refused.reason, refused.detail)
-            self.dead_lettered += 1
+        self._dead_letters.forward(record, refused.reason, refused.detail)
+        self.dead_lettered += 1
         log.warning(
             "dead letter from %s[%d]@%d: %s",
             record.topic,
