@@ -17,6 +17,11 @@ def register(subparsers: Any) -> None:
     say.add_argument(
         "--timeout", type=_positive, default=60.0, help="seconds to wait (default: %(default)s)"
     )
+    say.add_argument(
+        "--request-id",
+        metavar="ID",
+        help="the request's id; the same id again gets the same reply (default: a new one)",
+    )
     say.set_defaults(handler=handle_say)
 
 
@@ -37,7 +42,11 @@ def handle_say(args: argparse.Namespace) -> int:
     with ChatClient(source="cli") as client:
         try:
             reply = client.ask(
-                args.conversation, args.text, timeout=args.timeout, system=args.system
+                args.conversation,
+                args.text,
+                timeout=args.timeout,
+                system=args.system,
+                request_id=args.request_id,
             )
         except ReplyTimeout as err:
             print(f"goaicore: {err}", file=sys.stderr)

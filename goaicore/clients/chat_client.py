@@ -23,6 +23,7 @@ from goaicore.records.avro.errors import DecodeError, EncodeError
 from goaicore.records.validation import (
     InvalidInputError,
     check_conversation_id,
+    check_request_id,
     check_size,
     check_text,
 )
@@ -31,15 +32,26 @@ log = logging.getLogger(__name__)
 
 
 class ReplyTimeout(TimeoutError):
-    """No reply to a chat request arrived in time."""
+    """No reply to a chat request arrived in time.
+
+    ``request_id`` is the request's id: asking again with it is answered from the
+    stored reply, or by the turn still running, never by a second LLM turn.
+    """
+
+    def __init__(self, message: str, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id
 
 
 class _Pending:
-    __slots__ = ("done", "reply")
+    """One request id's reply, shared by every ask waiting for it in this client."""
+
+    __slots__ = ("done", "reply", "waiters")
 
     def __init__(self) -> None:
         self.done = threading.Event()
         self.reply: ChatReply | None = None
+        self.waiters = 0
 
 
 class ChatClient(Closing):
@@ -72,7 +84,11 @@ class ChatClient(Closing):
         deadline: datetime | None = None,
         request_id: str | None = None,
     ) -> str:
-        """Publish a chat request and return its request id without waiting."""
+        """Publish a chat request and return its request id without waiting.
+
+        ``request_id`` (generated when absent) makes a retry idempotent: the worker
+        answers a request id it has answered before with the stored reply.
+        """
         request = new_chat_request(
             check_conversation_id(conversation_id),
             check_text("text", text),
@@ -80,7 +96,7 @@ class ChatClient(Closing):
             tools=tuple(tools),
             model=model,
             deadline=deadline,
-            request_id=request_id,
+            request_id=None if request_id is None else check_request_id(request_id),
         )
         try:
             payload = encode_chat_request(request)
@@ -100,29 +116,44 @@ class ChatClient(Closing):
         system: str | None = None,
         tools: Iterable[str] = (),
         model: str | None = None,
+        request_id: str | None = None,
+        deadline: datetime | None = None,
     ) -> ChatReply:
-        """Send a chat request and wait up to ``timeout`` seconds for its reply."""
-        self._wait_listening(timeout)
-        request_id = new_id()
-        pending = _Pending()
+        """Send a chat request and wait up to ``timeout`` seconds for its reply.
+
+        Pass the ``request_id`` of an earlier ask (``ReplyTimeout.request_id``, or
+        the reply's) to retry it: the worker answers with that request's reply and
+        runs no second LLM turn, also after a restart. The reply carries the id.
+
+        The worker gives up on the turn at ``deadline`` (default: when this wait
+        ends). A later deadline lets the turn finish after a ReplyTimeout, so that
+        asking again with the same id gets its answer.
+        """
+        request_id = new_id() if request_id is None else check_request_id(request_id)
+        self._wait_listening(timeout, request_id)
         with self._lock:
-            self._pending[request_id] = pending
+            pending = self._pending.setdefault(request_id, _Pending())
+            pending.waiters += 1
         try:
-            deadline = utc_now() + timedelta(seconds=timeout)
+            if deadline is None:
+                deadline = utc_now() + timedelta(seconds=timeout)
             self.send(conversation_id, text, system, tools, model, deadline, request_id)
             if not pending.done.wait(timeout) or pending.reply is None:
                 raise ReplyTimeout(
                     f"no reply to request {request_id} in {timeout:g} s "
-                    "(is a store worker running?)"
+                    "(is a store worker running? ask again with the same request_id)",
+                    request_id,
                 )
             return pending.reply
         finally:
             with self._lock:
-                self._pending.pop(request_id, None)
+                pending.waiters -= 1
+                if not pending.waiters:
+                    self._pending.pop(request_id, None)
 
-    def _wait_listening(self, timeout: float) -> None:
+    def _wait_listening(self, timeout: float, request_id: str) -> None:
         if not self._listening.wait(max(timeout, 10.0)):
-            raise ReplyTimeout("the reply listener did not start in time")
+            raise ReplyTimeout("the reply listener did not start in time", request_id)
         if self._listener_error is not None:
             raise RuntimeError("the reply listener failed") from self._listener_error
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 MAX_CONVERSATION_ID = 256
+MAX_REQUEST_ID = 256
 
 
 class InvalidInputError(ValueError):
@@ -21,6 +22,17 @@ def check_conversation_id(value: Any) -> str:
         raise InvalidInputError(
             f"conversation_id is {len(value)} characters; at most {MAX_CONVERSATION_ID}"
         )
+    return value
+
+
+def check_request_id(value: Any) -> str:
+    """A request id a caller chose: the key of idempotent retries."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"request_id must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInputError("request_id must not be empty")
+    if len(value) > MAX_REQUEST_ID:
+        raise InvalidInputError(f"request_id is {len(value)} characters; at most {MAX_REQUEST_ID}")
     return value
 
 

@@ -51,6 +51,49 @@ def test_ask_without_a_worker_times_out_clearly(topics: Settings) -> None:
         client.ask("c", "anyone there?", timeout=1)
 
 
+def test_a_timeout_carries_the_request_id_given_or_generated(topics: Settings) -> None:
+    with ChatClient(topics) as client:
+        with pytest.raises(ReplyTimeout) as given:
+            client.ask("c", "anyone?", timeout=0.5, request_id="my-retry-key")
+        with pytest.raises(ReplyTimeout) as generated:
+            client.ask("c", "anyone?", timeout=0.5)
+    assert given.value.request_id == "my-retry-key"
+    assert generated.value.request_id
+    assert generated.value.request_id in str(generated.value)
+
+
+def test_asks_with_one_request_id_send_it_and_share_its_reply(topics: Settings) -> None:
+    with (
+        ScriptedResponder(topics) as responder,
+        ChatClient(topics) as client,
+        ThreadPoolExecutor(max_workers=3) as pool,
+    ):
+        asked = [
+            pool.submit(client.ask, "c", "once", timeout=30, request_id="same-id") for _ in range(3)
+        ]
+        answers = [future.result() for future in asked]
+    assert {request.request_id for request in responder.seen} == {"same-id"}
+    assert all(a.request_id == "same-id" and a.text == "echo: once" for a in answers)
+
+
+@pytest.mark.parametrize(
+    ("request_id", "message"),
+    [
+        ("", "request_id must not be empty"),
+        (7, "request_id must be a string"),
+        ("x" * 300, "request_id is 300 characters; at most 256"),
+    ],
+)
+def test_a_bad_request_id_is_refused_before_sending(
+    topics: Settings, request_id: object, message: str
+) -> None:
+    with ChatClient(topics) as client:
+        with pytest.raises(InvalidInputError, match=message):
+            client.send("c", "hi", request_id=request_id)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match=message):
+            client.ask("c", "hi", timeout=1, request_id=request_id)  # type: ignore[arg-type]
+
+
 def test_send_refuses_bad_input(topics: Settings) -> None:
     with ChatClient(topics) as client:
         with pytest.raises(InvalidInputError, match="conversation_id must not be empty"):

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from goaicore.config import VARIABLES
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.readme import README, python_blocks
 
 
 def test_readme_documents_every_variable_as_the_code_does() -> None:
@@ -20,22 +17,13 @@ def test_readme_documents_every_variable_as_the_code_does() -> None:
         assert meaning in text, f"README meaning of {variable.name} differs"
 
 
-def _python_blocks(section: str) -> list[str]:
-    text = README.read_text()
-    start = text.index(f"## {section}\n")
-    end = text.find("\n## ", start + 1)
-    body = text[start : end if end != -1 else None]
-    blocks = body.split("```python\n")[1:]
-    return [block.split("```", 1)[0] for block in blocks]
-
-
 def test_library_and_records_examples_run_as_written(capsys: pytest.CaptureFixture[str]) -> None:
     for section in (
         "Conversation library",
         "Records and encoding",
         "Compaction: bounded cost, never a broken history",
     ):
-        blocks = _python_blocks(section)
+        blocks = python_blocks(section)
         assert blocks, f"no example under {section}"
         for block in blocks:
             exec(compile(block, f"README:{section}", "exec"), {"__name__": "readme"})

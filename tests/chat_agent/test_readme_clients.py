@@ -1,0 +1,28 @@
+"""The README's Kafka client examples run as written against a worker on a real broker."""
+
+from __future__ import annotations
+
+import pytest
+
+from goaicore.config import Settings
+from tests.chat_agent.helpers import ChatWorker
+from tests.readme import python_blocks
+from tests.store.workers import worker_env
+
+
+def test_the_kafka_client_examples_run_as_written(
+    topics: Settings,
+    worker: ChatWorker,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in worker_env(topics).items():
+        monkeypatch.setenv(name, value)
+    blocks = python_blocks("Kafka clients")
+    assert len(blocks) >= 2
+    for block in blocks:
+        exec(compile(block, "README:Kafka clients", "exec"), {"__name__": "readme"})
+    printed = capsys.readouterr().out
+    assert "ok echo: What's my score?" in printed
+    assert "ok echo: Plan my route" in printed
+    assert "GameEvent" in printed

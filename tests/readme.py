@@ -1,0 +1,17 @@
+"""The README's Python examples, by section, for the tests that run them as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def python_blocks(section: str) -> list[str]:
+    """The ```python blocks under the ``## section`` heading, in order."""
+    text = README.read_text()
+    start = text.index(f"## {section}\n")
+    end = text.find("\n## ", start + 1)
+    body = text[start : end if end != -1 else None]
+    blocks = body.split("```python\n")[1:]
+    return [block.split("```", 1)[0] for block in blocks]
