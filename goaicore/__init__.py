@@ -6,7 +6,7 @@ Kafka, Faust nor psycopg, so it can be used on its own.
 
 from typing import TYPE_CHECKING
 
-from goaicore.config import ConfigError, Settings
+from goaicore.config import Settings
 from goaicore.conversation.chat import (
     Chat,
     ChatError,
@@ -45,6 +45,7 @@ from goaicore.conversation.messages import Message, ToolCall
 from goaicore.conversation.providers import AnthropicProvider, OfflineProvider, OpenAIProvider
 from goaicore.conversation.tools import Tool, tool
 from goaicore.conversation.validation import validate_history
+from goaicore.errors import BrokerError, ConfigError, DatabaseError, GoaicoreError, InputError
 from goaicore.records import (
     ChatReply,
     ChatRequest,
@@ -139,7 +140,11 @@ __all__ = [  # noqa: RUF022 - grouped: the library, then the Kafka clients
     "ChatReply",
     "ChatRequest",
     "ChatResult",
+    "BrokerError",
     "ConfigError",
+    "DatabaseError",
+    "GoaicoreError",
+    "InputError",
     "ContentFilteredError",
     "ContextLengthError",
     "ConversationEvent",

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from goaicore.errors import ConfigError
+
 BrokerProfile = Literal["standard", "embedded"]
 LocalBrokerKind = Literal["embedded", "kafka"]
 TableStore = Literal["memory", "rocksdb"]
@@ -35,10 +37,6 @@ DEV_FILE_NAME = "dev.json"
 _TOPIC_PREFIX_RE = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 _HOST_PORT_RE = re.compile(r"^(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9._-]+):(\d{1,5})$")
 _DB_SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-
-
-class ConfigError(ValueError):
-    """A setting has a bad value; the message is one line naming the variable."""
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
+from goaicore.errors import ConfigError
 
-class MissingExtraError(ImportError):
+
+class MissingExtraError(ImportError, ConfigError):
     """A package an optional part of goaicore needs is not installed."""
 
 

@@ -25,6 +25,7 @@ from rich.table import Table
 
 from goaicore.bench.registry import BROKER_SUITES, SUITES, BrokerSuiteFn, Measurement
 from goaicore.config import LocalBrokerKind
+from goaicore.errors import GoaicoreError
 from goaicore.kafka.apache import KafkaUnavailable, prepared_or_reason
 from goaicore.kafka.local import LocalBroker, broker_name, broker_profile, broker_slug
 
@@ -49,7 +50,7 @@ BROKER_CHOICES: tuple[BrokerChoice, ...] = ("both", "kafka", "embedded")
 BENCH_KAFKA_CONFIG = {"group.initial.rebalance.delay.ms": "0"}
 
 
-class BenchFailed(RuntimeError):
+class BenchFailed(GoaicoreError, RuntimeError):
     """Some benchmark runs failed; the rows of the others were written."""
 
 

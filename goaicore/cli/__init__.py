@@ -8,17 +8,12 @@ exit code.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
 from goaicore.cli import audit, bench, chat, dev, events, replay, services, tail, topics
-from goaicore.config import ConfigError
-from goaicore.extras import MissingExtraError
-
-# Errors a user fixes by changing configuration or environment: one line, exit 2.
-USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, MissingExtraError)
+from goaicore.errors import GoaicoreError, wrap_client_error
 
 COMMAND_MODULES: tuple[ModuleType, ...] = (
     dev,
@@ -44,48 +39,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Errors of the stack (broker, database, input), by module: one line, exit 2.
-STACK_ERRORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("goaicore.kafka", ("BrokerStartError", "TopicMismatchError")),
-    ("goaicore.kafka.apache", ("KafkaUnavailable",)),
-    ("goaicore.kafka.connection", ("BrokerUnreachableError", "MissingTopicError")),
-    ("goaicore.kafka.security", ("KafkaSecurityError",)),
-    ("goaicore.kafka.topics", ("TopicsNotReadyError",)),
-    (
-        "goaicore.projection.db",
-        (
-            "DatabaseUnreachableError",
-            "ForeignProjectionError",
-            "PositionConflictError",
-            "ProjectionMissingError",
-        ),
-    ),
-    ("goaicore.projection.postgres", ("PostgresStartError",)),
-    ("goaicore.records.validation", ("InvalidInputError",)),
-)
-
-
-def _stack_errors() -> tuple[type[Exception], ...]:
-    """The stack's error classes; a module whose extra is missing cannot raise its own."""
-    found: list[type[Exception]] = []
-    for module_name, names in STACK_ERRORS:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        found.extend(getattr(module, name) for name in names)
-    return tuple(found)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; every error goaicore knows is one line and its exit code.
+
+    Exit codes (see :mod:`goaicore.errors`): 0 success, 1 differences found or a
+    failed reply, 2 usage error, 3 configuration error, 4 broker or database
+    unreachable. argparse's own usage errors exit 2 as well.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         code: int = args.handler(args)
-    except USER_ERRORS + _stack_errors() as err:
-        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        print(f"goaicore: {first_line}", file=sys.stderr)
-        return 2
+    except GoaicoreError as err:
+        return _stop(err, err.exit_code)
+    except Exception as err:
+        wrapped = wrap_client_error(err)
+        if wrapped is None:
+            raise
+        return _stop(wrapped, wrapped.exit_code)
+    return code
+
+
+def _stop(err: BaseException, code: int) -> int:
+    """Print the error's first line, never a traceback, and return ``code``."""
+    text = str(err).strip()
+    first_line = text.splitlines()[0] if text else type(err).__name__
+    print(f"goaicore: {first_line}", file=sys.stderr)
     return code
 
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from goaicore.cli.args import POSITIVE, moment
+from goaicore.cli.output import add_json_option, print_json
 from goaicore.cli.render import clip, describe_event, print_report
 from goaicore.config import Settings
 from goaicore.records import EVENT_BODY_TYPES
@@ -42,6 +43,7 @@ def register(subparsers: Any) -> None:
     )
     listing.add_argument("--since", type=moment, metavar="TIME", help="active at or after")
     listing.add_argument("--limit", type=POSITIVE, default=None, metavar="N")
+    add_json_option(listing)
     listing.set_defaults(handler=handle_conversations)
 
     search: argparse.ArgumentParser = subparsers.add_parser(
@@ -50,6 +52,7 @@ def register(subparsers: Any) -> None:
     search.add_argument("text", metavar="TEXT", help='words, "a phrase", or, -word')
     search.add_argument("--conversation", metavar="CONV", help="only this conversation")
     search.add_argument("--limit", type=POSITIVE, default=20, metavar="N")
+    add_json_option(search)
     search.set_defaults(handler=handle_search)
 
     ledger: argparse.ArgumentParser = subparsers.add_parser(
@@ -58,6 +61,7 @@ def register(subparsers: Any) -> None:
     ledger.add_argument("conversation", nargs="?", metavar="CONV")
     ledger.add_argument("--since", type=moment, metavar="TIME", help="turns at or after")
     ledger.add_argument("--until", type=moment, metavar="TIME", help="turns at or before")
+    add_json_option(ledger)
     ledger.set_defaults(handler=handle_ledger)
 
 
@@ -114,6 +118,10 @@ def history_from_db(args: argparse.Namespace) -> int:
 
     with _connect(Settings()) as conn:
         rows = history(conn, args.conversation, args.type, args.since, args.until)
+    if args.json:
+        events = [{"partition": r.partition, "offset": r.offset, "event": r.event()} for r in rows]
+        print_json({"conversation_id": args.conversation, "events": events})
+        return 0
     for row in rows:
         print(f"{row.offset:>8} {describe_event(row.event())}")
     print(f"{len(rows)} events")
@@ -125,6 +133,9 @@ def handle_conversations(args: argparse.Namespace) -> int:
 
     with _connect(Settings()) as conn:
         rows = conversations(conn, args.since, args.limit)
+    if args.json:
+        print_json({"conversations": rows})
+        return 0
     print(f"{'conversation':<24} {'events':>7} {'messages':>8} {'tokens':>9}  last activity")
     for row in rows:
         tokens = (row.prompt_tokens or 0) + (row.completion_tokens or 0)
@@ -142,6 +153,9 @@ def handle_search(args: argparse.Namespace) -> int:
 
     with _connect(Settings()) as conn:
         hits = search(conn, args.text, args.conversation, args.limit)
+    if args.json:
+        print_json({"matches": hits})
+        return 0
     for hit in hits:
         print(
             f"{hit.conversation_id} @{hit.offset} {_when(hit.occurred_at)} {hit.body_type}:"
@@ -162,6 +176,9 @@ def handle_ledger(args: argparse.Namespace) -> int:
     with _connect(Settings()) as conn:
         if args.conversation is None:
             totals = ledger_totals(conn, args.since, until=args.until)
+            if args.json:
+                print_json({"conversations": totals})
+                return 0
             for t in totals:
                 print(
                     f"{clip(t.conversation_id, 24):<24} turns {t.turns:>5}"
@@ -171,6 +188,9 @@ def handle_ledger(args: argparse.Namespace) -> int:
             print(f"{len(totals)} conversations")
             return 0
         book = ledger(conn, args.conversation, args.since, args.until)
+    if args.json:
+        print_json(book)
+        return 0
     for e in book.entries:
         cost = _dollars(e.cost_usd_nanos) if e.cost_usd_nanos is not None else "unknown"
         print(
@@ -202,4 +222,4 @@ def verify_from_db(args: argparse.Namespace) -> int:
             report = verify_db(conn, settings.topic("events"), args.conversations, bar.advance)
         finally:
             bar.close()
-    return print_report(report, against_db=True)
+    return print_report(report, against_db=True, as_json=args.json)

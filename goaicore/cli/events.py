@@ -6,7 +6,9 @@ import argparse
 from typing import Any
 
 from goaicore.cli.audit import add_history_options, history_from_db
+from goaicore.cli.output import add_json_option, print_json
 from goaicore.cli.render import describe_event
+from goaicore.errors import InputError
 
 
 def register(subparsers: Any) -> None:
@@ -31,6 +33,7 @@ def register(subparsers: Any) -> None:
     )
     history.add_argument("conversation", metavar="CONV", help="conversation id")
     add_history_options(history)
+    add_json_option(history)
     history.set_defaults(handler=handle_history)
 
 
@@ -56,11 +59,20 @@ def handle_history(args: argparse.Namespace) -> int:
     if args.from_db:
         return history_from_db(args)
     if args.type or args.since or args.until:
-        raise SystemExit("goaicore history: --type, --since and --until need --from-db")
+        raise InputError("history: --type, --since and --until need --from-db")
     from goaicore.clients import HistoryReader
 
-    count = 0
     with HistoryReader() as reader:
+        if args.json:
+            events = [
+                {"partition": e.partition, "offset": e.offset, "event": e.event}
+                for e in reader.logged_events(args.conversation)
+            ]
+            print_json(
+                {"conversation_id": args.conversation, "events": events, "skipped": reader.skipped}
+            )
+            return 0
+        count = 0
         for logged in reader.logged_events(args.conversation):
             print(f"{logged.offset:>8} {describe_event(logged.event)}")
             count += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from goaicore.cli.output import print_json
 from goaicore.records import (
     AssistantTurn,
     ChatReply,
@@ -73,8 +74,22 @@ def describe(record: Record) -> str:
     return type(record).__name__
 
 
-def print_report(report: VerifyReport, *, against_db: bool = False) -> int:
-    """Print a verify report, one line a finding, and return the exit status (1: different)."""
+def print_report(report: VerifyReport, *, against_db: bool = False, as_json: bool = False) -> int:
+    """Print a verify report, one line a finding (or as JSON), and return the exit status
+    (1: different)."""
+    if as_json:
+        print_json(
+            {
+                "against": "database" if against_db else "log",
+                "checked": report.checked,
+                "equal": report.equal,
+                "different": sorted(report.different),
+                "differences": report.differences,
+                "pending": report.pending,
+                "unknown": report.unknown,
+            }
+        )
+        return 1 if report.differences else 0
     replayed = "refolded" if against_db else "replayed"
     for diff in report.differences:
         print(

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from goaicore.cli.args import OFFSET, moment
+from goaicore.cli.output import add_json_option, print_json
 from goaicore.cli.render import clip, print_report
 
 
@@ -19,6 +20,7 @@ def register(subparsers: Any) -> None:
     until.add_argument(
         "--as-of", type=moment, metavar="TIME", help="ISO time: events that occurred by then"
     )
+    add_json_option(replay)
     replay.set_defaults(handler=handle_replay)
 
     verify: argparse.ArgumentParser = subparsers.add_parser(
@@ -30,6 +32,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="check the snapshots stored in PostgreSQL against the stored events instead",
     )
+    add_json_option(verify)
     verify.set_defaults(handler=handle_verify)
 
 
@@ -42,6 +45,9 @@ def handle_replay(args: argparse.Namespace) -> int:
         policy = policy_for_record_limit(reader.settings.max_record_bytes)
         result = replay(reader, args.conversation, args.until_offset, args.as_of, policy)
     snapshot = result.snapshot
+    if args.json:
+        print_json({"conversation_id": args.conversation, "snapshot": snapshot})
+        return 0
     if snapshot is None:
         print(f"no events for {args.conversation}")
         return 0
@@ -79,4 +85,4 @@ def handle_verify(args: argparse.Namespace) -> int:
         stored = snapshots.all()
     with HistoryReader() as reader:
         report = verify_log(reader, stored, args.conversations)
-    return print_report(report)
+    return print_report(report, as_json=args.json)

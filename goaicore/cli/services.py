@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from goaicore.cli.args import PORT, POSITIVE, integer
-from goaicore.config import ConfigError
+from goaicore.errors import ConfigError
 
 GROUP = "goaicore.services"
 # The extra whose packages each service needs, for the message when one is missing.

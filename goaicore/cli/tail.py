@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
 from goaicore.cli.args import POSITIVE, seconds
+from goaicore.cli.output import add_json_option, print_json
 from goaicore.cli.render import describe
 from goaicore.kafka.topics import TOPICS
 
@@ -32,15 +34,13 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="stop after this long without a record (default: follow until Ctrl-C)",
     )
+    add_json_option(tail, lines=True)
     tail.set_defaults(handler=handle_tail)
 
 
 def handle_tail(args: argparse.Namespace) -> int:
-    from goaicore.clients.deadletter import DeadLetter
     from goaicore.config import Settings
     from goaicore.kafka.connection import make_consumer, topic_partitions
-    from goaicore.records.avro.api import decode
-    from goaicore.records.avro.errors import DecodeError
 
     settings = Settings()
     topic = settings.topic(args.topic)
@@ -60,19 +60,11 @@ def handle_tail(args: argparse.Namespace) -> int:
                 for record in records:
                     if args.max is not None and printed >= args.max:
                         break
-                    where = f"{record.partition}@{record.offset}"
-                    if args.topic == "dead-letters":
-                        letter = DeadLetter.from_record(record)
-                        line = (
-                            f"dead letter from {letter.topic}[{letter.partition}]@{letter.offset}"
-                            f" ({letter.reason}): {letter.message}"
-                        )
+                    if args.json:
+                        print_json(_as_json(args.topic, record), line=True)
                     else:
-                        try:
-                            line = describe(decode(record.value))
-                        except DecodeError as err:
-                            line = f"undecodable ({err.reason}): {err.message}"
-                    print(f"{where} {line}", flush=True)
+                        print(f"{record.partition}@{record.offset} {_line(args.topic, record)}")
+                        sys.stdout.flush()
                     printed += 1
                     last = time.monotonic()
             if args.idle_timeout is not None and time.monotonic() - last > args.idle_timeout:
@@ -82,3 +74,53 @@ def handle_tail(args: argparse.Namespace) -> int:
     finally:
         consumer.close()
     return 0
+
+
+def _line(topic: str, record: Any) -> str:
+    from goaicore.clients.deadletter import DeadLetter
+    from goaicore.records.avro.api import decode
+    from goaicore.records.avro.errors import DecodeError
+
+    if topic == "dead-letters":
+        letter = DeadLetter.from_record(record)
+        return (
+            f"dead letter from {letter.topic}[{letter.partition}]@{letter.offset}"
+            f" ({letter.reason}): {letter.message}"
+        )
+    try:
+        return describe(decode(record.value))
+    except DecodeError as err:
+        return f"undecodable ({err.reason}): {err.message}"
+
+
+def _as_json(topic: str, record: Any) -> dict[str, Any]:
+    """One record as a JSON object: its position and the decoded record, the dead letter's
+    headers, or why it does not decode."""
+    from goaicore.clients.deadletter import DeadLetter
+    from goaicore.records.avro.api import decode
+    from goaicore.records.avro.errors import DecodeError
+
+    where: dict[str, Any] = {
+        "topic": record.topic,
+        "partition": record.partition,
+        "offset": record.offset,
+    }
+    if topic == "dead-letters":
+        letter = DeadLetter.from_record(record)
+        where["dead_letter"] = {
+            "reason": letter.reason,
+            "message": letter.message,
+            "topic": letter.topic,
+            "partition": letter.partition,
+            "offset": letter.offset,
+            "consumer": letter.consumer,
+        }
+        return where
+    try:
+        decoded = decode(record.value)
+    except DecodeError as err:
+        where["undecodable"] = {"reason": err.reason, "message": err.message}
+        return where
+    where["type"] = type(decoded).__name__
+    where["record"] = decoded
+    return where

@@ -8,7 +8,6 @@ than from whichever process happens to start first.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from typing import Any
 
@@ -43,6 +42,7 @@ def handle_create_topics(args: argparse.Namespace) -> int:
         from kafka.errors import KafkaError
 
     from goaicore.config import Settings
+    from goaicore.errors import BrokerError
     from goaicore.kafka.connection import BrokerUnreachableError
     from goaicore.kafka.topics import ensure_topics
 
@@ -55,13 +55,11 @@ def handle_create_topics(args: argparse.Namespace) -> int:
             break
         except (KafkaError, BrokerUnreachableError) as err:
             if time.monotonic() >= deadline:
-                message = (
-                    str(err)
-                    if isinstance(err, BrokerUnreachableError)
-                    else f"the brokers at {settings.bootstrap_servers} did not answer ({err})"
-                )
-                print(f"goaicore: {message}", file=sys.stderr)
-                return 1
+                if isinstance(err, BrokerUnreachableError):
+                    raise
+                raise BrokerError(
+                    f"the brokers at {settings.bootstrap_servers} did not answer ({err})"
+                ) from err
             print(f"brokers not ready ({type(err).__name__}); retrying", flush=True)
             time.sleep(2.0)
     # As ensure_topics creates them: the embedded broker has one node.

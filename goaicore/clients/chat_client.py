@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from goaicore.config import Settings
+from goaicore.errors import BrokerError, GoaicoreError, client_errors
 from goaicore.kafka.connection import make_consumer, make_producer, topic_partitions
 from goaicore.lifecycle import Closing
 from goaicore.records import ChatReply, new_chat_request, new_id, utc_now
@@ -31,7 +32,7 @@ from goaicore.records.validation import (
 log = logging.getLogger(__name__)
 
 
-class ReplyTimeout(TimeoutError):
+class ReplyTimeout(GoaicoreError, TimeoutError):
     """No reply to a chat request arrived in time.
 
     ``request_id`` is the request's id: asking again with it is answered from the
@@ -103,9 +104,11 @@ class ChatClient(Closing):
         except EncodeError as err:
             raise InvalidInputError(f"chat request does not fit the schema: {err}") from err
         check_size("chat request", payload, self.settings.max_record_bytes)
-        self._producer.send(self.requests_topic, key=conversation_id.encode(), value=payload).get(
-            timeout=30
-        )
+        with client_errors():
+            sent = self._producer.send(
+                self.requests_topic, key=conversation_id.encode(), value=payload
+            )
+            sent.get(timeout=30)
         return request.request_id
 
     def ask(
@@ -155,7 +158,9 @@ class ChatClient(Closing):
         if not self._listening.wait(max(timeout, 10.0)):
             raise ReplyTimeout("the reply listener did not start in time", request_id)
         if self._listener_error is not None:
-            raise RuntimeError("the reply listener failed") from self._listener_error
+            raise BrokerError(
+                f"the reply listener failed: {self._listener_error}"
+            ) from self._listener_error
 
     def _listen(self) -> None:
         consumer = make_consumer(self.settings)

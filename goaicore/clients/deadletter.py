@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from goaicore.config import Settings
+from goaicore.errors import client_errors
 from goaicore.kafka.connection import make_producer
 from goaicore.lifecycle import Closing
 
@@ -116,9 +117,10 @@ class DeadLetterWriter(Closing):
 
     def forward(self, record: Any, reason: str, message: str) -> DeadLetter:
         letter = DeadLetter.of(record, reason, message, self.consumer_name, self.limit)
-        self._producer.send(
-            self.topic, key=letter.key, value=letter.value, headers=letter.headers()
-        ).get(timeout=30)
+        with client_errors():
+            self._producer.send(
+                self.topic, key=letter.key, value=letter.value, headers=letter.headers()
+            ).get(timeout=30)
         return letter
 
     def close(self) -> None:

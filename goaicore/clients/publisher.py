@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from goaicore.config import Settings
+from goaicore.errors import client_errors
 from goaicore.kafka.connection import make_producer
 from goaicore.lifecycle import Closing
 from goaicore.records import EVENT_BODY_TYPES, ConversationEvent, GameEvent, UserMessage, new_event
@@ -85,18 +86,23 @@ class EventPublisher(Closing):
         timeout: float = 30.0,
     ) -> list[TopicPosition]:
         """Append many events; all are checked and encoded before the first is sent."""
-        prepared = [self._prepare(conversation_id, event) for conversation_id, event in items]
-        futures = [self._producer.send(self.topic, key=key, value=value) for key, value in prepared]
-        self._producer.flush(timeout)
-        return [_position(future.get(timeout)) for future in futures]
+        with client_errors():
+            prepared = [self._prepare(conversation_id, event) for conversation_id, event in items]
+            futures = [
+                self._producer.send(self.topic, key=key, value=value) for key, value in prepared
+            ]
+            self._producer.flush(timeout)
+            return [_position(future.get(timeout)) for future in futures]
 
     def send(self, conversation_id: str, event: ConversationEvent | EventBody) -> Any:
         """Send without waiting; returns the producer's future (see :meth:`flush`)."""
-        key, value = self._prepare(conversation_id, event)
-        return self._producer.send(self.topic, key=key, value=value)
+        with client_errors():
+            key, value = self._prepare(conversation_id, event)
+            return self._producer.send(self.topic, key=key, value=value)
 
     def flush(self, timeout: float | None = None) -> None:
-        self._producer.flush(timeout)
+        with client_errors():
+            self._producer.flush(timeout)
 
     def close(self) -> None:
         self._producer.close()

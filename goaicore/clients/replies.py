@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from goaicore.clients.deadletter import DeadLetterWriter
 from goaicore.config import Settings
+from goaicore.errors import client_errors
 from goaicore.kafka.connection import make_consumer
 from goaicore.lifecycle import Closing
 from goaicore.records import ChatReply
@@ -50,7 +51,8 @@ class ReplySubscriber(Closing):
         """Replies as they come; stops after ``idle_timeout`` seconds without one."""
         last = time.monotonic()
         while True:
-            batches = self._consumer.poll(timeout_ms=200)
+            with client_errors():
+                batches = self._consumer.poll(timeout_ms=200)
             for records in batches.values():
                 for record in records:
                     last = time.monotonic()
@@ -62,7 +64,8 @@ class ReplySubscriber(Closing):
                         continue
                     yield reply
             if batches:
-                self._consumer.commit()
+                with client_errors():
+                    self._consumer.commit()
             if idle_timeout is not None and time.monotonic() - last > idle_timeout:
                 return
 

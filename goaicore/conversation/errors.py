@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from goaicore.errors import GoaicoreError
+
 if TYPE_CHECKING:
     from goaicore.records.types import Usage
 
 
-class ChatError(Exception):
+class ChatError(GoaicoreError):
     """A conversation turn failed; the caller's previous state is still valid.
 
     ``usage`` holds the tokens spent by the LLM calls made before the failure (for cost

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 
 from goaicore.conversation import messages as lib
 from goaicore.conversation.providers.registry import assistant_message
+from goaicore.errors import InputError
 from goaicore.records import AssistantTurn, SnapshotMessage, ToolResult, UserMessage
 
 
-class UnreadableMessage(ValueError):
+class UnreadableMessage(InputError):
     """A stored message cannot be read back (its raw JSON or content is damaged)."""
 
 

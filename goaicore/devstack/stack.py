@@ -19,9 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goaicore.config import DEV_FILE_NAME, ConfigError, Settings, read_dev_file
+from goaicore.config import DEV_FILE_NAME, Settings, read_dev_file
 from goaicore.devstack.projector_process import ProjectorProcess
 from goaicore.devstack.worker_process import WorkerProcess
+from goaicore.errors import ConfigError, GoaicoreError
 from goaicore.kafka.apache import KafkaUnavailable
 from goaicore.kafka.local import LocalBroker, stop_orphaned_kafka
 from goaicore.kafka.topics import TopicStatus, ensure_topics
@@ -41,6 +42,10 @@ CHECK_TOPIC = "stack-check"
 KAFKA_FOLDER = "kafka"
 # In the dev database: which log each projection schema was built from.
 PROJECTED_LOG_TABLE = "goaicore_dev_projected_log"
+
+
+class StackError(GoaicoreError, RuntimeError):
+    """A process of the dev stack stopped, or did not do its first job in time."""
 
 
 @dataclass(frozen=True)
@@ -367,7 +372,7 @@ def fold_round_trip(
     with SnapshotReader(settings) as reader:
         while time.monotonic() < deadline:
             if worker is not None and not worker.alive():
-                raise RuntimeError(f"the store worker stopped; see {worker.log_path}")
+                raise StackError(f"the store worker stopped; see {worker.log_path}")
             snapshot = reader.get(conversation)
             last = snapshot.last_position if snapshot else None
             if snapshot is not None and last is not None and last.offset >= position.offset:
@@ -378,7 +383,7 @@ def fold_round_trip(
                     time.perf_counter() - started,
                 )
             time.sleep(0.25)
-    raise RuntimeError(f"the store worker did not fold the check event in {timeout:.0f} s")
+    raise StackError(f"the store worker did not fold the check event in {timeout:.0f} s")
 
 
 @dataclass(frozen=True)
@@ -402,7 +407,7 @@ def projection_round_trip(
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if projector is not None and not projector.alive():
-            raise RuntimeError(f"the projector stopped; see {projector.log_path}")
+            raise StackError(f"the projector stopped; see {projector.log_path}")
         try:
             with connect(settings) as conn:
                 row = conn.execute(
@@ -417,7 +422,7 @@ def projection_round_trip(
                 "conversation_events", int(row[0]), time.perf_counter() - started
             )
         time.sleep(0.25)
-    raise RuntimeError(f"the projector did not write the check event in {timeout:.0f} s")
+    raise StackError(f"the projector did not write the check event in {timeout:.0f} s")
 
 
 def check_stack(settings: Settings) -> StackCheck:

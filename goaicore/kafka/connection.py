@@ -12,6 +12,7 @@ import socket
 from typing import Any
 
 from goaicore.config import Settings
+from goaicore.errors import EXIT_CONFIG, BrokerError, client_errors
 from goaicore.extras import needs
 from goaicore.kafka.limits import max_batch_bytes
 from goaicore.kafka.probe import kafka_api_versions_error
@@ -22,7 +23,7 @@ REACH_TIMEOUT = 5.0
 """Seconds to wait for a TCP connection to any bootstrap server before giving up."""
 
 
-class BrokerUnreachableError(ConnectionError):
+class BrokerUnreachableError(BrokerError, ConnectionError):
     """No bootstrap server accepts a connection: Kafka is not running there."""
 
 
@@ -118,19 +119,22 @@ def make_admin(settings: Settings, **overrides: Any) -> Any:
         return KafkaAdminClient(**options)
 
 
-class MissingTopicError(LookupError):
+class MissingTopicError(BrokerError, LookupError):
     """A topic goaicore needs does not exist yet."""
+
+    exit_code = EXIT_CONFIG
 
 
 def topic_partitions(consumer: Any, topic: str) -> list[Any]:
     """Every partition of ``topic`` as TopicPartitions; MissingTopicError when absent."""
-    with needs("kafka"):
-        from kafka import TopicPartition
+    with client_errors():
+        with needs("kafka"):
+            from kafka import TopicPartition
 
-    partitions = consumer.partitions_for_topic(topic)
-    if not partitions:
-        raise MissingTopicError(f"topic {topic} does not exist (is `goaicore dev` running?)")
-    return [TopicPartition(topic, p) for p in sorted(partitions)]
+        partitions = consumer.partitions_for_topic(topic)
+        if not partitions:
+            raise MissingTopicError(f"topic {topic} does not exist (is `goaicore dev` running?)")
+        return [TopicPartition(topic, p) for p in sorted(partitions)]
 
 
 def partition_for(conversation_id: str, partitions: int) -> int:

@@ -15,10 +15,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from goaicore.config import Settings
+from goaicore.errors import BrokerError, client_errors
 from goaicore.kafka.profile import client_profile
 
 
-class LogReadTimeout(TimeoutError):
+class LogReadTimeout(BrokerError, TimeoutError):
     """The broker did not answer fetches for a partition in time."""
 
 
@@ -30,31 +31,32 @@ def read_to_end(
     idle_timeout: float = 10.0,
 ) -> Iterator[Any]:
     """Yield the records of one assigned partition from ``start`` to its current end."""
-    consumer.assign([partition])
-    if start is None:
-        consumer.seek_to_beginning(partition)
-        start = consumer.position(partition)
-    else:
-        consumer.seek(partition, start)
-    trust_end_offsets = settings is None or client_profile(settings).trust_end_offsets
-    hint = int(consumer.end_offsets([partition])[partition] or 0)
-    target: int | None = hint if trust_end_offsets and hint <= start else None
-    position = start
-    last_progress = time.monotonic()
-    while target is None or position < target:
-        batch = consumer.poll(timeout_ms=200, max_records=2000).get(partition, [])
-        for record in batch:
-            position = record.offset + 1
-            if target is not None and record.offset >= target:
-                return
-            yield record
-        highwater = consumer.highwater(partition)
-        if highwater is not None and target is None:
-            target = max(int(highwater), hint if trust_end_offsets else 0)
-        if batch:
-            last_progress = time.monotonic()
-        elif time.monotonic() - last_progress > idle_timeout:
-            raise LogReadTimeout(
-                f"no fetch answer for {partition.topic}[{partition.partition}] "
-                f"at offset {position} in {idle_timeout:.0f} s"
-            )
+    with client_errors():
+        consumer.assign([partition])
+        if start is None:
+            consumer.seek_to_beginning(partition)
+            start = consumer.position(partition)
+        else:
+            consumer.seek(partition, start)
+        trust_end_offsets = settings is None or client_profile(settings).trust_end_offsets
+        hint = int(consumer.end_offsets([partition])[partition] or 0)
+        target: int | None = hint if trust_end_offsets and hint <= start else None
+        position = start
+        last_progress = time.monotonic()
+        while target is None or position < target:
+            batch = consumer.poll(timeout_ms=200, max_records=2000).get(partition, [])
+            for record in batch:
+                position = record.offset + 1
+                if target is not None and record.offset >= target:
+                    return
+                yield record
+            highwater = consumer.highwater(partition)
+            if highwater is not None and target is None:
+                target = max(int(highwater), hint if trust_end_offsets else 0)
+            if batch:
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > idle_timeout:
+                raise LogReadTimeout(
+                    f"no fetch answer for {partition.topic}[{partition.partition}] "
+                    f"at offset {position} in {idle_timeout:.0f} s"
+                )

@@ -16,10 +16,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from goaicore.errors import BrokerError
 from goaicore.kafka.probe import kafka_api_versions_error
 
 
-class BrokerStartError(RuntimeError):
+class BrokerStartError(BrokerError, RuntimeError):
     """A local broker did not start or did not answer in time."""
 
 

@@ -22,11 +22,14 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
-from goaicore.config import ConfigError, Settings
+from goaicore.config import Settings
+from goaicore.errors import EXIT_CONFIG, BrokerError, ConfigError
 
 
-class KafkaSecurityError(ConnectionError):
+class KafkaSecurityError(BrokerError, ConnectionError):
     """The brokers refused the client's credentials or TLS handshake; one line says which."""
+
+    exit_code = EXIT_CONFIG
 
 
 def uses_ssl(settings: Settings) -> bool:

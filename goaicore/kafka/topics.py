@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from goaicore.config import Settings
+from goaicore.errors import EXIT_CONFIG, BrokerError
 from goaicore.extras import needs
 from goaicore.kafka.limits import RECORD_HEADROOM, max_batch_bytes
 
@@ -50,11 +51,13 @@ TOPICS: tuple[TopicSpec, ...] = (
 )
 
 
-class TopicMismatchError(RuntimeError):
+class TopicMismatchError(BrokerError, RuntimeError):
     """An existing topic disagrees with what goaicore needs (partitions, cleanup policy)."""
 
+    exit_code = EXIT_CONFIG
 
-class TopicsNotReadyError(RuntimeError):
+
+class TopicsNotReadyError(BrokerError, RuntimeError):
     """Topics exist but not every partition has a leader within the timeout."""
 
 

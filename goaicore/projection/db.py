@@ -13,23 +13,30 @@ from typing import Any
 import psycopg
 
 from goaicore.config import Settings
+from goaicore.errors import EXIT_CONFIG, EXIT_FAILED, DatabaseError
 
 Connection = psycopg.Connection[Any]
 
 
-class ProjectionMissingError(LookupError):
+class ProjectionMissingError(DatabaseError, LookupError):
     """The schema holds no projection yet (the projector has never run on it)."""
 
+    exit_code = EXIT_CONFIG
 
-class ForeignProjectionError(RuntimeError):
+
+class ForeignProjectionError(DatabaseError, RuntimeError):
     """The schema already holds the projection of other topics."""
 
+    exit_code = EXIT_CONFIG
 
-class PositionConflictError(RuntimeError):
+
+class PositionConflictError(DatabaseError, RuntimeError):
     """Stored positions moved under a projector: another one writes the same schema."""
 
+    exit_code = EXIT_FAILED
 
-class DatabaseUnreachableError(ConnectionError):
+
+class DatabaseUnreachableError(DatabaseError, ConnectionError):
     """PostgreSQL refused or did not answer the connection."""
 
 

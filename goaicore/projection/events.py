@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from goaicore.errors import InputError
 from goaicore.projection.db import Connection
 from goaicore.records import EVENT_BODY_TYPES, ConversationEvent
 from goaicore.records.avro.api import decode_event
@@ -38,7 +39,7 @@ class StoredEvent:
 def check_types(types: Sequence[str]) -> None:
     unknown = sorted(set(types) - set(BODY_TYPES))
     if unknown:
-        raise ValueError(
+        raise InputError(
             f"unknown event type {', '.join(unknown)} (known: {', '.join(BODY_TYPES)})"
         )
 

@@ -25,6 +25,7 @@ from enum import Enum
 from functools import cache
 from typing import Any, TypeVar, cast
 
+from goaicore.errors import InputError
 from goaicore.records.types import ChatReply, ChatRequest, ConversationEvent, ConversationSnapshot
 
 NAMESPACE = "goaicore"
@@ -34,7 +35,7 @@ Convert = Callable[[Any], Any]
 R = TypeVar("R")
 
 
-class ShapeError(TypeError):
+class ShapeError(InputError, TypeError):
     """A record that cannot be put in the schema's shape (an unknown body, a naive time)."""
 
 

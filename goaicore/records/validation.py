@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from goaicore.errors import InputError
+
 MAX_CONVERSATION_ID = 256
 MAX_REQUEST_ID = 256
 
 
-class InvalidInputError(ValueError):
+class InvalidInputError(InputError):
     """A caller's input cannot become a record; nothing was sent."""
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 from aiohttp import web as aioweb
 from faust import web
 
+from goaicore.errors import InputError
 from goaicore.records import (
     ChatReply,
     GameEvent,
@@ -62,7 +63,7 @@ HTTP_STATUS = {
 }
 
 
-class BadInput(Exception):
+class BadInput(InputError):
     """The caller's request is wrong; ``status`` and the message go back as JSON."""
 
     def __init__(self, message: str, status: int = 400) -> None:

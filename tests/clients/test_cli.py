@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -57,6 +58,28 @@ def test_publish_event_then_history_and_tail(topics: Settings) -> None:
     assert tail.returncode == 0, tail.stderr
     assert "game[check-in]: Player checked in at Harrogate Theatre" in tail.stdout
 
+    as_json = goaicore(topics, "history", "player-7", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    document = json.loads(as_json.stdout)
+    assert (document["conversation_id"], document["skipped"]) == ("player-7", 0)
+    [logged] = document["events"]
+    assert logged["offset"] >= 0
+    assert logged["event"]["body"] == {
+        "kind": "check-in",
+        "text": "Player checked in at Harrogate Theatre",
+        "attributes": {"tier": "gold", "venue": "Harrogate Theatre"},
+    }
+    assert logged["event"]["source"] == "cli"
+
+    tailed = goaicore(
+        topics, "tail", "--from-beginning", "--max", "1", "--idle-timeout", "5", "--json"
+    )
+    assert tailed.returncode == 0, tailed.stderr
+    [line] = [json.loads(text) for text in tailed.stdout.splitlines()]
+    assert line["topic"] == topics.topic("events")
+    assert (line["partition"], line["offset"]) == (logged["partition"], logged["offset"])
+    assert (line["type"], line["record"]) == ("ConversationEvent", logged["event"])
+
 
 def test_say_prints_the_reply(topics: Settings) -> None:
     with ScriptedResponder(topics):
@@ -84,7 +107,7 @@ def test_bad_arguments_give_one_line_errors(topics: Settings) -> None:
 
 def test_missing_topics_are_a_clear_error(settings: Settings) -> None:
     result = goaicore(settings, "history", "c")
-    assert result.returncode == 2
+    assert result.returncode == 3  # topics not created: configuration
     assert result.stderr == (
         f"goaicore: topic {settings.topic_prefix}.events does not exist "
         "(is `goaicore dev` running?)\n"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from goaicore.config import LOADER_VARIABLES, VARIABLES, ConfigError, Settings
+from goaicore.config import LOADER_VARIABLES, VARIABLES, Settings
+from goaicore.errors import ConfigError
 
 
 def test_defaults_without_environment(tmp_path: Path) -> None:
@@ -165,7 +166,7 @@ def test_cli_stops_with_one_line_on_a_bad_variable(tmp_path: Path) -> None:
         text=True,
         timeout=60,
     )
-    assert result.returncode == 2
+    assert result.returncode == 3  # a configuration error
     assert result.stderr == "goaicore: GOAICORE_PARTITIONS='-3': must be from 1 to 10000\n"
     assert not (tmp_path / "dev.json").exists()
 

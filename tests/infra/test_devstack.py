@@ -148,7 +148,7 @@ def test_dev_runs_until_signalled_then_leaves_nothing(tmp_path: Path) -> None:
             text=True,
             timeout=60,
         )
-        assert second.returncode == 2
+        assert second.returncode == 3
         assert "a dev stack is already running" in second.stderr
         assert second.stderr.count("\n") == 1
 
@@ -223,7 +223,7 @@ def test_wrong_partition_count_stops_with_one_line(tmp_path: Path) -> None:
             text=True,
             timeout=120,
         )
-    assert result.returncode == 2
+    assert result.returncode == 3
     assert result.stderr.startswith("goaicore: topic goaicore.events has 2 partitions")
     assert result.stderr.count("\n") == 1
     assert not (tmp_path / "dev.json").exists()
@@ -240,7 +240,7 @@ def test_bad_variable_stops_before_starting_anything(tmp_path: Path, variable: s
         text=True,
         timeout=60,
     )
-    assert result.returncode == 2
+    assert result.returncode == 3
     assert result.stderr.startswith(f"goaicore: {variable}='nonsense'")
     assert result.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
@@ -389,7 +389,7 @@ def test_kafka_without_java_stops_with_one_line(tmp_path: Path) -> None:
         text=True,
         timeout=60,
     )
-    assert result.returncode == 2
+    assert result.returncode == 3
     assert result.stderr.startswith("goaicore: GOAICORE_LOCAL_BROKER=kafka, but no `java`")
     assert result.stderr.count("\n") == 1
     assert not (tmp_path / "data" / "dev.json").exists()

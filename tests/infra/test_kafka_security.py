@@ -246,7 +246,7 @@ def test_the_cli_says_authentication_failed_in_one_line(secure_kafka: SecureKafk
     wrong = f"wrong-{uuid.uuid4().hex}"
     settings = secure_kafka.settings("SASL", "SASL_PLAINTEXT", "SCRAM-SHA-512", password=wrong)
     result = cli(settings, "create-topics", "--timeout", "10")
-    assert result.returncode == 2
+    assert result.returncode == 3  # authentication failed: configuration
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr

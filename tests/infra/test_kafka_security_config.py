@@ -14,8 +14,9 @@ import faust
 import pytest
 from aiokafka import errors as aiokafka_errors  # type: ignore[import-untyped]
 
-from goaicore.config import ConfigError, Settings
+from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
+from goaicore.errors import ConfigError
 from goaicore.kafka.security import (
     aiokafka_options,
     faust_credentials,
@@ -317,7 +318,7 @@ def test_cli_stops_with_one_line_on_a_bad_security_setting(tmp_path: Path) -> No
         text=True,
         timeout=120,
     )
-    assert result.returncode == 2
+    assert result.returncode == 3  # a configuration error
     assert result.stderr == (
         "goaicore: KAFKA_SASL_USERNAME is not set: KAFKA_SECURITY_PROTOCOL=SASL_SSL needs "
         "KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD\n"

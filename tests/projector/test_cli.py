@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -44,6 +46,14 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]
     code = main(list(argv))
     captured = capsys.readouterr()
     return code, captured.out.splitlines() + captured.err.splitlines()
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str, expect: int = 0) -> Any:
+    """A command's --json document; it must exit with ``expect`` and write nothing else."""
+    code = main([*argv, "--json"])
+    captured = capsys.readouterr()
+    assert (code, captured.err) == (expect, "")
+    return json.loads(captured.out)
 
 
 @pytest.fixture
@@ -86,8 +96,20 @@ def test_history_from_db_matches_the_log(
 
     with pytest.raises(SystemExit):
         main(["history", "p1", "--from-db", "--type", "Nonsense"])
-    with pytest.raises(SystemExit, match="need --from-db"):
-        main(["history", "p1", "--type", "UserMessage"])
+    assert "invalid choice: 'Nonsense'" in capsys.readouterr().err
+    code, lines = run(capsys, "history", "p1", "--type", "UserMessage")
+    assert (code, lines) == (2, ["goaicore: history: --type, --since and --until need --from-db"])
+
+    code, db_json = run(capsys, "history", "p1", "--from-db", "--json")
+    assert code == 0
+    code, log_json = run(capsys, "history", "p1", "--json")
+    assert code == 0
+    from_db_document, from_log_document = (
+        json.loads("\n".join(db_json)),
+        json.loads("\n".join(log_json)),
+    )
+    assert from_db_document["events"] == from_log_document["events"]
+    assert len(from_db_document["events"]) == 7
 
 
 def test_conversations_search_and_ledger(
@@ -126,6 +148,22 @@ def test_conversations_search_and_ledger(
     assert lines[0].split()[:4] == ["p1", "turns", "1", "prompt"]  # totals respect the filter
     code, lines = run(capsys, "ledger", "--since", "2999-01-01")
     assert lines == ["0 conversations"]
+
+    listed = _json(capsys, "conversations")["conversations"]
+    assert [(c["conversation_id"], c["event_count"], c["message_count"]) for c in listed] == [
+        ("p1", 7, 6),
+        ("p2", 1, 1),
+    ]
+    [hit] = _json(capsys, "search", "stage doors")["matches"]
+    assert (hit["conversation_id"], hit["body_type"]) == ("p2", "UserMessage")
+    assert "[stage] [door]" in hit["snippet"]
+    book = _json(capsys, "ledger", "p1")
+    assert book["conversation_id"] == "p1"
+    assert book["entries"][0]["cost_usd_nanos"] == 1500
+    assert book["totals"]["turns"] == 3
+    assert book["totals"]["turns_without_cost"] == 1
+    [totals] = _json(capsys, "ledger")["conversations"]
+    assert (totals["conversation_id"], totals["prompt_tokens"]) == ("p1", 270)
     with pytest.raises(SystemExit):
         main(["conversations", "--limit", "-1"])
     assert "must be at least 1, got -1" in capsys.readouterr().err
@@ -154,6 +192,12 @@ def test_verify_db_passes_then_names_a_tampered_field(
     assert lines[0].startswith("DIFFERENT p2 event_count: stored 99 refolded 1")
     assert lines[-1].endswith(": 0 equal, 1 different, 0 pending")
 
+    report = _json(capsys, "verify", "--db", "p2", expect=1)
+    assert report["against"] == "database"
+    assert report["differences"] == [
+        {"conversation_id": "p2", "field": "event_count", "stored": 99, "replayed": 1}
+    ]
+
     code, lines = run(capsys, "verify", "--db", "nobody")
     assert code == 0
     assert lines[0] == "NO EVENTS nobody: no events of it are stored, so no snapshot to verify"
@@ -164,7 +208,7 @@ def test_audit_commands_before_any_projection_stop_with_one_line(
     cli: Settings, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, lines = run(capsys, "conversations")
-    assert code == 2
+    assert code == 3  # a configuration error: no projector has run on this schema
     assert lines == [
         f"goaicore: no projection in PostgreSQL schema {cli.db_schema!r} "
         "(start `goaicore projector`, or set GOAICORE_DB_SCHEMA)"

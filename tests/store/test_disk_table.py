@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from goaicore.clients import EventPublisher, HistoryReader
-from goaicore.config import ConfigError, Settings
+from goaicore.config import Settings
+from goaicore.errors import ConfigError
 from goaicore.kafka import ensure_topics
 from goaicore.kafka.faust.disk_table import lock_table_dir
 from goaicore.replay.verify import verify_snapshot

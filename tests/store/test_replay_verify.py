@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 from collections import Counter
 from collections.abc import Iterator
@@ -59,6 +60,12 @@ def test_replay_until_an_offset_and_as_of_a_time(settings: Settings) -> None:
     by_time = goaicore(settings, "replay", "v1", "--as-of", "2026-03-01T10:30:00+00:00")
     assert "events applied 2" in by_time.stdout
     assert "system: second" in by_time.stdout
+    replayed = json.loads(goaicore(settings, "replay", "v1", "--json").stdout)
+    assert replayed["conversation_id"] == "v1"
+    assert replayed["snapshot"]["event_count"] == 3
+    assert [m["text"] for m in replayed["snapshot"]["messages"]][:2] == ["first", "second"]
+    nothing = json.loads(goaicore(settings, "replay", "nobody", "--json").stdout)
+    assert nothing == {"conversation_id": "nobody", "snapshot": None}
     bad = goaicore(settings, "replay", "v1", "--as-of", "yesterday")
     assert bad.returncode == 2
     assert "expected an ISO time, got 'yesterday'" in bad.stderr
@@ -87,6 +94,20 @@ def test_verify_reports_a_wrong_snapshot_and_a_conversation_without_events(
     assert "DIFFERENT v1 event_count: stored 4 replayed 3" in result.stdout
     assert "NO EVENTS nobody: the log has no events of it" in result.stdout
     assert "verified 1 snapshots: 0 equal, 1 different, 1 without events" in result.stdout
+
+    as_json = goaicore(settings, "verify", "v1", "nobody", "--json")
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout) == {
+        "against": "log",
+        "checked": 1,
+        "equal": 0,
+        "different": ["v1"],
+        "differences": [
+            {"conversation_id": "v1", "field": "event_count", "stored": 4, "replayed": 3}
+        ],
+        "pending": [],
+        "unknown": ["nobody"],
+    }
 
 
 class CountingReader(HistoryReader):

@@ -16,12 +16,13 @@ from itertools import pairwise
 from typing import TypeVar
 
 from goaicore.conversation.messages import Message
+from goaicore.errors import InputError
 from goaicore.records.types import Usage
 
 M = TypeVar("M")
 
 
-class CompactionMismatchError(ValueError):
+class CompactionMismatchError(InputError):
     """A record does not fit the history it is applied to (a different basis)."""
 
 

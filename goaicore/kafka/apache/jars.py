@@ -20,6 +20,8 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from goaicore.errors import EXIT_CONFIG, BrokerError
+
 KAFKA_VERSION = "3.9.1"
 MIN_JAVA = 17
 POM = Path(__file__).with_name("pom.xml")
@@ -27,8 +29,10 @@ DEFAULT_FETCH_TIMEOUT = 600.0
 _MANIFEST = "jars.txt"
 
 
-class KafkaUnavailable(RuntimeError):
+class KafkaUnavailable(BrokerError, RuntimeError):
     """Apache Kafka cannot run here; the message is one line saying why."""
+
+    exit_code = EXIT_CONFIG
 
 
 def cache_root(env: Mapping[str, str] | None = None) -> Path:

@@ -20,7 +20,8 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from goaicore.config import ConfigError, TableStore
+from goaicore.config import TableStore
+from goaicore.errors import ConfigError
 from goaicore.extras import needs
 from goaicore.kafka.connection import partition_for_key
 

@@ -16,13 +16,14 @@ import warnings
 from pathlib import Path
 from typing import Self
 
+from goaicore.errors import DatabaseError
 from goaicore.lifecycle import Running
 from goaicore.net import free_loopback_port, port_open
 
 _SYSTEM_USER = "embedded_postgres"  # PostgreSQL refuses to run as root.
 
 
-class PostgresStartError(RuntimeError):
+class PostgresStartError(DatabaseError, RuntimeError):
     """The embedded PostgreSQL did not initialise or start; the message quotes its log."""
 
 

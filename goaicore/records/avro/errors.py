@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Final, Literal, get_args
 
+from goaicore.errors import InputError
+
 DecodeReason = Literal[
     "empty",
     "bad-magic",
@@ -35,7 +37,7 @@ DecodeReason = Literal[
 DECODE_REASONS: Final[tuple[DecodeReason, ...]] = get_args(DecodeReason)
 
 
-class DecodeError(ValueError):
+class DecodeError(InputError):
     """A payload that is not a decodable record of the expected type.
 
     ``reason`` is one of ``DECODE_REASONS``; ``fingerprint`` (hex) and ``schema`` name
@@ -57,7 +59,7 @@ class DecodeError(ValueError):
         self.schema = schema
 
 
-class EncodeError(ValueError):
+class EncodeError(InputError):
     """A record that does not fit its schema; raised before any bytes are produced.
 
     ``problems`` lists every offending field as ``Record.field is <value> ... expected T``.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from goaicore.errors import InputError
 from goaicore.records import (
     AssistantTurn,
     ChatReply,
@@ -27,7 +28,7 @@ _SLACK = 64  # bytes the encoding may differ by after a cut (length varints, the
 _MAX_CUTS = 32
 
 
-class RecordTooLargeError(ValueError):
+class RecordTooLargeError(InputError):
     """A record still over the limit with nothing left to cut (its ids alone are too large)."""
 
 

@@ -24,6 +24,8 @@ from typing import Any
 from fastavro import parse_schema
 from fastavro.schema import SchemaParseException
 
+from goaicore.errors import ConfigError
+
 SCHEMAS_DIR_ENV = "GOAICORE_SCHEMAS_DIR"
 
 # The records of the wire contract, one current file each.
@@ -37,7 +39,7 @@ SCHEMA_NAMES: tuple[str, ...] = (
 _VERSION_FILE = re.compile(r"^v([1-9][0-9]*)\.avsc$")
 
 
-class SchemaLoadError(RuntimeError):
+class SchemaLoadError(ConfigError):
     """The schema folder or one of its files is missing or invalid (a deployment fault)."""
 
 

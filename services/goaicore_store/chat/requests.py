@@ -10,12 +10,13 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from goaicore.conversation.tools import Tool
+from goaicore.errors import InputError
 from goaicore.records import ChatRequest
 
 MAX_TEXT_CHARS = 100_000
 
 
-class RequestRejected(ValueError):
+class RequestRejected(InputError):
     """The request cannot run; ``kind`` is machine-readable, the message says why."""
 
     def __init__(self, kind: str, message: str) -> None:

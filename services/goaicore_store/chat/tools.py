@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from goaicore.conversation.tools import Tool, tool
+from goaicore.errors import ConfigError
 
 
-class ToolsConfigError(ValueError):
+class ToolsConfigError(ConfigError):
     """The configured tools registry cannot be loaded."""
 
 
