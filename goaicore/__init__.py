@@ -75,6 +75,10 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from goaicore.clients import (
+        AsyncChatClient,
+        AsyncEventPublisher,
+        AsyncHistoryReader,
+        AsyncReplySubscriber,
         ChatClient,
         DeadLetter,
         EventPublisher,
@@ -88,6 +92,10 @@ if TYPE_CHECKING:
 # The Kafka clients load on first use, so importing the library never loads Kafka.
 _CLIENTS = frozenset(
     {
+        "AsyncChatClient",
+        "AsyncEventPublisher",
+        "AsyncHistoryReader",
+        "AsyncReplySubscriber",
         "ChatClient",
         "DeadLetter",
         "EventPublisher",
@@ -109,6 +117,10 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [  # noqa: RUF022 - grouped: the library, then the Kafka clients
+    "AsyncChatClient",
+    "AsyncEventPublisher",
+    "AsyncHistoryReader",
+    "AsyncReplySubscriber",
     "ChatClient",
     "DeadLetter",
     "EventPublisher",

@@ -169,6 +169,18 @@ VARIABLES: tuple[Variable, ...] = (
         "Estimated request size above which the chat worker compacts a conversation's history.",
     ),
     Variable(
+        "GOAICORE_HTTP_TOKENS",
+        "unset: no authentication",
+        "Bearer tokens the worker's HTTP API accepts, comma-separated; never shown or logged. "
+        "`/health` and `/ready` stay open. Unset, a worker binds loopback only unless "
+        "started with `--insecure-http`.",
+    ),
+    Variable(
+        "GOAICORE_HTTP_TOKENS_FILE",
+        "unset",
+        "A file of more bearer tokens, one per line (or comma-separated): a mounted secret.",
+    ),
+    Variable(
         "GOAICORE_TABLE_STORE",
         "`memory`",
         "Where a store worker keeps its snapshots table: `memory` (rebuilt from the "
@@ -390,6 +402,7 @@ class Settings:
     tools: str = FROM_ENVIRONMENT
     context_tokens: int = FROM_ENVIRONMENT
     table_store: TableStore = FROM_ENVIRONMENT
+    http_tokens: tuple[str, ...] = field(default=FROM_ENVIRONMENT, repr=False)
     data_dir: Path = FROM_ENVIRONMENT
     env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
@@ -517,6 +530,9 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
         16_000,
     )
     out["table_store"] = pick("table_store", "GOAICORE_TABLE_STORE", _parse_table_store, "memory")
+    out["http_tokens"] = given.http_tokens
+    if out["http_tokens"] is None:
+        out["http_tokens"] = _http_tokens(env)
     out["bootstrap_servers"] = pick(
         "bootstrap_servers", "KAFKA_BOOTSTRAP_SERVERS", parse_bootstrap_servers
     )
@@ -545,6 +561,32 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     out["broker_profile"] = profile or "standard"
     out.update(_resolve_kafka_security(given, env, dev_broker))
     return out
+
+
+def _http_tokens(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The tokens of GOAICORE_HTTP_TOKENS and of the file GOAICORE_HTTP_TOKENS_FILE names.
+
+    A token is never part of an error message: only the variable and the file are named.
+    """
+    raw = env.get("GOAICORE_HTTP_TOKENS") or ""
+    path = _env(env, "GOAICORE_HTTP_TOKENS_FILE")
+    if path is not None:
+        try:
+            raw += "," + Path(path).expanduser().read_text()
+        except (OSError, UnicodeDecodeError) as err:
+            reason = getattr(err, "strerror", None) or type(err).__name__
+            raise ConfigError(
+                f"GOAICORE_HTTP_TOKENS_FILE={path!r}: cannot read it ({reason})"
+            ) from None
+    tokens = [t.strip() for t in raw.replace("\n", ",").split(",")]
+    unique = dict.fromkeys(t for t in tokens if t)
+    for token in unique:
+        if len(token) < 16 or any(c.isspace() or not c.isprintable() for c in token):
+            raise ConfigError(
+                "GOAICORE_HTTP_TOKENS (or its file) holds a token shorter than 16 characters "
+                "or with spaces or control characters in it; use long random tokens"
+            )
+    return tuple(unique)
 
 
 def _dev_stack_owns_broker(dev: Mapping[str, Any]) -> bool:

@@ -2,7 +2,8 @@
 
 ``Closing`` is for objects that hold connections from construction (the clients);
 ``Running`` is for processes and servers that ``start()`` on entry (the local brokers,
-the embedded PostgreSQL, the scripted LLM server).
+the embedded PostgreSQL, the scripted LLM server); ``AsyncRunning`` is ``async with``
+for the asyncio clients.
 """
 
 from __future__ import annotations
@@ -43,3 +44,25 @@ class Running(Closing):
 
     def __enter__(self) -> Self:
         return self.start()
+
+
+class AsyncRunning:
+    """``async with`` over ``await start()`` and ``await close()``: the asyncio clients,
+    whose connections open in ``start()`` because a constructor cannot await."""
+
+    async def start(self) -> Self:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

@@ -128,6 +128,14 @@ def _show_chat_session(console: Console, stack: LocalStack) -> None:
     info = stack.started()
     label = Providers(stack.settings).label
     console.print(f"[bold]chat[/bold] — HTTP {info.http_url}, model: {label}")
+    tokens = stack.settings.http_tokens
+    if tokens:
+        console.print(f"  HTTP API: bearer tokens required ({len(tokens)} configured)")
+    else:
+        console.print(
+            "  HTTP API: [yellow]unauthenticated[/yellow] (GOAICORE_HTTP_TOKENS is unset); "
+            "it listens on 127.0.0.1 only"
+        )
     with console.status("playing a short game session ..."):
         steps = stack.chat_session()
     for step in steps:
@@ -138,7 +146,8 @@ def _show_chat_session(console: Console, stack: LocalStack) -> None:
         else:
             console.print(f"  [green]reply[/green]  {escape(step.text)}  ({step.seconds:.2f} s)")
     console.print(
-        f"  try: curl -s -X POST {info.http_url}/conversations/demo-player/messages "
-        "-H 'Content-Type: application/json' -d '{\"text\": \"What is the score_lookup "
+        f"  try: curl -s -X POST {info.http_url}/v1/conversations/demo-player/messages "
+        + ('-H "Authorization: Bearer $TOKEN" ' if tokens else "")
+        + "-H 'Content-Type: application/json' -d '{\"text\": \"What is the score_lookup "
         "for York?\"}'"
     )

@@ -62,6 +62,12 @@ def register(subparsers: Any) -> None:
         help="URL other workers reach this one at, to forward requests to the owner of a "
         "conversation (default: http://<web host, or this host's name for 0.0.0.0>:<port>)",
     )
+    worker.add_argument(
+        "--insecure-http",
+        action="store_true",
+        help="serve the HTTP API without tokens on an address other machines reach "
+        "(refused otherwise when GOAICORE_HTTP_TOKENS is unset)",
+    )
     worker.add_argument("--loglevel", default="warning", help="default: %(default)s")
     worker.set_defaults(handler=handle_worker)
 
@@ -88,6 +94,7 @@ def handle_worker(args: argparse.Namespace) -> int:
         web_host=args.web_host,
         canonical_url=args.canonical_url,
         loglevel=args.loglevel,
+        insecure_http=args.insecure_http,
     )
 
 

@@ -1,5 +1,12 @@
-"""Kafka clients for game services, reply consumers and auditors (kafka-python)."""
+"""Kafka clients for game services, reply consumers and auditors: kafka-python, and
+their asyncio twins on aiokafka (``goaicore.clients.aio``)."""
 
+from goaicore.clients.aio import (
+    AsyncChatClient,
+    AsyncEventPublisher,
+    AsyncHistoryReader,
+    AsyncReplySubscriber,
+)
 from goaicore.clients.chat_client import ChatClient, ReplyTimeout
 from goaicore.clients.deadletter import DeadLetter, DeadLetterWriter
 from goaicore.clients.publisher import EventPublisher, TopicPosition
@@ -8,6 +15,10 @@ from goaicore.records.validation import InvalidInputError
 from goaicore.replay.reader import HistoryReader, LoggedEvent
 
 __all__ = [
+    "AsyncChatClient",
+    "AsyncEventPublisher",
+    "AsyncHistoryReader",
+    "AsyncReplySubscriber",
     "ChatClient",
     "DeadLetter",
     "DeadLetterWriter",

@@ -18,7 +18,7 @@ from goaicore.config import Settings
 from goaicore.errors import BrokerError, GoaicoreError, client_errors
 from goaicore.kafka.connection import make_consumer, make_producer, topic_partitions
 from goaicore.lifecycle import Closing
-from goaicore.records import ChatReply, new_chat_request, new_id, utc_now
+from goaicore.records import ChatReply, ChatRequest, new_chat_request, new_id, utc_now
 from goaicore.records.avro.api import decode_chat_reply, encode_chat_request
 from goaicore.records.avro.errors import DecodeError, EncodeError
 from goaicore.records.validation import (
@@ -90,20 +90,9 @@ class ChatClient(Closing):
         ``request_id`` (generated when absent) makes a retry idempotent: the worker
         answers a request id it has answered before with the stored reply.
         """
-        request = new_chat_request(
-            check_conversation_id(conversation_id),
-            check_text("text", text),
-            system=None if system is None else check_text("system", system),
-            tools=tuple(tools),
-            model=model,
-            deadline=deadline,
-            request_id=None if request_id is None else check_request_id(request_id),
+        request, payload = chat_request_record(
+            self.settings, conversation_id, text, system, tools, model, deadline, request_id
         )
-        try:
-            payload = encode_chat_request(request)
-        except EncodeError as err:
-            raise InvalidInputError(f"chat request does not fit the schema: {err}") from err
-        check_size("chat request", payload, self.settings.max_record_bytes)
         with client_errors():
             sent = self._producer.send(
                 self.requests_topic, key=conversation_id.encode(), value=payload
@@ -142,11 +131,7 @@ class ChatClient(Closing):
                 deadline = utc_now() + timedelta(seconds=timeout)
             self.send(conversation_id, text, system, tools, model, deadline, request_id)
             if not pending.done.wait(timeout) or pending.reply is None:
-                raise ReplyTimeout(
-                    f"no reply to request {request_id} in {timeout:g} s "
-                    "(is a store worker running? ask again with the same request_id)",
-                    request_id,
-                )
+                raise timed_out(request_id, timeout)
             return pending.reply
         finally:
             with self._lock:
@@ -183,17 +168,9 @@ class ChatClient(Closing):
             consumer.close()
 
     def _deliver(self, record: Any) -> None:
-        try:
-            reply = decode_chat_reply(record.value)
-        except DecodeError as err:
+        reply = reply_of(record)
+        if reply is None:
             self.skipped += 1
-            log.warning(
-                "skipped an undecodable reply at %s[%d]@%d: %s",
-                record.topic,
-                record.partition,
-                record.offset,
-                err.reason,
-            )
             return
         with self._lock:
             pending = self._pending.get(reply.request_id)
@@ -205,3 +182,53 @@ class ChatClient(Closing):
         self._closing.set()
         self._listener.join(timeout=10)
         self._producer.close()
+
+
+def chat_request_record(
+    settings: Settings,
+    conversation_id: str,
+    text: str,
+    system: str | None,
+    tools: Iterable[str],
+    model: str | None,
+    deadline: datetime | None,
+    request_id: str | None,
+) -> tuple[ChatRequest, bytes]:
+    """A chat request and its encoded record, every argument checked; InvalidInputError if bad."""
+    request = new_chat_request(
+        check_conversation_id(conversation_id),
+        check_text("text", text),
+        system=None if system is None else check_text("system", system),
+        tools=tuple(tools),
+        model=model,
+        deadline=deadline,
+        request_id=None if request_id is None else check_request_id(request_id),
+    )
+    try:
+        payload = encode_chat_request(request)
+    except EncodeError as err:
+        raise InvalidInputError(f"chat request does not fit the schema: {err}") from err
+    return request, check_size("chat request", payload, settings.max_record_bytes)
+
+
+def reply_of(record: Any) -> ChatReply | None:
+    """The reply a record of the replies topic holds; None (logged) when it does not decode."""
+    try:
+        return decode_chat_reply(record.value)
+    except DecodeError as err:
+        log.warning(
+            "skipped an undecodable reply at %s[%d]@%d: %s",
+            record.topic,
+            record.partition,
+            record.offset,
+            err.reason,
+        )
+        return None
+
+
+def timed_out(request_id: str, timeout: float) -> ReplyTimeout:
+    return ReplyTimeout(
+        f"no reply to request {request_id} in {timeout:g} s "
+        "(is a store worker running? ask again with the same request_id)",
+        request_id,
+    )

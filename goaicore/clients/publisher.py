@@ -1,4 +1,8 @@
-"""EventPublisher: game services and applications append events to the log."""
+"""EventPublisher: game services and applications append events to the log.
+
+The checks and the encoding (:func:`event_record`) are shared with the asyncio
+publisher (``goaicore.clients.aio``), so both refuse the same input the same way.
+"""
 
 from __future__ import annotations
 
@@ -69,12 +73,7 @@ class EventPublisher(Closing):
         attributes: Mapping[str, str] | None = None,
     ) -> TopicPosition:
         """Append a game event: ``text`` is what the model will see."""
-        body = GameEvent(
-            kind=check_text("kind", kind),
-            text=check_text("text", text),
-            attributes=check_attributes(attributes),
-        )
-        return self.publish(conversation_id, body)
+        return self.publish(conversation_id, game_event_body(text, kind, attributes))
 
     def user_message(self, conversation_id: str, text: str) -> TopicPosition:
         """Append a user message without asking for a reply."""
@@ -86,18 +85,16 @@ class EventPublisher(Closing):
         timeout: float = 30.0,
     ) -> list[TopicPosition]:
         """Append many events; all are checked and encoded before the first is sent."""
+        prepared = [self._record(conversation_id, event) for conversation_id, event in items]
         with client_errors():
-            prepared = [self._prepare(conversation_id, event) for conversation_id, event in items]
-            futures = [
-                self._producer.send(self.topic, key=key, value=value) for key, value in prepared
-            ]
+            futures = [self._producer.send(self.topic, key=k, value=v) for k, v in prepared]
             self._producer.flush(timeout)
-            return [_position(future.get(timeout)) for future in futures]
+            return [position_of(future.get(timeout)) for future in futures]
 
     def send(self, conversation_id: str, event: ConversationEvent | EventBody) -> Any:
         """Send without waiting; returns the producer's future (see :meth:`flush`)."""
+        key, value = self._record(conversation_id, event)
         with client_errors():
-            key, value = self._prepare(conversation_id, event)
             return self._producer.send(self.topic, key=key, value=value)
 
     def flush(self, timeout: float | None = None) -> None:
@@ -107,31 +104,49 @@ class EventPublisher(Closing):
     def close(self) -> None:
         self._producer.close()
 
-    def _prepare(
+    def _record(
         self, conversation_id: str, event: ConversationEvent | EventBody
     ) -> tuple[bytes, bytes]:
-        check_conversation_id(conversation_id)
-        if isinstance(event, ConversationEvent):
-            if event.conversation_id != conversation_id:
-                raise InvalidInputError(
-                    f"event {event.event_id} belongs to conversation "
-                    f"{event.conversation_id!r}, not {conversation_id!r}"
-                )
-            envelope = event
-        elif isinstance(event, EVENT_BODY_TYPES):
-            envelope = new_event(conversation_id, event, source=self.source)
-        else:
+        return event_record(self.settings, self.source, conversation_id, event)
+
+
+def event_record(
+    settings: Settings, source: str, conversation_id: str, event: ConversationEvent | EventBody
+) -> tuple[bytes, bytes]:
+    """An event record's key and value, checked and encoded; InvalidInputError if bad.
+
+    ``event`` is a whole envelope, or a body to wrap in one from ``source``.
+    """
+    check_conversation_id(conversation_id)
+    if isinstance(event, ConversationEvent):
+        if event.conversation_id != conversation_id:
             raise InvalidInputError(
-                f"expected a ConversationEvent or an event body, got {type(event).__name__}"
+                f"event {event.event_id} belongs to conversation "
+                f"{event.conversation_id!r}, not {conversation_id!r}"
             )
-        try:
-            payload = encode_event(envelope)
-        except EncodeError as err:
-            raise InvalidInputError(f"event does not fit the schema: {err}") from err
-        return conversation_id.encode(), check_size(
-            "event", payload, self.settings.max_record_bytes
+        envelope = event
+    elif isinstance(event, EVENT_BODY_TYPES):
+        envelope = new_event(conversation_id, event, source=source)
+    else:
+        raise InvalidInputError(
+            f"expected a ConversationEvent or an event body, got {type(event).__name__}"
         )
+    try:
+        payload = encode_event(envelope)
+    except EncodeError as err:
+        raise InvalidInputError(f"event does not fit the schema: {err}") from err
+    return conversation_id.encode(), check_size("event", payload, settings.max_record_bytes)
 
 
-def _position(metadata: Any) -> TopicPosition:
+def game_event_body(text: str, kind: str, attributes: Mapping[str, str] | None) -> GameEvent:
+    """A GameEvent from a caller's arguments, each checked."""
+    return GameEvent(
+        kind=check_text("kind", kind),
+        text=check_text("text", text),
+        attributes=check_attributes(attributes),
+    )
+
+
+def position_of(metadata: Any) -> TopicPosition:
+    """Where a record landed, from a producer's record metadata (kafka-python or aiokafka)."""
     return TopicPosition(metadata.topic, metadata.partition, metadata.offset)

@@ -35,46 +35,49 @@ class DemoStep:
     seconds: float = 0.0
 
 
-def run_session(http_url: str, conversation: str = CONVERSATION) -> list[DemoStep]:
-    """Play :data:`SESSION` against a running worker; raises on any HTTP error."""
-    base = f"{http_url}/conversations/{conversation}"
+def run_session(
+    http_url: str, conversation: str = CONVERSATION, token: str | None = None
+) -> list[DemoStep]:
+    """Play :data:`SESSION` against a running worker; raises on any HTTP error.
+
+    ``token`` is one of the worker's bearer tokens, when it has any.
+    """
+    base = f"{http_url}/v1/conversations/{conversation}"
     steps: list[DemoStep] = []
     for kind, text in SESSION:
         started = time.perf_counter()
         if kind == "event":
-            post(f"{base}/events", {"text": text, "kind": "game"})
+            post(f"{base}/events", {"text": text, "kind": "game"}, token)
             steps.append(DemoStep("event", text, time.perf_counter() - started))
             continue
         steps.append(DemoStep("ask", text))
-        reply = post(f"{base}/messages", {"text": text, "timeout": 60})
-        shown = reply.get("text") if reply.get("status") == "ok" else f"({reply.get('error')})"
+        reply = post(f"{base}/messages", {"text": text, "timeout": 60}, token)
+        failed = reply.get("error")
+        shown = f"({failed.get('message')})" if isinstance(failed, dict) else reply.get("text")
         steps.append(DemoStep("reply", str(shown), time.perf_counter() - started))
     return steps
 
 
 def wait_ready(http_url: str, timeout: float = 90.0) -> None:
-    """Wait until the worker's web server answers and owns its partitions."""
+    """Wait until the worker's web server answers and owns its partitions (``/ready``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            urllib.request.urlopen(f"{http_url}/conversations/{CONVERSATION}", timeout=5)
+            urllib.request.urlopen(f"{http_url}/ready", timeout=5)
             return
-        except urllib.error.HTTPError as err:
-            if err.code == 404:  # answered by the owner: no conversation yet
-                return
-        except OSError:
+        except OSError:  # not listening yet, or 503 while partitions are assigned
             pass
         time.sleep(0.3)
     raise RuntimeError(f"the store worker's HTTP server at {http_url} did not answer")
 
 
-def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+def post(url: str, body: dict[str, Any], token: str | None = None) -> dict[str, Any]:
     """POST JSON and return the JSON answer; errors with a status other than 2xx/502/504."""
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json"},
+        url, data=json.dumps(body).encode(), method="POST", headers=headers
     )
     try:
         with urllib.request.urlopen(request, timeout=90) as response:

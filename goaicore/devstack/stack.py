@@ -230,7 +230,8 @@ class LocalStack:
         if url is None:
             raise RuntimeError("the dev stack runs no store worker with an HTTP port")
         wait_ready(url)
-        return run_session(url)
+        tokens = self.settings.http_tokens
+        return run_session(url, token=tokens[0] if tokens else None)
 
     def started(self) -> StackInfo:
         """What the started stack runs; a RuntimeError before ``start()``."""

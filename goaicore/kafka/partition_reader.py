@@ -6,21 +6,68 @@ brokers (the embedded one) answer end offsets too low when the last batch
 holds several records, and a reader that trusted them would stop early.
 Reading stops at the high watermark as it stood when the read began, so a
 partition that keeps growing cannot keep the reader going forever.
+
+:func:`read_to_end` reads with a kafka-python consumer, :func:`read_to_end_async`
+with an aiokafka one; both follow one :class:`PartitionEnd`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from goaicore.config import Settings
 from goaicore.errors import BrokerError, client_errors
 from goaicore.kafka.profile import client_profile
 
+POLL_MS = 200
+MAX_RECORDS = 2000
+
 
 class LogReadTimeout(BrokerError, TimeoutError):
     """The broker did not answer fetches for a partition in time."""
+
+
+class PartitionEnd:
+    """Where one read of a partition stops, learnt from the first fetch's high watermark."""
+
+    def __init__(
+        self, partition: Any, start: int, hint: int, settings: Settings | None, idle: float
+    ) -> None:
+        self.partition = partition
+        self.trust_end_offsets = settings is None or client_profile(settings).trust_end_offsets
+        self.hint = hint
+        # An empty partition (by a trusted end offset) needs no fetch at all.
+        self.target: int | None = hint if self.trust_end_offsets and hint <= start else None
+        self.position = start
+        self.idle = idle
+        self._last_progress = time.monotonic()
+
+    @property
+    def reached(self) -> bool:
+        return self.target is not None and self.position >= self.target
+
+    def take(self, batch: list[Any]) -> Iterator[Any]:
+        """The records of one fetch that lie before the end."""
+        for record in batch:
+            self.position = record.offset + 1
+            if self.target is not None and record.offset >= self.target:
+                self.target = record.offset  # reached: nothing after it is read
+                return
+            yield record
+
+    def after_fetch(self, batch_size: int, highwater: int | None) -> None:
+        """Learn the end from the high watermark; LogReadTimeout when fetches stay empty."""
+        if highwater is not None and self.target is None:
+            self.target = max(int(highwater), self.hint if self.trust_end_offsets else 0)
+        if batch_size:
+            self._last_progress = time.monotonic()
+        elif time.monotonic() - self._last_progress > self.idle:
+            raise LogReadTimeout(
+                f"no fetch answer for {self.partition.topic}[{self.partition.partition}] "
+                f"at offset {self.position} in {self.idle:.0f} s"
+            )
 
 
 def read_to_end(
@@ -38,25 +85,35 @@ def read_to_end(
             start = consumer.position(partition)
         else:
             consumer.seek(partition, start)
-        trust_end_offsets = settings is None or client_profile(settings).trust_end_offsets
         hint = int(consumer.end_offsets([partition])[partition] or 0)
-        target: int | None = hint if trust_end_offsets and hint <= start else None
-        position = start
-        last_progress = time.monotonic()
-        while target is None or position < target:
-            batch = consumer.poll(timeout_ms=200, max_records=2000).get(partition, [])
-            for record in batch:
-                position = record.offset + 1
-                if target is not None and record.offset >= target:
-                    return
+        end = PartitionEnd(partition, start, hint, settings, idle_timeout)
+        while not end.reached:
+            fetched = consumer.poll(timeout_ms=POLL_MS, max_records=MAX_RECORDS)
+            batch = fetched.get(partition, [])
+            yield from end.take(batch)
+            end.after_fetch(len(batch), consumer.highwater(partition))
+
+
+async def read_to_end_async(
+    consumer: Any,
+    partition: Any,
+    start: int | None = None,
+    settings: Settings | None = None,
+    idle_timeout: float = 10.0,
+) -> AsyncIterator[Any]:
+    """:func:`read_to_end` with an aiokafka consumer."""
+    with client_errors():
+        consumer.assign([partition])
+        if start is None:
+            await consumer.seek_to_beginning(partition)
+            start = await consumer.position(partition)
+        else:
+            consumer.seek(partition, start)
+        hint = int((await consumer.end_offsets([partition]))[partition] or 0)
+        end = PartitionEnd(partition, start, hint, settings, idle_timeout)
+        while not end.reached:
+            fetched = await consumer.getmany(partition, timeout_ms=POLL_MS, max_records=MAX_RECORDS)
+            batch = fetched.get(partition, [])
+            for record in end.take(batch):
                 yield record
-            highwater = consumer.highwater(partition)
-            if highwater is not None and target is None:
-                target = max(int(highwater), hint if trust_end_offsets else 0)
-            if batch:
-                last_progress = time.monotonic()
-            elif time.monotonic() - last_progress > idle_timeout:
-                raise LogReadTimeout(
-                    f"no fetch answer for {partition.topic}[{partition.partition}] "
-                    f"at offset {position} in {idle_timeout:.0f} s"
-                )
+            end.after_fetch(len(batch), consumer.highwater(partition))

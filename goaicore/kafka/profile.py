@@ -29,8 +29,8 @@ broker is in use:
   holds several records, and Faust recovers tables up to ``end_offsets() - 1``:
   Faust produces one record per batch, and our readers take the log's end from
   the fetch high watermark instead of trusting end offsets;
-- aiokafka's idempotent producer fails at start on it: the worker's producer is
-  not idempotent there (``goaicore.kafka.faust.embedded``);
+- aiokafka's idempotent producer fails at start on it: the worker's producer and
+  the asyncio clients' are not idempotent there (``goaicore.kafka.faust.embedded``);
 - a group join takes about half the session timeout: short session, heartbeat
   and rebalance timeouts (Apache Kafka rejects sessions under 6 s by default).
 """
@@ -51,6 +51,7 @@ class ClientProfile:
     producer: dict[str, Any] = field(default_factory=dict)
     consumer: dict[str, Any] = field(default_factory=dict)
     faust: dict[str, Any] = field(default_factory=dict)
+    aiokafka_producer: dict[str, Any] = field(default_factory=dict)
     trust_end_offsets: bool = True
     faust_scheme: str = "goaicore-kafka"
 
@@ -62,6 +63,7 @@ STANDARD = ClientProfile(
     producer=_PRODUCER,
     consumer={},
     faust={"producer_compression_type": "lz4"},
+    aiokafka_producer=_PRODUCER,
     trust_end_offsets=True,
 )
 
@@ -77,6 +79,7 @@ EMBEDDED = ClientProfile(
         "broker_heartbeat_interval": 0.5,
         "broker_rebalance_timeout": 2,
     },
+    aiokafka_producer={**_PRODUCER, "enable_idempotence": False},
     trust_end_offsets=False,
     faust_scheme="goaicore-embedded",
 )

@@ -96,30 +96,47 @@ class HistoryReader(Closing):
     def skip(self, record: LogRecord, reason: str, detail: str) -> None:
         """Count and log a record the fold does not take (the worker dead-lettered it)."""
         self.skipped += 1
-        log.warning(
-            "skipped an event the fold does not take at %s[%d]@%d: %s (%s)",
-            self.topic,
-            record.position.partition,
-            record.position.offset,
-            reason,
-            detail,
-        )
+        log_skipped(self.topic, record, reason, detail)
 
     def _read(self, partition: Any) -> Iterator[LogRecord]:
         for record in read_to_end(self._consumer, partition, settings=self.settings):
-            position = LogPosition(partition=record.partition, offset=record.offset)
-            yield LogRecord(record.key, record.value, position, origin=record)
+            yield log_record(record)
 
     def _admitted(self, records: Iterable[LogRecord]) -> Iterator[LoggedEvent]:
         for record in records:
-            event = admit(record.key, record.value)
-            if isinstance(event, Unfoldable):
-                self.skip(record, event.reason, event.detail)
+            logged = admitted(record)
+            if isinstance(logged, Unfoldable):
+                self.skip(record, logged.reason, logged.detail)
             else:
-                yield LoggedEvent(record.position.partition, record.position.offset, event)
+                yield logged
 
     def _partition_count(self) -> int:
         return len(topic_partitions(self._consumer, self.topic))
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def log_record(record: Any) -> LogRecord:
+    """A consumed record (kafka-python's or aiokafka's) as the fold takes it."""
+    position = LogPosition(partition=record.partition, offset=record.offset)
+    return LogRecord(record.key, record.value, position, origin=record)
+
+
+def admitted(record: LogRecord) -> LoggedEvent | Unfoldable:
+    """The event a record holds with its position, or why the fold does not take it."""
+    event = admit(record.key, record.value)
+    if isinstance(event, Unfoldable):
+        return event
+    return LoggedEvent(record.position.partition, record.position.offset, event)
+
+
+def log_skipped(topic: str, record: LogRecord, reason: str, detail: str) -> None:
+    log.warning(
+        "skipped an event the fold does not take at %s[%d]@%d: %s (%s)",
+        topic,
+        record.position.partition,
+        record.position.offset,
+        reason,
+        detail,
+    )

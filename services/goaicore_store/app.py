@@ -8,7 +8,7 @@ the table's changelog writes; an event seen again after a crash is at or
 below the snapshot's last position and changes nothing (the fold is idempotent).
 
 The chat agent (``goaicore_store.chat.agent``) answers ``requests`` from the
-same table, and the HTTP views (``goaicore_store.views``) serve it. This module
+same table, and the HTTP API (``goaicore_store.http``) serves it. This module
 builds them all into a :class:`goaicore_store.topology.StoreApp`; they import
 only the topology, never this module.
 """
@@ -26,7 +26,6 @@ import faust
 from goaicore.config import Settings
 from goaicore.conversation.providers.choice import Providers
 from goaicore.kafka.faust.disk_table import lock_table_dir, store_url
-from goaicore.kafka.faust.flow_control import SteadyApp
 from goaicore.kafka.faust.lanes import add_batch_lane
 from goaicore.kafka.faust.recovery import SteadyTableManager
 from goaicore.kafka.limits import max_batch_bytes
@@ -42,8 +41,9 @@ from goaicore_store.chat.turns import TurnSettings
 from goaicore_store.chat.watermarks import HighWatermarks
 from goaicore_store.codecs import SNAPSHOT_CODEC, register
 from goaicore_store.fold_agent import FOLD_BATCH, apply_batch
+from goaicore_store.http import BearerTokens, bearer_auth, json_errors, register_views
+from goaicore_store.http.server import ApiApp
 from goaicore_store.topology import ChatServices, StoreApp, app_id
-from goaicore_store.views import register_views
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def create_app(
     on_disk = settings.table_store == "rocksdb"
     table_lock = lock_table_dir(datadir) if on_disk else None
     partitions = settings.partitions
-    app = SteadyApp(
+    app = ApiApp(
         app_id(settings),
         broker=faust_broker_urls(settings),
         store=store_url(settings.table_store),
@@ -131,8 +131,19 @@ def create_app(
         producer_acks=-1,
         producer_max_request_size=max_batch_bytes(settings),
         web_host=web_host,
+        web_bind=web_host,  # Faust binds 0.0.0.0 unless told; web_host only names the URL
         web_port=port,
         canonical_url=url,
+        # Only our API: Faust's own pages (tables, router, stats, graph) are off.
+        web_router_enabled=False,
+        web_tables_enabled=False,
+        web_stats_enabled=False,
+        web_graph_enabled=False,
+        web_metrics_enabled=False,
+        web_application_options={
+            "middlewares": [json_errors, bearer_auth(BearerTokens(settings.http_tokens))],
+            "client_max_size": settings.max_record_bytes + 64 * 1024,
+        },
         datadir=str(datadir),
         # Faust's own topics (the replies changelog, the assignor's) get the cluster's
         # replication like ours; Faust's default of 1 would lose them with one broker.

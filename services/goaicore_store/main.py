@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import ipaddress
+import logging
+
 from goaicore.config import Settings
+from goaicore.errors import ConfigError
 from goaicore.kafka.faust.worker import QuietWorker
 from goaicore.kafka.topics import ensure_topics
 from goaicore_store.app import create_app
+
+log = logging.getLogger(__name__)
 
 
 def main(
@@ -13,10 +19,40 @@ def main(
     web_host: str = "127.0.0.1",
     canonical_url: str | None = None,
     loglevel: str = "info",
+    insecure_http: bool = False,
 ) -> int:
     """Create the topics if needed and run the store worker until it is stopped."""
     settings = Settings()
+    check_http_exposure(settings, web_host, insecure_http)
     ensure_topics(settings)
     store = create_app(settings, web_port=web_port, web_host=web_host, canonical_url=canonical_url)
     QuietWorker(store.app, loglevel=loglevel).execute_from_commandline()
     return 0
+
+
+def check_http_exposure(settings: Settings, web_host: str, insecure_http: bool) -> None:
+    """Refuse to serve the API without tokens beyond this machine, unless told to."""
+    if settings.http_tokens:
+        return
+    if is_loopback(web_host):
+        log.warning(
+            "the HTTP API is unauthenticated (GOAICORE_HTTP_TOKENS is unset); it listens on "
+            "%s only",
+            web_host,
+        )
+        return
+    if not insecure_http:
+        raise ConfigError(
+            f"GOAICORE_HTTP_TOKENS is not set and --web-host {web_host} is reachable from other "
+            "machines: set tokens, or pass --insecure-http to serve the API unauthenticated"
+        )
+    log.warning("the HTTP API is unauthenticated on %s (--insecure-http)", web_host)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

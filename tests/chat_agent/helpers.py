@@ -166,13 +166,19 @@ class Replies:
 
 
 def http(
-    method: str, url: str, body: Any = None, raw: bytes | None = None, timeout: float = 60.0
+    method: str,
+    url: str,
+    body: Any = None,
+    raw: bytes | None = None,
+    timeout: float = 60.0,
+    token: str | None = None,
 ) -> tuple[int, Any]:
     """A real HTTP request; returns the status and the decoded JSON answer."""
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-    request = urllib.request.Request(
-        url, data=data, method=method, headers={"Content-Type": "application/json"}
-    )
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())

@@ -6,10 +6,17 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from goaicore.clients import EventPublisher, HistoryReader
+from goaicore.clients import (
+    AsyncChatClient,
+    AsyncEventPublisher,
+    AsyncHistoryReader,
+    EventPublisher,
+    HistoryReader,
+)
 from goaicore.config import Settings
 from goaicore.records import (
     AssistantTurn,
+    GameEvent,
     ReplyStatus,
     ToolResult,
     TurnFailed,
@@ -224,3 +231,20 @@ def test_the_same_request_id_twice_runs_the_llm_once(
     with HistoryReader(topics) as history:
         users = [e for e in history.events("twice") if isinstance(e.body, UserMessage)]
     assert len(users) == 1
+
+
+async def test_async_clients_an_awaited_event_is_in_the_next_awaited_asks_prompt(
+    topics: Settings, worker: ChatWorker, llm: OpenAIServer
+) -> None:
+    async with AsyncEventPublisher(topics) as publisher, AsyncChatClient(topics) as client:
+        for n in range(5):
+            conversation = f"async-ryw-{n}"
+            await publisher.game_event(conversation, f"Player {n} opened the trapdoor")
+            reply = await client.ask(conversation, f"what did I open, {n}?", timeout=60)
+            assert (reply.status, reply.text) == (ReplyStatus.OK, f"echo: what did I open, {n}?")
+            [body] = _bodies_with(llm, f"what did I open, {n}?")
+            contents = [m.get("content") for m in body["messages"]]
+            assert f"Player {n} opened the trapdoor" in contents
+    async with AsyncHistoryReader(topics) as history:
+        kinds = [type(e.body) async for e in history.events("async-ryw-0")]
+    assert kinds == [GameEvent, UserMessage, AssistantTurn]

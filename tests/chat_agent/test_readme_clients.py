@@ -19,10 +19,11 @@ def test_the_kafka_client_examples_run_as_written(
     for name, value in worker_env(topics).items():
         monkeypatch.setenv(name, value)
     blocks = python_blocks("Kafka clients")
-    assert len(blocks) >= 2
+    assert len(blocks) >= 3
     for block in blocks:
         exec(compile(block, "README:Kafka clients", "exec"), {"__name__": "readme"})
     printed = capsys.readouterr().out
     assert "ok echo: What's my score?" in printed
     assert "ok echo: Plan my route" in printed
+    assert "ok echo: What did I just find?" in printed
     assert "GameEvent" in printed

@@ -22,7 +22,8 @@ DOCKERFILE = DEPLOY / "Dockerfile"
 COMPOSE = DEPLOY / "compose.yaml"
 K8S = DEPLOY / "k8s"
 
-_INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}")
+# ${NAME}, ${NAME:-default} and ${NAME:?error when unset}.
+_INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?([-?])([^}]*))?\}")
 
 
 def project_version() -> str:
@@ -114,7 +115,7 @@ def compose() -> dict[str, Any]:
 
 def interpolate(value: Any) -> str:
     """A compose value as the container sees it with nothing set on the host."""
-    return _INTERPOLATION.sub(lambda m: m.group(2) or "", str(value))
+    return _INTERPOLATION.sub(lambda m: m.group(3) if m.group(2) == "-" else "", str(value))
 
 
 def k8s_objects() -> list[dict[str, Any]]:

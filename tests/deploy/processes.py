@@ -39,10 +39,15 @@ def goaicore(
     )
 
 
+# The bearer token a deployed worker accepts (deployed workers listen on 0.0.0.0).
+TOKEN = "deployed-token-0123456789abcdef"
+
+
 def get(url: str) -> tuple[int, Any]:
-    """Status and JSON body of a GET, errors included."""
+    """Status and JSON body of a GET with the deployed token, errors included."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
     try:
-        with urllib.request.urlopen(url, timeout=5) as answer:
+        with urllib.request.urlopen(request, timeout=5) as answer:
             return answer.status, json.loads(answer.read())
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())
@@ -67,7 +72,7 @@ class WebWorker(StoreWorker):
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 command,
-                env=deployed_env(self.settings),
+                env={**deployed_env(self.settings), "GOAICORE_HTTP_TOKENS": TOKEN},
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )

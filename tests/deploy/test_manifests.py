@@ -118,7 +118,7 @@ def test_needed_variables_are_derived_from_the_code(needed: dict[str, set[str]])
 
 
 def test_the_worker_serves_health_and_readiness(routes: set[str]) -> None:
-    assert {"/health", "/ready", "/conversations/{conversation_id}"} <= routes
+    assert {"/health", "/ready", "/v1/conversations/{conversation_id}"} <= routes
 
 
 # --- the Dockerfile ------------------------------------------------------------------

@@ -141,7 +141,7 @@ def test_worker_folds_into_snapshots_that_verify_confirms(
     snapshots = wait_folded(deployed, last, timeout=READY_TIMEOUT, workers=(worker,))
     for conversation, story in published.items():
         assert snapshots[conversation].event_count == len(story)
-        status, body = get(f"{worker.url}/conversations/{conversation}")
+        status, body = get(f"{worker.url}/v1/conversations/{conversation}")
         assert status == 200, body
         assert [m["text"] for m in body["messages"]] == [e.body.text for e in story]  # type: ignore[union-attr]
     verified = goaicore(deployed, "verify", timeout=300)

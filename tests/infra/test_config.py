@@ -27,7 +27,9 @@ def test_defaults_without_environment(tmp_path: Path) -> None:
     assert Settings(env={}).data_dir == Path(".goaicore")
 
 
-def test_every_variable_is_read() -> None:
+def test_every_variable_is_read(tmp_path: Path) -> None:
+    tokens_file = tmp_path / "tokens"
+    tokens_file.write_text("token-three-0123456789abcdef\ntoken-one-0123456789abcdef\n\n")
     env = {
         "KAFKA_BOOTSTRAP_SERVERS": "k1:9092, k2:9093",
         "GOAICORE_BROKER_PROFILE": "embedded",
@@ -58,6 +60,8 @@ def test_every_variable_is_read() -> None:
         "KAFKA_SSL_CERTFILE": __file__,
         "KAFKA_SSL_KEYFILE": __file__,
         "KAFKA_SSL_KEY_PASSWORD": "k3y",
+        "GOAICORE_HTTP_TOKENS": " token-one-0123456789abcdef ,token-two-0123456789abcdef",
+        "GOAICORE_HTTP_TOKENS_FILE": str(tokens_file),
     }
     s = Settings(env=env)
     assert s.bootstrap_servers == "k1:9092,k2:9093"
@@ -78,6 +82,12 @@ def test_every_variable_is_read() -> None:
     assert (s.sasl_username, s.sasl_password) == ("game", "s3cret")
     assert s.ssl_cafile == s.ssl_certfile == s.ssl_keyfile == __file__
     assert s.ssl_key_password == "k3y"
+    assert s.http_tokens == (
+        "token-one-0123456789abcdef",
+        "token-two-0123456789abcdef",
+        "token-three-0123456789abcdef",
+    )
+    assert "token-" not in repr(s)
     assert {v.name for v in VARIABLES} - LOADER_VARIABLES == set(env)
 
 
@@ -199,3 +209,20 @@ def test_no_stack_found_says_where_it_looked(
     _write_dev_file(tmp_path / ".goaicore", dead.pid)
     with pytest.raises(ConfigError, match=r"the dev stack of .*dev.json is not running"):
         Settings(env={}).require_database_url()
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"GOAICORE_HTTP_TOKENS": "tiny-secret"}, "shorter than 16 characters"),
+        ({"GOAICORE_HTTP_TOKENS": "with a space 0123456789"}, "spaces or control characters"),
+        ({"GOAICORE_HTTP_TOKENS_FILE": "/nonexistent/tokens"}, "cannot read it"),
+    ],
+)
+def test_bad_http_tokens_are_refused_without_showing_them(
+    env: dict[str, str], expected: str
+) -> None:
+    with pytest.raises(ConfigError, match=expected) as caught:
+        Settings(env=env)
+    assert "tiny-secret" not in str(caught.value)
+    assert "0123456789" not in str(caught.value)

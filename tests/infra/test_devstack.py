@@ -129,7 +129,7 @@ def test_dev_runs_until_signalled_then_leaves_nothing(tmp_path: Path) -> None:
         assert "Royal Pump Room" in output
         roles: list[str] = []
         for _ in range(100):  # the last turn is folded shortly after its reply
-            url = f"{info['http_url']}/conversations/demo-player"
+            url = f"{info['http_url']}/v1/conversations/demo-player"
             with urllib.request.urlopen(url) as answer:
                 roles = [m["role"] for m in json.loads(answer.read())["messages"]]
             if roles.count("tool") == 2:

@@ -1,7 +1,7 @@
 """Local waiters for replies: an HTTP request waits here for the chat agent's answer.
 
 The chat agent of the same worker resolves the waiter when it publishes the
-reply, so ``POST /conversations/{id}/messages`` needs no consumer of its own.
+reply, so ``POST /v1/conversations/{id}/messages`` needs no consumer of its own.
 The view sends the request to the worker that owns the conversation, so the
 agent that answers is the one in the waiting process.
 """

@@ -1,0 +1,171 @@
+"""AsyncChatClient: ChatClient for asyncio services: ask without blocking the event loop.
+
+One listener task reads the ``replies`` topic for every ask of this client; it is
+positioned at the end of every partition in ``start()``, before any request
+leaves, so no reply can slip past it. Replies are matched by request id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any, Self
+
+from goaicore.clients.aio.connection import partitions_of, start_consumer, start_producer
+from goaicore.clients.chat_client import chat_request_record, reply_of, timed_out
+from goaicore.config import Settings
+from goaicore.errors import BrokerError, client_errors
+from goaicore.lifecycle import AsyncRunning
+from goaicore.records import ChatReply, new_id, utc_now
+from goaicore.records.validation import check_request_id
+
+log = logging.getLogger(__name__)
+
+
+class AsyncChatClient(AsyncRunning):
+    """Request/reply over Kafka: ``await ask(...)`` waits for the reply, ``send`` does not.
+
+    The same arguments and guarantees as :class:`~goaicore.clients.ChatClient`:
+    ``request_id`` makes a retry idempotent, and ReplyTimeout carries it.
+    """
+
+    def __init__(self, settings: Settings | None = None, source: str = "chat-client") -> None:
+        self.settings = settings or Settings()
+        self.source = source
+        self.requests_topic = self.settings.topic("requests")
+        self.replies_topic = self.settings.topic("replies")
+        self.skipped = 0
+        self._producer: Any = None
+        self._consumer: Any = None
+        self._listener: asyncio.Task[None] | None = None
+        self._listener_error: BaseException | None = None
+        self._pending: dict[str, asyncio.Future[ChatReply]] = {}
+        self._waiters: dict[str, int] = {}
+
+    async def start(self) -> Self:
+        if self._listener is not None:
+            return self
+        try:
+            # No linger: each request is sent and waited for alone.
+            self._producer = await start_producer(self.settings, linger_ms=0)
+            self._consumer = await start_consumer(self.settings)
+            partitions = await partitions_of(self._consumer, self.replies_topic)
+            self._consumer.assign(partitions)
+            with client_errors():
+                await self._consumer.seek_to_end(*partitions)
+                for partition in partitions:  # resolved now, before any request is sent
+                    await self._consumer.position(partition)
+        except BaseException:
+            await self.close()
+            raise
+        self._listener = asyncio.create_task(self._listen(), name="goaicore-replies")
+        return self
+
+    async def send(
+        self,
+        conversation_id: str,
+        text: str,
+        system: str | None = None,
+        tools: Iterable[str] = (),
+        model: str | None = None,
+        deadline: datetime | None = None,
+        request_id: str | None = None,
+    ) -> str:
+        """Publish a chat request and return its request id without waiting for the reply."""
+        request, payload = chat_request_record(
+            self.settings, conversation_id, text, system, tools, model, deadline, request_id
+        )
+        producer = self._started()
+        with client_errors():
+            delivery = await producer.send(
+                self.requests_topic, key=conversation_id.encode(), value=payload
+            )
+            await delivery
+        return request.request_id
+
+    async def ask(
+        self,
+        conversation_id: str,
+        text: str,
+        timeout: float = 30.0,  # noqa: ASYNC109 - ChatClient.ask's shape; it also sets the deadline
+        system: str | None = None,
+        tools: Iterable[str] = (),
+        model: str | None = None,
+        request_id: str | None = None,
+        deadline: datetime | None = None,
+    ) -> ChatReply:
+        """Send a chat request and wait up to ``timeout`` seconds for its reply.
+
+        As :meth:`ChatClient.ask <goaicore.clients.ChatClient.ask>`: the same
+        ``request_id`` again never runs a second LLM turn; ``deadline`` (default:
+        when this wait ends) is when the worker gives up on the turn.
+        """
+        request_id = new_id() if request_id is None else check_request_id(request_id)
+        self._started()
+        if self._listener_error is not None:
+            raise BrokerError(f"the reply listener failed: {self._listener_error}")
+        future = self._pending.get(request_id)
+        if future is None:
+            future = asyncio.get_running_loop().create_future()
+            self._pending[request_id] = future
+        self._waiters[request_id] = self._waiters.get(request_id, 0) + 1
+        try:
+            if deadline is None:
+                deadline = utc_now() + timedelta(seconds=timeout)
+            await self.send(conversation_id, text, system, tools, model, deadline, request_id)
+            try:
+                return await asyncio.wait_for(asyncio.shield(future), timeout)
+            except TimeoutError:
+                raise timed_out(request_id, timeout) from None
+        finally:
+            self._waiters[request_id] -= 1
+            if not self._waiters[request_id]:
+                del self._waiters[request_id]
+                self._pending.pop(request_id, None)
+
+    async def _listen(self) -> None:
+        try:
+            while True:
+                with client_errors():
+                    batches = await self._consumer.getmany(timeout_ms=200)
+                for records in batches.values():
+                    for record in records:
+                        self._deliver(record)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            self._listener_error = err
+            log.exception("reply listener stopped")
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(BrokerError(f"the reply listener failed: {err}"))
+
+    def _deliver(self, record: Any) -> None:
+        reply = reply_of(record)
+        if reply is None:
+            self.skipped += 1
+            return
+        future = self._pending.get(reply.request_id)
+        if future is not None and not future.done():
+            future.set_result(reply)
+
+    def _started(self) -> Any:
+        if self._producer is None or self._listener is None:
+            raise RuntimeError("use `async with AsyncChatClient(...)`, or await start() first")
+        return self._producer
+
+    async def close(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listener
+        consumer, self._consumer = self._consumer, None
+        producer, self._producer = self._producer, None
+        if consumer is not None:
+            await consumer.stop()
+        if producer is not None:
+            await producer.stop()

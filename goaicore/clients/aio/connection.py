@@ -1,0 +1,77 @@
+"""aiokafka clients with the same settings as the kafka-python ones: the broker profile,
+the record limit, the security options, and one clear error when no broker answers."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from goaicore.config import Settings
+from goaicore.errors import client_errors
+from goaicore.extras import needs
+from goaicore.kafka.connection import MissingTopicError, require_reachable
+from goaicore.kafka.limits import max_batch_bytes
+from goaicore.kafka.profile import client_profile
+from goaicore.kafka.security import aiokafka_options
+
+
+async def start_producer(settings: Settings, **overrides: Any) -> Any:
+    """A started AIOKafkaProducer: acks=all, idempotent (but on the embedded broker), lz4."""
+    with needs("kafka"):
+        from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
+
+    options: dict[str, Any] = {
+        "bootstrap_servers": settings.require_bootstrap(),
+        "client_id": "goaicore",
+        "max_request_size": max_batch_bytes(settings),
+        **client_profile(settings).aiokafka_producer,
+        **aiokafka_options(settings),
+        **overrides,
+    }
+    await asyncio.to_thread(require_reachable, settings)
+    producer = AIOKafkaProducer(**options)
+    await _start(producer)
+    return producer
+
+
+async def start_consumer(settings: Settings, *topics: str, **overrides: Any) -> Any:
+    """A started AIOKafkaConsumer with the profile's settings; no auto-commit by default."""
+    with needs("kafka"):
+        from aiokafka import AIOKafkaConsumer
+
+    options: dict[str, Any] = {
+        "bootstrap_servers": settings.require_bootstrap(),
+        "client_id": "goaicore",
+        "enable_auto_commit": False,
+        "fetch_max_wait_ms": 100,
+        **client_profile(settings).consumer,
+        **aiokafka_options(settings),
+        **overrides,
+    }
+    await asyncio.to_thread(require_reachable, settings)
+    consumer = AIOKafkaConsumer(*topics, **options)
+    await _start(consumer)
+    return consumer
+
+
+async def _start(client: Any) -> None:
+    """Start ``client``; on failure stop it (it holds sockets) and raise a BrokerError."""
+    try:
+        with client_errors():
+            await client.start()
+    except BaseException:
+        await client.stop()
+        raise
+
+
+async def partitions_of(consumer: Any, topic: str) -> list[Any]:
+    """Every partition of ``topic``; MissingTopicError when it does not exist."""
+    from aiokafka import TopicPartition
+
+    with client_errors():
+        # Fresh metadata: the consumer's cached cluster knows only topics it has used.
+        cluster = await consumer._client.fetch_all_metadata()
+    partitions = cluster.partitions_for_topic(topic)
+    if not partitions:
+        raise MissingTopicError(f"topic {topic} does not exist (is `goaicore dev` running?)")
+    return [TopicPartition(topic, p) for p in sorted(partitions)]

@@ -1,0 +1,75 @@
+"""AsyncEventPublisher: EventPublisher for asyncio services (aiokafka, never blocking)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Self
+
+from goaicore.clients.aio.connection import start_producer
+from goaicore.clients.publisher import TopicPosition, event_record, game_event_body, position_of
+from goaicore.config import Settings
+from goaicore.errors import client_errors
+from goaicore.lifecycle import AsyncRunning
+from goaicore.records import ConversationEvent, UserMessage
+from goaicore.records.types import EventBody
+from goaicore.records.validation import check_text
+
+
+class AsyncEventPublisher(AsyncRunning):
+    """Publish conversation events to the ``events`` topic: ``async with`` it, then await.
+
+    The same checks as :class:`~goaicore.clients.EventPublisher`: a bad event raises
+    ``InvalidInputError`` and nothing is sent. ``publish`` returns once the broker
+    has acknowledged (acks=all).
+    """
+
+    def __init__(self, settings: Settings | None = None, source: str = "publisher") -> None:
+        self.settings = settings or Settings()
+        self.source = source
+        self.topic = self.settings.topic("events")
+        self._producer: Any = None
+
+    async def start(self) -> Self:
+        if self._producer is None:
+            self._producer = await start_producer(self.settings)
+        return self
+
+    async def publish(
+        self, conversation_id: str, event: ConversationEvent | EventBody
+    ) -> TopicPosition:
+        """Append one event (a full envelope, or a body to wrap) and return its position."""
+        return (await self.publish_many([(conversation_id, event)]))[0]
+
+    async def game_event(
+        self,
+        conversation_id: str,
+        text: str,
+        kind: str = "game",
+        attributes: Mapping[str, str] | None = None,
+    ) -> TopicPosition:
+        """Append a game event: ``text`` is what the model will see."""
+        return await self.publish(conversation_id, game_event_body(text, kind, attributes))
+
+    async def user_message(self, conversation_id: str, text: str) -> TopicPosition:
+        """Append a user message without asking for a reply."""
+        return await self.publish(conversation_id, UserMessage(text=check_text("text", text)))
+
+    async def publish_many(
+        self, items: Iterable[tuple[str, ConversationEvent | EventBody]]
+    ) -> list[TopicPosition]:
+        """Append many events; all are checked and encoded before the first is sent."""
+        prepared = [event_record(self.settings, self.source, c, e) for c, e in items]
+        producer = self._started()
+        with client_errors():
+            sent = [await producer.send(self.topic, key=k, value=v) for k, v in prepared]
+            return [position_of(await delivery) for delivery in sent]
+
+    async def close(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            await producer.stop()
+
+    def _started(self) -> Any:
+        if self._producer is None:
+            raise RuntimeError("use `async with AsyncEventPublisher(...)`, or await start() first")
+        return self._producer

@@ -1,0 +1,86 @@
+"""Request bodies: a JSON object with known fields only, each checked for its type.
+
+An unknown field is refused, named, rather than ignored: a misspelt ``request_id``
+silently dropped would turn a safe retry into a second LLM turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from goaicore.errors import InputError
+from goaicore.records.validation import check_attributes, check_request_id, check_text
+from goaicore_store.http.errors import ApiError
+
+MESSAGE_FIELDS = ("text", "system", "tools", "model", "timeout", "request_id")
+EVENT_FIELDS = ("text", "type", "kind", "attributes")
+
+
+def json_object(raw: bytes, fields: Collection[str]) -> dict[str, Any]:
+    """The body as a JSON object holding only ``fields``, or a 400 saying what is wrong."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError) as err:
+        raise ApiError(400, f"the body is not valid JSON: {err}") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "the body must be a JSON object")
+    unknown = sorted(set(body) - set(fields))
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        raise ApiError(
+            400,
+            f"unknown field {names}; the fields are {', '.join(fields)}",
+            field=unknown[0],
+        )
+    return body
+
+
+def text(body: Mapping[str, Any], name: str) -> str:
+    if name not in body:
+        raise ApiError(400, f"{name} is missing", field=name)
+    checked: str = _checked(name, check_text, body[name])
+    return checked
+
+
+def optional_text(body: Mapping[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ApiError(400, f"{name} must be a string, got {type(value).__name__}", field=name)
+    return value
+
+
+def optional_request_id(body: Mapping[str, Any]) -> str | None:
+    value = body.get("request_id")
+    return (
+        None if value is None else _checked("request_id", lambda _, v: check_request_id(v), value)
+    )
+
+
+def number(body: Mapping[str, Any], name: str, default: float) -> float:
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ApiError(400, f"{name} must be a number, got {type(value).__name__}", field=name)
+    return float(value)
+
+
+def names(body: Mapping[str, Any], name: str) -> list[str]:
+    value = body.get(name, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ApiError(400, f"{name} must be a list of tool names", field=name)
+    return value
+
+
+def attributes(body: Mapping[str, Any], name: str) -> dict[str, str]:
+    checked: dict[str, str] = _checked(name, lambda _, v: check_attributes(v), body.get(name))
+    return checked
+
+
+def _checked(name: str, check: Any, value: Any) -> Any:
+    try:
+        return check(name, value)
+    except InputError as err:
+        raise ApiError(400, str(err), field=name) from None

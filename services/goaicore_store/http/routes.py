@@ -1,0 +1,292 @@
+"""The HTTP API, version 1, on the worker's web server (its OpenAPI 3.1 document is
+``openapi.json`` beside this module, served at ``/v1/openapi.json``):
+
+- ``POST /v1/conversations/{id}/messages`` ``{"text", "system"?, "tools"?, "model"?,
+  "timeout"?, "request_id"?}``: publishes a ChatRequest and answers with its reply;
+- ``POST /v1/conversations/{id}/events`` ``{"text", "type"?: "game"|"user", "kind"?,
+  "attributes"?}``: appends an event and answers with its log position;
+- ``GET /v1/conversations/{id}``: the conversation's snapshot;
+- ``GET /health`` (liveness) and ``GET /ready`` (partitions assigned, tables
+  recovered): open without a token, for probes.
+
+The snapshot and the ask are served by the worker that owns the conversation; any
+worker forwards to it (once: a forwarded request is never forwarded again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from functools import cache
+from importlib.resources import files
+from typing import TYPE_CHECKING, Any, cast
+
+from aiohttp import web as aioweb
+from faust import web
+
+from goaicore.errors import InputError
+from goaicore.records import (
+    ChatReply,
+    GameEvent,
+    ReplyStatus,
+    UserMessage,
+    new_chat_request,
+    new_event,
+    utc_now,
+)
+from goaicore.records.avro.api import encode_chat_request, encode_event
+from goaicore.records.jsonable import jsonable
+from goaicore.records.types import EventBody
+from goaicore.records.validation import check_conversation_id, check_size
+from goaicore_store.http import bodies
+from goaicore_store.http.auth import HEALTH_PATH, READY_PATH
+from goaicore_store.http.errors import ERROR_TYPES, ApiError, error_body
+
+if TYPE_CHECKING:
+    from goaicore_store.topology import StoreApp
+
+API = "/v1"
+OPENAPI_PATH = f"{API}/openapi.json"
+CONVERSATION_PATH = f"{API}/conversations/{{conversation_id}}"
+FORWARDED = "X-Goaicore-Forwarded"
+DEFAULT_TIMEOUT = 60.0
+MAX_TIMEOUT = 600.0
+HTTP_STATUS = {
+    ReplyStatus.OK: 200,
+    ReplyStatus.REJECTED: 422,
+    ReplyStatus.TIMEOUT: 504,
+    ReplyStatus.ERROR: 502,
+}
+
+
+@cache
+def openapi_document() -> dict[str, Any]:
+    """The committed OpenAPI document, as served."""
+    document: dict[str, Any] = json.loads(
+        files("goaicore_store.http").joinpath("openapi.json").read_text()
+    )
+    return document
+
+
+def readiness(app: Any) -> str | None:
+    """None when the worker can serve its partitions, else why not.
+
+    Faust sets ``rebalancing`` when a rebalance starts and clears it only after table
+    recovery, so "assigned at least once and not rebalancing" means the tables are
+    current. A worker with no active partitions (more workers than partitions) is
+    ready: it serves by forwarding to the owners.
+    """
+    if app.rebalancing_count == 0:
+        return "waiting for the first partition assignment"
+    if app.rebalancing:
+        return "rebalancing: partitions are being assigned or tables recovered"
+    if not app.tables.recovery.completed.is_set():
+        return "recovering tables"
+    return None
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return cast(web.Response, aioweb.json_response(data, status=status))
+
+
+def register_views(store: StoreApp) -> None:
+    """Add the views to the store app's web server."""
+    app = store.app
+    limit = store.settings.max_record_bytes
+
+    @app.page(HEALTH_PATH)
+    class Health(web.View):
+        """Liveness: the process and its event loop answer (a crashed Faust app exits)."""
+
+        async def get(self, request: web.Request) -> web.Response:
+            return _json({"status": "ok"})
+
+    @app.page(READY_PATH)
+    class Ready(web.View):
+        """Readiness: partitions assigned and tables recovered; 503 with the reason until then."""
+
+        async def get(self, request: web.Request) -> web.Response:
+            reason = readiness(app)
+            if reason is not None:
+                return _json({"status": "not ready", "reason": reason}, status=503)
+            return _json({"status": "ready"})
+
+    @app.page(OPENAPI_PATH)
+    class OpenApi(web.View):
+        """This API's OpenAPI 3.1 description."""
+
+        async def get(self, request: web.Request) -> web.Response:
+            return _json(openapi_document())
+
+    @app.page(CONVERSATION_PATH)
+    class Conversation(web.View):
+        """The snapshot of one conversation, from the worker that owns it."""
+
+        async def get(self, request: web.Request, conversation_id: str) -> web.Response:
+            conversation_id = _conversation(conversation_id)
+            forwarded = await forward_to_owner(store, request, conversation_id, b"")
+            if forwarded is not None:
+                return forwarded
+            snapshot = store.table.get(conversation_id.encode())
+            if snapshot is None:
+                raise ApiError(404, f"no conversation {conversation_id!r}")
+            return _json(jsonable(snapshot))
+
+    @app.page(f"{CONVERSATION_PATH}/events")
+    class Events(web.View):
+        """Append a game event or a user message to a conversation's log."""
+
+        async def post(self, request: web.Request, conversation_id: str) -> web.Response:
+            conversation_id = _conversation(conversation_id)
+            body = bodies.json_object(await read_body(request, limit), bodies.EVENT_FIELDS)
+            event = new_event(conversation_id, event_body(body), source="http")
+            payload = _fitting("event", lambda: encode_event(event), limit)
+            sent = await store.events.send(key=conversation_id.encode(), value=payload, force=True)
+            metadata = await sent
+            return _json(
+                {
+                    "event_id": event.event_id,
+                    "partition": metadata.partition,
+                    "offset": metadata.offset,
+                },
+                status=201,
+            )
+
+    @app.page(f"{CONVERSATION_PATH}/messages")
+    class Messages(web.View):
+        """Ask: publish a chat request and answer with its reply."""
+
+        async def post(self, request: web.Request, conversation_id: str) -> web.Response:
+            conversation_id = _conversation(conversation_id)
+            raw = await read_body(request, limit)
+            forwarded = await forward_to_owner(store, request, conversation_id, raw)
+            if forwarded is not None:
+                return forwarded
+            return await ask(store, conversation_id, bodies.json_object(raw, bodies.MESSAGE_FIELDS))
+
+
+async def read_body(faust_request: web.Request, limit: int) -> bytes:
+    """The raw body, refused with a 413 past ``limit`` bytes (before reading it, if it says)."""
+    request = cast(aioweb.Request, faust_request)
+    if request.content_length is not None and request.content_length > limit:
+        raise ApiError(413, f"the body is {request.content_length:,} bytes; at most {limit:,}")
+    try:
+        raw = await request.read()
+    except aioweb.HTTPRequestEntityTooLarge:
+        raise ApiError(413, f"the body is too large; at most {limit:,} bytes") from None
+    if len(raw) > limit:
+        raise ApiError(413, f"the body is {len(raw):,} bytes; at most {limit:,}")
+    return raw
+
+
+def _conversation(raw: str) -> str:
+    try:
+        return check_conversation_id(raw)
+    except InputError as err:
+        raise ApiError(400, str(err)) from None
+
+
+def _fitting(what: str, encode: Any, limit: int) -> bytes:
+    """``encode()``'s record, or a 400 when it does not fit the schema or the size limit."""
+    try:
+        return check_size(what, encode(), limit)
+    except InputError as err:
+        raise ApiError(400, str(err)) from None
+
+
+async def ask(store: StoreApp, conversation_id: str, body: dict[str, Any]) -> web.Response:
+    """Publish the request, wait for the reply this worker's chat agent publishes."""
+    timeout = bodies.number(body, "timeout", DEFAULT_TIMEOUT)
+    if not 0 < timeout <= MAX_TIMEOUT:
+        raise ApiError(
+            400, f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds", field="timeout"
+        )
+    request = new_chat_request(
+        conversation_id,
+        bodies.text(body, "text"),
+        system=bodies.optional_text(body, "system"),
+        tools=bodies.names(body, "tools"),
+        model=bodies.optional_text(body, "model"),
+        deadline=utc_now() + timedelta(seconds=timeout),
+        request_id=bodies.optional_request_id(body),
+    )
+    limit = store.settings.max_record_bytes
+    payload = _fitting("chat request", lambda: encode_chat_request(request), limit)
+    waiters = store.chat.waiters
+    waiting = waiters.expect(request.request_id)
+    try:
+        sent = await store.requests.send(key=conversation_id.encode(), value=payload, force=True)
+        await sent
+        reply = await asyncio.wait_for(asyncio.shield(waiting), timeout + 1.0)
+    except TimeoutError:
+        raise ApiError(
+            504,
+            f"no reply in {timeout:g} s; ask again with the same request_id",
+            request_id=request.request_id,
+            retry_same_id=True,
+        ) from None
+    finally:
+        waiters.forget(request.request_id)
+    return _json(reply_json(reply), status=HTTP_STATUS.get(reply.status, 502))
+
+
+def reply_json(reply: ChatReply) -> dict[str, Any]:
+    """An ok reply as it is; any other as an error object, with the whole reply beside it."""
+    data: dict[str, Any] = jsonable(reply)
+    if reply.status is ReplyStatus.OK:
+        return data
+    status = HTTP_STATUS.get(reply.status, 502)
+    message = reply.error or reply.status.value
+    answer: dict[str, Any] = error_body(
+        status, message, ERROR_TYPES.get(status), request_id=reply.request_id
+    )
+    answer["reply"] = data
+    return answer
+
+
+async def forward_to_owner(
+    store: StoreApp, request: web.Request, conversation_id: str, body: bytes
+) -> web.Response | None:
+    """The owner's answer when another worker owns the conversation, else None.
+
+    The caller's Authorization goes along; a request that was forwarded once is
+    served where it lands (during a rebalance two workers may disagree).
+    """
+    if request.headers.get(FORWARDED):
+        return None
+    app = store.app
+    try:
+        owner = app.router.key_store(store.table.name, conversation_id)
+    except KeyError:
+        raise ApiError(503, "partitions are not assigned yet; retry") from None
+    here = app.conf.canonical_url
+    if (owner.host, owner.port) == (here.host, here.port):
+        return None
+    url = request.url.with_host(owner.host or "127.0.0.1").with_port(owner.port)
+    headers = {FORWARDED: "1"}
+    for name in ("Authorization", "Content-Type"):
+        if name in request.headers:
+            headers[name] = request.headers[name]
+    async with app.http_client.request(request.method, url, data=body, headers=headers) as answer:
+        response = aioweb.Response(
+            body=await answer.read(), status=answer.status, content_type=answer.content_type
+        )
+    return cast(web.Response, response)
+
+
+def event_body(body: dict[str, Any]) -> EventBody:
+    """The event a POST /events body describes."""
+    kind = body.get("type", "game")
+    text = bodies.text(body, "text")
+    if kind == "user":
+        if "kind" in body or "attributes" in body:
+            raise ApiError(400, "kind and attributes belong to game events, not user messages")
+        return UserMessage(text=text)
+    if kind == "game":
+        return GameEvent(
+            kind=bodies.optional_text(body, "kind") or "game",
+            text=text,
+            attributes=bodies.attributes(body, "attributes"),
+        )
+    raise ApiError(400, f"type must be 'game' or 'user', not {kind!r}", field="type")

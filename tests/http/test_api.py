@@ -1,0 +1,149 @@
+"""The HTTP API over real HTTP, on two workers that share the partitions and need a token."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from goaicore.config import Settings
+from goaicore.testing import OpenAIServer
+from tests.chat_agent.helpers import ChatWorker, http
+from tests.http.conftest import TOKENS
+
+CONVERSATIONS = [f"web-{n}" for n in range(8)]
+Pair = tuple[ChatWorker, ChatWorker]
+
+
+def call(method: str, url: str, body: Any = None, **options: Any) -> tuple[int, Any]:
+    """``http`` with the first token."""
+    return http(method, url, body, token=options.pop("token", TOKENS[0]), **options)
+
+
+def _settled(workers: Pair, conversation: str, messages: int = 1) -> None:
+    """Wait until both workers serve ``conversation``'s snapshot with ``messages`` messages."""
+    deadline = time.monotonic() + 90
+    answers: list[tuple[int, Any]] = []
+    while time.monotonic() < deadline:
+        answers = [call("GET", f"{w.url}/v1/conversations/{conversation}") for w in workers]
+        served = all(s == 200 and len(a["messages"]) >= messages for s, a in answers)
+        if served and answers[0][1] == answers[1][1]:
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"workers did not settle on {conversation}: {answers}")
+
+
+def test_events_messages_and_snapshots_through_either_worker(pair: Pair, llm: OpenAIServer) -> None:
+    second = pair[1]
+    for n, conversation in enumerate(CONVERSATIONS):
+        status, answer = call(
+            "POST",
+            f"{pair[n % 2].url}/v1/conversations/{conversation}/events",
+            {"text": f"Player {n} checked in", "kind": "check-in", "attributes": {"n": str(n)}},
+            token=TOKENS[n % 2],  # either token, on either worker
+        )
+        assert status == 201, answer
+        assert answer["offset"] >= 0
+    for conversation in CONVERSATIONS:
+        _settled(pair, conversation)
+    # Asked through both workers: the one that does not own a conversation forwards,
+    # with the caller's token.
+    for n, conversation in enumerate(CONVERSATIONS):
+        status, reply = call(
+            "POST",
+            f"{pair[(n + 1) % 2].url}/v1/conversations/{conversation}/messages",
+            {"text": f"hello {n}", "system": "Be brief", "timeout": 30},
+        )
+        assert status == 200, reply
+        assert (reply["status"], reply["text"]) == ("ok", f"echo: hello {n}")
+        assert reply["conversation_id"] == conversation
+        body = next(b for b in llm.bodies if b["messages"][-1].get("content") == f"hello {n}")
+        assert {"role": "system", "content": f"Player {n} checked in"} in body["messages"]
+    for conversation in CONVERSATIONS:
+        _settled(pair, conversation, messages=3)
+        status, snapshot = call("GET", f"{second.url}/v1/conversations/{conversation}")
+        assert status == 200
+        assert [m["role"] for m in snapshot["messages"]] == ["system", "user", "assistant"]
+        assert snapshot["messages"][0]["name"] == "check-in"
+
+
+def test_a_retry_with_the_same_request_id_gets_the_same_reply(
+    pair: Pair, llm: OpenAIServer
+) -> None:
+    body = {"text": "once over http", "request_id": "http-retry-1"}
+    first = call("POST", f"{pair[0].url}/v1/conversations/web-retry/messages", body)
+    second = call("POST", f"{pair[1].url}/v1/conversations/web-retry/messages", body)
+    assert first == second
+    assert first[0] == 200
+    assert len([b for b in llm.bodies if b["messages"][-1].get("content") == "once over http"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "raw", "status", "field", "says"),
+    [
+        ("messages", b"{not json", 400, None, "not valid JSON"),
+        ("messages", b"[1, 2]", 400, None, "must be a JSON object"),
+        ("messages", b'{"text": 5}', 400, "text", "text must be a string"),
+        ("messages", b"{}", 400, "text", "text is missing"),
+        ("messages", b'{"text": "  "}', 400, "text", "text must not be empty"),
+        ("messages", b'{"text": "hi", "timeout": "soon"}', 400, "timeout", "must be a number"),
+        ("messages", b'{"text": "hi", "timeout": 0}', 400, "timeout", "more than 0"),
+        ("messages", b'{"text": "hi", "tools": "score_lookup"}', 400, "tools", "tool names"),
+        ("messages", b'{"text": "hi", "system": 3}', 400, "system", "system must be a string"),
+        ("messages", b'{"text": "hi", "request_id": ""}', 400, "request_id", "must not be empty"),
+        ("messages", b'{"text": "hi", "requestid": "r1"}', 400, "requestid", "'requestid'"),
+        ("events", b'{"text": "x", "type": "spell"}', 400, "type", "'game' or 'user'"),
+        ("events", b'{"text": "x", "attributes": {"a": 1}}', 400, "attributes", "must map"),
+        ("events", b'{"kind": "x"}', 400, "text", "text is missing"),
+        ("events", b'{"text": "x", "colour": "red"}', 400, "colour", "unknown field 'colour'"),
+    ],
+)
+def test_bad_input_gets_a_json_error_naming_the_field(
+    pair: Pair, path: str, raw: bytes, status: int, field: str | None, says: str
+) -> None:
+    got, answer = call("POST", f"{pair[0].url}/v1/conversations/web-bad/{path}", raw=raw)
+    assert got == status, answer
+    error = answer["error"]
+    assert error["type"] == "invalid_request"
+    assert says in error["message"], answer
+    assert error.get("field") == field
+
+
+def test_a_rejected_turn_is_an_error_with_its_reply_beside_it(pair: Pair) -> None:
+    got, answer = call(
+        "POST",
+        f"{pair[0].url}/v1/conversations/web-bad/messages",
+        {"text": "hi", "tools": ["teleport"]},
+    )
+    assert got == 422, answer
+    assert answer["error"]["type"] == "rejected"
+    assert "teleport" in answer["error"]["message"]
+    assert answer["reply"]["status"] == "rejected"
+    assert answer["error"]["request_id"] == answer["reply"]["request_id"]
+
+
+def test_oversized_bodies_unknown_routes_methods_and_conversations(
+    pair: Pair, topics: Settings
+) -> None:
+    url = pair[0].url
+    huge = b'{"text": "' + b"x" * (topics.max_record_bytes + 10) + b'"}'
+    for path in ("messages", "events"):
+        status, answer = call("POST", f"{url}/v1/conversations/web-big/{path}", raw=huge)
+        assert status == 413
+        assert answer["error"]["type"] == "payload_too_large"
+        assert "at most" in answer["error"]["message"]
+    status, answer = call("GET", f"{url}/v1/conversations/nobody-here")
+    assert (status, answer["error"]["type"]) == (404, "not_found")
+    assert "no conversation" in answer["error"]["message"]
+    status, answer = call("GET", f"{url}/v1/conversations/{'x' * 300}")
+    assert status == 400
+    assert "at most 256" in answer["error"]["message"]
+    # The routes before /v1 are gone; Faust's own pages are off.
+    for old in ("/conversations/nobody-here", "/router/", "/table/snapshots/", "/", "/stats/"):
+        status, answer = call("GET", f"{url}{old}")
+        assert (status, answer["error"]["type"]) == (404, "not_found"), old
+        assert "/v1" in answer["error"]["message"]
+    status, answer = call("DELETE", f"{url}/v1/conversations/web-big")
+    assert (status, answer["error"]["type"]) == (405, "method_not_allowed")
+    assert "GET" in answer["error"]["message"]
