@@ -465,6 +465,72 @@ class Settings:
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **changes)
 
+    def environment(self) -> dict[str, str]:
+        """The variables that give these settings back in another process.
+
+        Where Kafka, PostgreSQL and the data are, always; every other setting when it
+        differs from its default. Secrets are included: this is for child processes,
+        never for display (``repr`` is).
+        """
+        defaults = Settings(env={}, data_dir=self.data_dir)
+        out: dict[str, str] = {}
+        for name, variable in FIELD_VARIABLES.items():
+            value = getattr(self, name)
+            if value is None or value == ():
+                continue
+            if name not in ALWAYS_PASSED and value == getattr(defaults, name):
+                continue
+            out[variable] = ",".join(value) if isinstance(value, tuple) else str(value)
+        return out
+
+
+# Each setting's variable (Settings.environment), and the settings a child process is
+# always given: where the broker, the database and the data are, and the topic layout.
+FIELD_VARIABLES: Mapping[str, str] = {
+    "bootstrap_servers": "KAFKA_BOOTSTRAP_SERVERS",
+    "broker_profile": "GOAICORE_BROKER_PROFILE",
+    "local_broker": "GOAICORE_LOCAL_BROKER",
+    "security_protocol": "KAFKA_SECURITY_PROTOCOL",
+    "sasl_mechanism": "KAFKA_SASL_MECHANISM",
+    "sasl_username": "KAFKA_SASL_USERNAME",
+    "sasl_password": "KAFKA_SASL_PASSWORD",
+    "ssl_cafile": "KAFKA_SSL_CAFILE",
+    "ssl_certfile": "KAFKA_SSL_CERTFILE",
+    "ssl_keyfile": "KAFKA_SSL_KEYFILE",
+    "ssl_key_password": "KAFKA_SSL_KEY_PASSWORD",
+    "topic_prefix": "GOAICORE_TOPIC_PREFIX",
+    "partitions": "GOAICORE_PARTITIONS",
+    "replication_factor": "GOAICORE_REPLICATION_FACTOR",
+    "database_url": "DATABASE_URL",
+    "db_schema": "GOAICORE_DB_SCHEMA",
+    "max_record_bytes": "GOAICORE_MAX_RECORD_BYTES",
+    "openai_api_key": "OPENAI_API_KEY",
+    "openai_base_url": "OPENAI_BASE_URL",
+    "model": "GOAICORE_MODEL",
+    "anthropic_api_key": "ANTHROPIC_API_KEY",
+    "chat_concurrency": "GOAICORE_CHAT_CONCURRENCY",
+    "read_wait": "GOAICORE_READ_WAIT",
+    "turn_timeout": "GOAICORE_TURN_TIMEOUT",
+    "system_prompt": "GOAICORE_SYSTEM_PROMPT",
+    "tools": "GOAICORE_TOOLS",
+    "context_tokens": "GOAICORE_CONTEXT_TOKENS",
+    "table_store": "GOAICORE_TABLE_STORE",
+    "http_tokens": "GOAICORE_HTTP_TOKENS",
+    "data_dir": "GOAICORE_DATA_DIR",
+}
+ALWAYS_PASSED = frozenset(
+    {
+        "bootstrap_servers",
+        "broker_profile",
+        "security_protocol",
+        "topic_prefix",
+        "partitions",
+        "database_url",
+        "table_store",
+        "data_dir",
+    }
+)
+
 
 def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     """Fill every field left as None from the environment, then from dev.json."""

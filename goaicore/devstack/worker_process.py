@@ -8,47 +8,25 @@ import subprocess
 import sys
 from pathlib import Path
 
-from goaicore.config import Settings
+from goaicore.config import FIELD_VARIABLES, LOADER_VARIABLES, Settings
+
+SETTINGS_VARIABLES = frozenset(FIELD_VARIABLES.values())
 
 
 def settings_env(settings: Settings) -> dict[str, str]:
-    """This process's environment with goaicore's variables set from ``settings``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "GOAICORE_"))}
-    env.pop("DATABASE_URL", None)
-    env.update(
-        KAFKA_BOOTSTRAP_SERVERS=settings.require_bootstrap(),
-        GOAICORE_BROKER_PROFILE=settings.broker_profile,
-        GOAICORE_TOPIC_PREFIX=settings.topic_prefix,
-        GOAICORE_PARTITIONS=str(settings.partitions),
-        GOAICORE_DATA_DIR=str(settings.data_dir),
-        GOAICORE_TABLE_STORE=settings.table_store,
-    )
-    if settings.database_url:
-        env["DATABASE_URL"] = settings.database_url
-    env.update(security_env(settings))
-    return env
+    """This process's environment with goaicore's variables replaced by ``settings``'.
 
-
-def security_env(settings: Settings) -> dict[str, str]:
-    """The KAFKA_SECURITY_PROTOCOL, KAFKA_SASL_* and KAFKA_SSL_* variables of ``settings``."""
-    from goaicore.kafka.security import uses_sasl, uses_ssl
-
-    env: dict[str, str] = {"KAFKA_SECURITY_PROTOCOL": settings.security_protocol or "PLAINTEXT"}
-    values: dict[str, str | None] = {}
-    if uses_sasl(settings):
-        values.update(
-            KAFKA_SASL_MECHANISM=settings.sasl_mechanism,
-            KAFKA_SASL_USERNAME=settings.sasl_username,
-            KAFKA_SASL_PASSWORD=settings.sasl_password,
-        )
-    if uses_ssl(settings):
-        values.update(
-            KAFKA_SSL_CAFILE=settings.ssl_cafile,
-            KAFKA_SSL_CERTFILE=settings.ssl_certfile,
-            KAFKA_SSL_KEYFILE=settings.ssl_keyfile,
-            KAFKA_SSL_KEY_PASSWORD=settings.ssl_key_password,
-        )
-    env.update({name: value for name, value in values.items() if value})
+    Every resolved setting is passed (``Settings.environment``), so a child process
+    runs with exactly the configuration the parent resolved; the variables read
+    where they are used (the schemas folder, the Kafka jars' cache) pass through.
+    """
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("KAFKA_", "GOAICORE_")) and name not in SETTINGS_VARIABLES
+    }
+    env.update({name: os.environ[name] for name in LOADER_VARIABLES if name in os.environ})
+    env.update(settings.environment())
     return env
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import sys
 
 from goaicore.config import Settings
 from goaicore.errors import ConfigError
@@ -23,6 +24,8 @@ def main(
 ) -> int:
     """Create the topics if needed and run the store worker until it is stopped."""
     settings = Settings()
+    # What this worker runs with, secrets masked or left out: the first line of its log.
+    print(f"goaicore worker: {settings!r}", file=sys.stderr, flush=True)
     check_http_exposure(settings, web_host, insecure_http)
     ensure_topics(settings)
     store = create_app(settings, web_port=web_port, web_host=web_host, canonical_url=canonical_url)

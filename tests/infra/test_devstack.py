@@ -25,6 +25,8 @@ from goaicore.kafka import EmbeddedBroker, ensure_topics
 from goaicore.kafka.apache import KAFKA_VERSION, unavailable_reason
 from goaicore.net import free_loopback_port, port_open
 from goaicore.projection.postgres import EmbeddedPostgres
+from goaicore.testing import OpenAIServer
+from tests.chat_agent.helpers import ScriptedLLM
 from tests.cli import run_goaicore
 
 # The stack and its demo take about 6 s here; a machine starved of CPU can make
@@ -460,3 +462,78 @@ def test_a_restart_keeps_earlier_rows_apart_and_only_an_explicit_clear_removes_t
         assert _count(url, new_schema) == 1  # nothing else touched
     finally:
         server.stop()
+
+
+def test_every_setting_reaches_the_worker_and_no_secret_reaches_any_log(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """`make run` hands the worker every variable it was given; known secrets appear in
+    no log, no output and no repr (the worker's first log line is its settings)."""
+    run = uuid.uuid4().hex[:10]
+    secrets = {
+        "OPENAI_API_KEY": f"sk-known-openai-{run}",
+        "ANTHROPIC_API_KEY": f"ak-known-anthropic-{run}",
+        "GOAICORE_HTTP_TOKENS": f"http-known-token-{run}",
+        "database password": f"pg-known-{run}",
+    }
+    role = f"stack_{run}"
+    database = postgres_url.rsplit("/", 1)[1]
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{secrets['database password']}'")
+        conn.execute(f"ALTER DATABASE {database} OWNER TO {role}")
+    host = postgres_url.split("@", 1)[1]
+    database_url = f"postgresql://{role}:{secrets['database password']}@{host}"
+    system_prompt = f"You are the assistant of settings run {run}"
+    with OpenAIServer(responder=ScriptedLLM()) as llm:
+        env = _clean_env(
+            tmp_path,
+            DATABASE_URL=database_url,
+            GOAICORE_DB_SCHEMA=f"settings_{run}",
+            OPENAI_API_KEY=secrets["OPENAI_API_KEY"],
+            OPENAI_BASE_URL=llm.base_url,
+            ANTHROPIC_API_KEY=secrets["ANTHROPIC_API_KEY"],
+            GOAICORE_HTTP_TOKENS=secrets["GOAICORE_HTTP_TOKENS"],
+            GOAICORE_MODEL=f"gpt-settings-{run}",
+            GOAICORE_SYSTEM_PROMPT=system_prompt,
+            GOAICORE_TOPIC_PREFIX=f"s{run}",
+            GOAICORE_PARTITIONS="2",
+            GOAICORE_CHAT_CONCURRENCY="3",
+            GOAICORE_READ_WAIT="7",
+            GOAICORE_TURN_TIMEOUT="45",
+            GOAICORE_CONTEXT_TOKENS="9000",
+            GOAICORE_MAX_RECORD_BYTES="500000",
+            GOAICORE_TOOLS="goaicore_store.chat.game_tools:registry",
+        )
+        done = run_goaicore("dev", "--check-only", env=env, timeout=STACK_UP_TIMEOUT)
+        asked = llm.requests
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:]
+    assert "bearer tokens required (1 configured)" in output
+
+    logs = {path: path.read_text(errors="replace") for path in tmp_path.rglob("*.log")}
+    worker_log = logs[tmp_path / "worker.log"]
+    [seen] = [line for line in worker_log.splitlines() if line.startswith("goaicore worker:")]
+    for shown in (
+        f"topic_prefix='s{run}'",
+        "partitions=2",
+        f"model='gpt-settings-{run}'",
+        "chat_concurrency=3",
+        "read_wait=7.0",
+        "turn_timeout=45.0",
+        f"system_prompt='{system_prompt}'",
+        "context_tokens=9000",
+        "max_record_bytes=500000",
+        "tools='goaicore_store.chat.game_tools:registry'",
+        f"database_url='postgresql://{role}:***@{host}'",
+    ):
+        assert shown in seen, shown
+    # The worker used them: its LLM calls carry the key, the model and the prompt.
+    assert asked
+    for request in asked:
+        assert request.headers["authorization"] == f"Bearer {secrets['OPENAI_API_KEY']}"
+        assert request.body["model"] == f"gpt-settings-{run}"
+        assert request.body["messages"][0] == {"role": "system", "content": system_prompt}
+    for name, secret in secrets.items():
+        assert secret not in output, name
+        for path, text in logs.items():
+            assert secret not in text, (name, path)
