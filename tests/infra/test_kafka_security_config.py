@@ -14,7 +14,9 @@ import faust
 import pytest
 from aiokafka import errors as aiokafka_errors  # type: ignore[import-untyped]
 
+from goaicore import AnthropicProvider, Chat, OpenAIProvider
 from goaicore.config import Settings
+from goaicore.conversation.providers.choice import Providers
 from goaicore.devstack.worker_process import settings_env
 from goaicore.errors import ConfigError
 from goaicore.kafka.security import (
@@ -24,6 +26,7 @@ from goaicore.kafka.security import (
     security_problem,
     ssl_context,
 )
+from goaicore_store.http import BearerTokens
 from tests.kafka_certs import CertificateFiles, make_certificates
 
 PASSWORD = "pa55-word-never-shown"
@@ -174,6 +177,31 @@ def test_passwords_stay_out_of_reprs(certs: CertificateFiles, tmp_path: Path) ->
             assert secret not in shown
     assert settings.with_overrides(partitions=2).sasl_password == PASSWORD
     assert PASSWORD not in repr(faust_credentials(settings))
+
+
+def test_objects_holding_keys_or_tokens_never_show_them(tmp_path: Path) -> None:
+    settings = Settings(
+        env={"GOAICORE_HTTP_TOKENS": "http-never-shown-0123456789"}, data_dir=tmp_path
+    )
+    openai = OpenAIProvider(
+        "gpt-x", api_key="sk-never-shown", base_url="https://proxy:pw-never-shown@llm/v1"
+    )
+    anthropic = AnthropicProvider("claude-x", api_key="ak-never-shown")
+    shown = [
+        repr(settings),
+        str(settings),
+        repr(openai),
+        str(openai),
+        repr(anthropic),
+        repr(Chat(openai)),
+        repr(Providers(settings)),
+        repr(BearerTokens(settings.http_tokens)),
+    ]
+    assert shown[2] == "OpenAIProvider(model='gpt-x', base_url='https://proxy:***@llm/v1')"
+    assert shown[4] == "AnthropicProvider(model='claude-x')"
+    for text in shown:
+        for secret in ("sk-never-shown", "ak-never-shown", "pw-never-shown", "http-never-shown"):
+            assert secret not in text
 
 
 def test_passwords_are_taken_as_given(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
+from goaicore.config import mask_password
 from goaicore.conversation.errors import ContextLengthError, ProviderError
 from goaicore.conversation.messages import JSONDict, Message
 from goaicore.conversation.tools import Tool
@@ -177,6 +178,7 @@ class SdkProvider(ABC):
         extra_body: JSONDict | None = None,
     ) -> None:
         self.model = model
+        self.base_url = base_url
         self.temperature = temperature
         self.max_tokens = max_tokens if max_tokens is not None else self.default_max_tokens
         self.extra_body = dict(extra_body or {})
@@ -189,6 +191,11 @@ class SdkProvider(ABC):
             timeout=timeout,
             max_retries=max_retries,
         )
+
+    def __repr__(self) -> str:
+        """The model and where it is called; never the API key (the SDK client holds it)."""
+        where = f", base_url={mask_password(self.base_url)!r}" if self.base_url else ""
+        return f"{type(self).__name__}(model={self.model!r}{where})"
 
     @abstractmethod
     def build_request(self, request: CompletionRequest) -> JSONDict:
