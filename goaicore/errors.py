@@ -13,9 +13,14 @@ kind to handle it. Each class keeps the builtin base its errors had before
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -87,3 +92,15 @@ def client_errors() -> Iterator[None]:
         if wrapped is None:
             raise
         raise wrapped from err
+
+
+def raises_ours(function: Callable[P, R]) -> Callable[P, R]:
+    """``function`` with :func:`client_errors` around each call: a public function over a
+    client library raises goaicore's errors only."""
+
+    @functools.wraps(function)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with client_errors():
+            return function(*args, **kwargs)
+
+    return wrapper

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
+from goaicore.errors import raises_ours
 from goaicore.projection.db import Connection, ForeignProjectionError, require_projection
 
 PROJECTION_TABLES = ("conversation_events", "conversation_snapshots", "conversations")
@@ -27,6 +28,7 @@ class ClearedProjection:
     positions: int
 
 
+@raises_ours
 def clear_projection(conn: Connection, schema: str, prefix: str) -> ClearedProjection:
     """Empty ``schema``'s projection of ``prefix``'s topics; refuse if it holds another's."""
     require_projection(conn, schema)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from goaicore.errors import raises_ours
 from goaicore.projection.db import Connection
 
 
@@ -31,6 +32,7 @@ class ConversationSummary:
     cost_usd_nanos: int | None
 
 
+@raises_ours
 def conversations(
     conn: Connection, since: datetime | None = None, limit: int | None = None
 ) -> list[ConversationSummary]:

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from goaicore.config import Settings
-from goaicore.errors import EXIT_CONFIG, EXIT_FAILED, DatabaseError
+from goaicore.errors import EXIT_CONFIG, EXIT_FAILED, DatabaseError, raises_ours
 
 Connection = psycopg.Connection[Any]
 
@@ -83,6 +83,7 @@ def lock_key(name: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+@raises_ours
 def require_projection(conn: Connection, schema: str) -> None:
     """Raise ProjectionMissingError unless the projector has created its tables here."""
     row = conn.execute(

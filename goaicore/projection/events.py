@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from goaicore.errors import InputError
+from goaicore.errors import InputError, raises_ours
 from goaicore.projection.db import Connection
 from goaicore.records import EVENT_BODY_TYPES, ConversationEvent
 from goaicore.records.avro.api import decode_event
@@ -44,6 +44,7 @@ def check_types(types: Sequence[str]) -> None:
         )
 
 
+@raises_ours
 def history(
     conn: Connection,
     conversation_id: str,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from goaicore.errors import raises_ours
 from goaicore.projection.db import Connection
 
 _USAGE = (
@@ -59,6 +60,7 @@ class Ledger:
     totals: LedgerTotals
 
 
+@raises_ours
 def ledger(
     conn: Connection,
     conversation_id: str,
@@ -99,6 +101,7 @@ def _between(since: datetime | None, until: datetime | None) -> tuple[str, list[
     return where, params
 
 
+@raises_ours
 def ledger_totals(
     conn: Connection,
     since: datetime | None = None,

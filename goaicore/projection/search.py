@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from goaicore.errors import raises_ours
 from goaicore.projection.db import Connection
 
 HIGHLIGHT = "MaxFragments=2, MaxWords=18, MinWords=6, StartSel=[, StopSel=], FragmentDelimiter= … "
@@ -30,6 +31,7 @@ class SearchHit:
     snippet: str
 
 
+@raises_ours
 def search(
     conn: Connection, text: str, conversation_id: str | None = None, limit: int = 20
 ) -> list[SearchHit]:

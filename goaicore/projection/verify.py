@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from goaicore.errors import raises_ours
 from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy, policy_of
 from goaicore.fold.records import Applied, LogRecord, fold_records
 from goaicore.projection.db import Connection
@@ -18,6 +19,7 @@ from goaicore.records.avro.api import decode_snapshot
 from goaicore.replay.verify import Difference, VerifyReport, compare
 
 
+@raises_ours
 def stored_snapshots(
     conn: Connection, conversation_ids: Sequence[str] = ()
 ) -> dict[str, ConversationSnapshot]:
@@ -59,6 +61,7 @@ def refold(
     return snapshot
 
 
+@raises_ours
 def verify_db(
     conn: Connection,
     events_topic: str,

@@ -101,3 +101,13 @@ def test_client_errors_wraps_keeps_the_cause_and_lets_the_rest_through() -> None
     with pytest.raises(InputError) as same, client_errors():
         raise mine
     assert same.value is mine
+
+
+def test_a_projection_query_raises_a_database_error_not_psycopgs(postgres_url: str) -> None:
+    from goaicore.projection import conversations
+
+    conn = psycopg.connect(postgres_url)
+    conn.close()
+    with pytest.raises(DatabaseError, match="PostgreSQL: OperationalError") as caught:
+        conversations(conn)
+    assert isinstance(caught.value.__cause__, psycopg.OperationalError)
