@@ -66,15 +66,34 @@ def _connect_error(address: tuple[str, int], timeout: float) -> str | None:
         return f"{type(err).__name__}: {err}"
 
 
+def producer_options(settings: Settings) -> dict[str, Any]:
+    """What every producer of ours is given, kafka-python's and aiokafka's alike."""
+    return {
+        "bootstrap_servers": settings.require_bootstrap(),
+        "client_id": "goaicore",
+        "max_request_size": max_batch_bytes(settings),
+    }
+
+
+def consumer_options(settings: Settings) -> dict[str, Any]:
+    """What every consumer of ours is given (no auto-commit, the profile's timings),
+    kafka-python's and aiokafka's alike."""
+    return {
+        "bootstrap_servers": settings.require_bootstrap(),
+        "client_id": "goaicore",
+        "enable_auto_commit": False,
+        "fetch_max_wait_ms": 100,
+        **client_profile(settings).consumer,
+    }
+
+
 def make_producer(settings: Settings, **overrides: Any) -> Any:
     """A kafka-python producer: acks=all, idempotent, the profile's settings."""
     with needs("kafka"):
         from kafka import KafkaProducer
 
-    options: dict[str, Any] = {
-        "bootstrap_servers": settings.require_bootstrap(),
-        "client_id": "goaicore",
-        "max_request_size": max_batch_bytes(settings),
+    options = {
+        **producer_options(settings),
         **client_profile(settings).producer,
         **kafka_python_options(settings),
         **overrides,
@@ -89,15 +108,7 @@ def make_consumer(settings: Settings, **overrides: Any) -> Any:
     with needs("kafka"):
         from kafka import KafkaConsumer
 
-    options: dict[str, Any] = {
-        "bootstrap_servers": settings.require_bootstrap(),
-        "client_id": "goaicore",
-        "enable_auto_commit": False,
-        "fetch_max_wait_ms": 100,
-        **client_profile(settings).consumer,
-        **kafka_python_options(settings),
-        **overrides,
-    }
+    options = {**consumer_options(settings), **kafka_python_options(settings), **overrides}
     require_reachable(settings)
     with explain_connect_failures(settings):
         return KafkaConsumer(**options)

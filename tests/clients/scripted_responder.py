@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from goaicore.config import Settings
 from goaicore.records import ChatReply, ChatRequest, ReplyStatus
 from goaicore.records.avro.api import decode_chat_request, encode_chat_reply
+
+BAD_REPLY = b"\xc3\x01garbage"
 
 
 def echo(request: ChatRequest) -> ChatReply:
@@ -63,3 +66,19 @@ class ScriptedResponder:
             producer.flush()
         consumer.close()
         producer.close()
+
+
+def publish_replies_around_a_bad_one(settings: Settings) -> tuple[list[ChatReply], Any]:
+    """Two good replies with an undecodable record between them on the replies topic;
+    the good ones and the bad record's metadata."""
+    replies = settings.topic("replies")
+    good = [
+        ChatReply(request_id=f"r{n}", conversation_id="c", status=ReplyStatus.OK, text=f"t{n}")
+        for n in range(2)
+    ]
+    producer = KafkaProducer(bootstrap_servers=settings.require_bootstrap())
+    producer.send(replies, key=b"c", value=encode_chat_reply(good[0])).get(10)
+    bad = producer.send(replies, key=b"c", value=BAD_REPLY).get(10)
+    producer.send(replies, key=b"c", value=encode_chat_reply(good[1])).get(10)
+    producer.close()
+    return good, bad

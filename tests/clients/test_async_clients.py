@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from kafka import KafkaProducer
 
 from goaicore import (
     AsyncChatClient,
@@ -20,9 +19,12 @@ from goaicore.clients import DeadLetter
 from goaicore.config import Settings
 from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.kafka.partition_reader import read_to_end
-from goaicore.records import ChatReply, GameEvent, ReplyStatus, UserMessage
-from goaicore.records.avro.api import encode_chat_reply
-from tests.clients.scripted_responder import ScriptedResponder
+from goaicore.records import GameEvent, ReplyStatus, UserMessage
+from tests.clients.scripted_responder import (
+    BAD_REPLY,
+    ScriptedResponder,
+    publish_replies_around_a_bad_one,
+)
 
 
 async def test_published_events_read_back_in_order_per_conversation(topics: Settings) -> None:
@@ -110,15 +112,7 @@ async def test_bad_input_is_refused_before_anything_is_sent(topics: Settings) ->
 
 async def test_subscriber_forwards_undecodable_replies_and_goes_on(topics: Settings) -> None:
     replies = topics.topic("replies")
-    good = [
-        ChatReply(request_id=f"r{n}", conversation_id="c", status=ReplyStatus.OK, text=f"t{n}")
-        for n in range(2)
-    ]
-    producer = KafkaProducer(bootstrap_servers=topics.require_bootstrap())
-    producer.send(replies, key=b"c", value=encode_chat_reply(good[0])).get(10)
-    bad = producer.send(replies, key=b"c", value=b"\xc3\x01garbage").get(10)
-    producer.send(replies, key=b"c", value=encode_chat_reply(good[1])).get(10)
-    producer.close()
+    good, bad = publish_replies_around_a_bad_one(topics)
 
     async with AsyncReplySubscriber(topics, group_id="gateway", from_beginning=True) as subscriber:
         received = [reply async for reply in subscriber.replies(idle_timeout=3)]
@@ -134,4 +128,4 @@ async def test_subscriber_forwards_undecodable_replies_and_goes_on(topics: Setti
     [letter] = letters
     assert (letter.topic, letter.partition, letter.offset) == (replies, bad.partition, bad.offset)
     assert letter.consumer == "replies:gateway"
-    assert letter.value == b"\xc3\x01garbage"
+    assert letter.value == BAD_REPLY

@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, TopicPartition
 
 from goaicore.clients import (
     ChatClient,
@@ -17,8 +17,11 @@ from goaicore.clients import (
 from goaicore.config import Settings
 from goaicore.kafka.partition_reader import read_to_end
 from goaicore.records import ChatReply, ReplyStatus
-from goaicore.records.avro.api import encode_chat_reply
-from tests.clients.scripted_responder import ScriptedResponder
+from tests.clients.scripted_responder import (
+    BAD_REPLY,
+    ScriptedResponder,
+    publish_replies_around_a_bad_one,
+)
 
 
 def test_fifty_concurrent_asks_each_get_their_own_reply(topics: Settings) -> None:
@@ -106,15 +109,7 @@ def test_send_refuses_bad_input(topics: Settings) -> None:
 
 def test_subscriber_forwards_undecodable_replies_and_goes_on(topics: Settings) -> None:
     replies = topics.topic("replies")
-    good = [
-        ChatReply(request_id=f"r{n}", conversation_id="c", status=ReplyStatus.OK, text=f"t{n}")
-        for n in range(2)
-    ]
-    producer = KafkaProducer(bootstrap_servers=topics.require_bootstrap())
-    producer.send(replies, key=b"c", value=encode_chat_reply(good[0])).get(10)
-    bad = producer.send(replies, key=b"c", value=b"\xc3\x01garbage").get(10)
-    producer.send(replies, key=b"c", value=encode_chat_reply(good[1])).get(10)
-    producer.close()
+    good, bad = publish_replies_around_a_bad_one(topics)
 
     with ReplySubscriber(topics, group_id="gateway", from_beginning=True) as subscriber:
         received = list(subscriber.replies(idle_timeout=3))
@@ -134,7 +129,7 @@ def test_subscriber_forwards_undecodable_replies_and_goes_on(topics: Settings) -
     letter = letters[0]
     assert (letter.topic, letter.partition, letter.offset) == (replies, bad.partition, bad.offset)
     assert letter.reason == "truncated" or letter.reason == "unknown-fingerprint"
-    assert letter.value == b"\xc3\x01garbage"
+    assert letter.value == BAD_REPLY
     assert letter.key == b"c"
     assert letter.consumer == "replies:gateway"
 

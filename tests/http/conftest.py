@@ -1,40 +1,23 @@
-"""Two workers with bearer tokens on one broker, a scripted LLM, for the HTTP API's tests."""
+"""Two workers with bearer tokens on one broker, a scripted LLM, for the HTTP API's tests.
+
+The module-scoped topics and scripted LLM are the chat agent tests' own fixtures.
+"""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from goaicore.config import Settings
 from goaicore.devstack.demo import wait_ready
-from goaicore.kafka import ensure_topics
 from goaicore.testing import OpenAIServer
-from tests.brokers import SessionBroker
-from tests.chat_agent.helpers import ChatWorker, ScriptedLLM, llm_env
+from tests.chat_agent.conftest import llm, model, topics
+from tests.chat_agent.helpers import ChatWorker, llm_env
+
+__all__ = ["TOKENS", "llm", "model", "pair", "topics"]
 
 TOKENS = ("first-token-0123456789abcdef", "second-token-0123456789abcdef")
-
-
-@pytest.fixture(scope="module")
-def topics(kafka_broker: SessionBroker, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    settings = Settings(
-        env={},
-        bootstrap_servers=kafka_broker.bootstrap_servers,
-        broker_profile=kafka_broker.profile,
-        topic_prefix=f"h{uuid.uuid4().hex[:12]}",
-        partitions=3,
-        data_dir=tmp_path_factory.mktemp("http"),
-    )
-    ensure_topics(settings)
-    return settings
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[OpenAIServer]:
-    with OpenAIServer(responder=ScriptedLLM()) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,12 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, Self
 
-from goaicore.clients.aio.connection import partitions_of, start_consumer, start_producer
+from goaicore.clients.aio.connection import (
+    partitions_of,
+    start_consumer,
+    start_producer,
+    stop_all,
+)
 from goaicore.clients.chat_client import chat_request_record, reply_of, timed_out
 from goaicore.config import Settings
 from goaicore.errors import BrokerError, client_errors
@@ -163,9 +168,5 @@ class AsyncChatClient(AsyncRunning):
             listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await listener
-        consumer, self._consumer = self._consumer, None
-        producer, self._producer = self._producer, None
-        if consumer is not None:
-            await consumer.stop()
-        if producer is not None:
-            await producer.stop()
+        clients, self._consumer, self._producer = (self._consumer, self._producer), None, None
+        await stop_all(*clients)

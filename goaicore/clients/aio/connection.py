@@ -9,8 +9,12 @@ from typing import Any
 from goaicore.config import Settings
 from goaicore.errors import client_errors
 from goaicore.extras import needs
-from goaicore.kafka.connection import MissingTopicError, require_reachable
-from goaicore.kafka.limits import max_batch_bytes
+from goaicore.kafka.connection import (
+    MissingTopicError,
+    consumer_options,
+    producer_options,
+    require_reachable,
+)
 from goaicore.kafka.profile import client_profile
 from goaicore.kafka.security import aiokafka_options
 
@@ -20,10 +24,8 @@ async def start_producer(settings: Settings, **overrides: Any) -> Any:
     with needs("kafka"):
         from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
 
-    options: dict[str, Any] = {
-        "bootstrap_servers": settings.require_bootstrap(),
-        "client_id": "goaicore",
-        "max_request_size": max_batch_bytes(settings),
+    options = {
+        **producer_options(settings),
         **client_profile(settings).aiokafka_producer,
         **aiokafka_options(settings),
         **overrides,
@@ -39,15 +41,7 @@ async def start_consumer(settings: Settings, *topics: str, **overrides: Any) -> 
     with needs("kafka"):
         from aiokafka import AIOKafkaConsumer
 
-    options: dict[str, Any] = {
-        "bootstrap_servers": settings.require_bootstrap(),
-        "client_id": "goaicore",
-        "enable_auto_commit": False,
-        "fetch_max_wait_ms": 100,
-        **client_profile(settings).consumer,
-        **aiokafka_options(settings),
-        **overrides,
-    }
+    options = {**consumer_options(settings), **aiokafka_options(settings), **overrides}
     await asyncio.to_thread(require_reachable, settings)
     consumer = AIOKafkaConsumer(*topics, **options)
     await _start(consumer)
@@ -75,3 +69,10 @@ async def partitions_of(consumer: Any, topic: str) -> list[Any]:
     if not partitions:
         raise MissingTopicError(f"topic {topic} does not exist (is `goaicore dev` running?)")
     return [TopicPartition(topic, p) for p in sorted(partitions)]
+
+
+async def stop_all(*clients: Any) -> None:
+    """Stop each client that was started (None for one that was not)."""
+    for client in clients:
+        if client is not None:
+            await client.stop()

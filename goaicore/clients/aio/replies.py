@@ -6,7 +6,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Self
 
-from goaicore.clients.aio.connection import start_consumer, start_producer
+from goaicore.clients.aio.connection import start_consumer, start_producer, stop_all
 from goaicore.clients.deadletter import DeadLetter
 from goaicore.config import Settings
 from goaicore.errors import client_errors
@@ -96,9 +96,5 @@ class AsyncReplySubscriber(AsyncRunning):
         self.dead_letters += 1
 
     async def close(self) -> None:
-        consumer, self._consumer = self._consumer, None
-        producer, self._producer = self._producer, None
-        if consumer is not None:
-            await consumer.stop()
-        if producer is not None:
-            await producer.stop()
+        clients, self._consumer, self._producer = (self._consumer, self._producer), None, None
+        await stop_all(*clients)
