@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error, positive_data_acceptance
@@ -53,6 +54,7 @@ def test_the_document_names_exactly_the_routes_and_methods_the_worker_has(
 
 
 @schema.parametrize()
+@pytest.mark.timeout(240)  # bounded in time as in examples: 15 per operation
 @settings(
     max_examples=15,
     deadline=None,
