@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import faust
+from faust.sensors.prometheus import FaustMetrics, PrometheusMonitor
 
 from goaicore.config import Settings
 from goaicore.conversation.providers.choice import Providers
@@ -39,10 +40,11 @@ from goaicore_store.chat.replies import ReplyWaiters
 from goaicore_store.chat.tools import load_tools
 from goaicore_store.chat.turns import TurnSettings
 from goaicore_store.chat.watermarks import HighWatermarks
-from goaicore_store.codecs import SNAPSHOT_CODEC, register
+from goaicore_store.codecs import CODEC, SNAPSHOT_CODEC, register
 from goaicore_store.fold_agent import FOLD_BATCH, apply_batch
 from goaicore_store.http import BearerTokens, bearer_auth, json_errors, register_views
 from goaicore_store.http.server import ApiApp
+from goaicore_store.metrics import PREFIX, StoreMetrics
 from goaicore_store.topology import ChatServices, StoreApp, app_id
 
 log = logging.getLogger(__name__)
@@ -151,6 +153,10 @@ def create_app(
         broker_credentials=faust_credentials(settings),
         **client_profile(settings).faust,
     )
+    metrics = StoreMetrics()
+    # faust-streaming's own sensors, in the same registry and under the same prefix.
+    app.monitor = PrometheusMonitor(metrics=FaustMetrics.create(metrics.registry, PREFIX))
+    CODEC.on_encoded = metrics.snapshot_bytes.observe
     events = log_topic(app, settings, "events")
     snapshots = log_topic(app, settings, "snapshots", SNAPSHOT_CODEC, acks=False)
     store = StoreApp(
@@ -164,6 +170,7 @@ def create_app(
         table=keyed_table(app, "snapshots", snapshots, SNAPSHOT_CODEC, partitions),
         replies_table=_replies_table(app, settings),
         chat=_chat_services(settings),
+        metrics=metrics,
         web_port=port,
         table_lock=table_lock,
     )

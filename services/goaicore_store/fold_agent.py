@@ -8,6 +8,7 @@ the agent, and nothing is skipped without a trace.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -33,13 +34,19 @@ async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> None:
         consumed[message.partition] = max(consumed.get(message.partition, 0), message.offset + 1)
         position = LogPosition(partition=message.partition, offset=message.offset)
         records.append(LogRecord(message.key, message.value, position, origin=message))
+    started = time.perf_counter()
     touched: dict[bytes, ConversationSnapshot] = {}
+    folded = 0
     for outcome in fold_records(records, store.fold_policy, store.table.get):
         if isinstance(outcome, Rejected):
             origin = outcome.record.origin
             await store.dead_letter(origin, outcome.reason, outcome.detail, force=False)
-        elif outcome.changed:
+            continue
+        folded += 1
+        if outcome.changed:
             touched[outcome.event.conversation_id.encode()] = outcome.snapshot
     for key, snapshot in touched.items():
         store.table[key] = snapshot
     await store.progress.advance(consumed)  # read-your-writes waits on this
+    store.metrics.events_folded.inc(folded)
+    store.metrics.fold_batch_seconds.observe(time.perf_counter() - started)

@@ -25,6 +25,7 @@ from goaicore_store.chat.output_limits import OutputLimits
 from goaicore_store.chat.replies import ReplyWaiters
 from goaicore_store.chat.turns import TurnSettings
 from goaicore_store.chat.watermarks import FoldProgress, HighWatermarks
+from goaicore_store.metrics import StoreMetrics
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ class StoreApp:
     replies_table: TableT[bytes, RecentReplies]
     chat: ChatServices
     web_port: int
+    metrics: StoreMetrics
     progress: FoldProgress = field(default_factory=FoldProgress)
     """How far the fold has applied each partition: the chat agent's read-your-writes wait."""
     table_lock: IO[str] | None = None
@@ -81,6 +83,7 @@ class StoreApp:
         letter = DeadLetter.of(
             message, reason, detail, app_id(self.settings), self.settings.max_record_bytes
         )
+        self.metrics.dead_letters.labels(reason).inc()
         log.warning(
             "dead letter from %s[%d]@%d: %s",
             message.topic,

@@ -133,6 +133,10 @@ class Replies:
             bootstrap_servers=self.settings.require_bootstrap(), fetch_max_wait_ms=50
         )
         topic = self.settings.topic("replies")
+        # A topic created a moment ago may not be in every broker's metadata yet.
+        deadline = time.monotonic() + 30
+        while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:
+            time.sleep(0.2)
         partitions = [TopicPartition(topic, p) for p in range(self.settings.partitions)]
         consumer.assign(partitions)
         consumer.seek_to_end(*partitions)

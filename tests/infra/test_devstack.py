@@ -476,13 +476,13 @@ def test_every_setting_reaches_the_worker_and_no_secret_reaches_any_log(
         "GOAICORE_HTTP_TOKENS": f"http-known-token-{run}",
         "database password": f"pg-known-{run}",
     }
-    role = f"stack_{run}"
-    database = postgres_url.rsplit("/", 1)[1]
+    # A role with a password, owning a database of its own.
+    role = database = f"stack_{run}"
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{secrets['database password']}'")
-        conn.execute(f"ALTER DATABASE {database} OWNER TO {role}")
-    host = postgres_url.split("@", 1)[1]
-    database_url = f"postgresql://{role}:{secrets['database password']}@{host}"
+        conn.execute(f"CREATE DATABASE {database} OWNER {role}")
+    host = postgres_url.split("@", 1)[1].rsplit("/", 1)[0]
+    database_url = f"postgresql://{role}:{secrets['database password']}@{host}/{database}"
     system_prompt = f"You are the assistant of settings run {run}"
     with OpenAIServer(responder=ScriptedLLM()) as llm:
         env = _clean_env(
@@ -504,7 +504,12 @@ def test_every_setting_reaches_the_worker_and_no_secret_reaches_any_log(
             GOAICORE_MAX_RECORD_BYTES="500000",
             GOAICORE_TOOLS="goaicore_store.chat.game_tools:registry",
         )
-        done = run_goaicore("dev", "--check-only", env=env, timeout=STACK_UP_TIMEOUT)
+        try:
+            done = run_goaicore("dev", "--check-only", env=env, timeout=STACK_UP_TIMEOUT)
+        finally:
+            with psycopg.connect(postgres_url, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+                conn.execute(f"DROP ROLE IF EXISTS {role}")
         asked = llm.requests
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
@@ -524,7 +529,7 @@ def test_every_setting_reaches_the_worker_and_no_secret_reaches_any_log(
         "context_tokens=9000",
         "max_record_bytes=500000",
         "tools='goaicore_store.chat.game_tools:registry'",
-        f"database_url='postgresql://{role}:***@{host}'",
+        f"database_url='postgresql://{role}:***@{host}/{database}'",
     ):
         assert shown in seen, shown
     # The worker used them: its LLM calls carry the key, the model and the prompt.

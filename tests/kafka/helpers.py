@@ -25,9 +25,10 @@ from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.devstack.projector_process import ProjectorProcess
+from goaicore.errors import BrokerError
 from goaicore.kafka.apache import LocalKafka
 from goaicore.kafka.connection import make_consumer, make_producer
-from goaicore.kafka.partition_reader import LogReadTimeout, read_to_end
+from goaicore.kafka.partition_reader import read_to_end
 from goaicore.projection.db import connect
 from goaicore.records import ConversationSnapshot, GameEvent, new_chat_request, new_event
 from goaicore.records.avro.api import encode_chat_request
@@ -97,7 +98,7 @@ def snapshots(settings: Settings) -> dict[str, ConversationSnapshot] | None:
     try:
         with SnapshotReader(settings) as reader:
             return reader.all(progress=False)
-    except (LogReadTimeout, KafkaError):
+    except BrokerError:  # LogReadTimeout, or a Kafka error the reader wrapped
         return None
 
 

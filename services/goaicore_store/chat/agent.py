@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ from goaicore.records.avro.errors import DecodeError
 from goaicore_store.chat.dispatch import KeyedDispatcher
 from goaicore_store.chat.idempotency import RecentReplies, recover_from_log
 from goaicore_store.chat.turns import TurnOutcome, failure, run_request
+from goaicore_store.metrics import MeasuredProvider
 
 if TYPE_CHECKING:
     from goaicore_store.topology import ChatServices, StoreApp
@@ -115,6 +117,7 @@ class ChatAgent:
             await self.store.dead_letter(message, "key-mismatch", detail)
             reply = failure(request, ReplyStatus.REJECTED, "key-mismatch", detail).reply
             await self.publish_reply(self.services.limits.fit_reply(reply))
+            self.store.metrics.answered(reply, ())
             return
         stored = self._stored_replies(key).get(request.request_id)
         if stored is not None:
@@ -124,19 +127,26 @@ class ChatAgent:
         await self._read_your_writes(request, message.partition, key)
         outcome = await self._outcome(request, key)
         limits = self.services.limits
-        await self.append(limits.fit_events(outcome.events))
+        events = limits.fit_events(outcome.events)
+        await self.append(events)
         reply = limits.fit_reply(outcome.reply)
         self.store.replies_table[key] = self._stored_replies(key).with_reply(
             reply, limits.replies_table_bytes
         )
         await self.publish_reply(reply)
+        self.store.metrics.answered(reply, events)
 
     async def _read_your_writes(self, request: ChatRequest, partition: int, key: bytes) -> None:
+        metrics = self.store.metrics
+        started = time.perf_counter()
         high = await self.services.watermarks.get(partition)
         caught_up = await self.store.progress.wait_applied(
             partition, high, lambda: self.store.table.get(key), self.services.read_wait
         )
+        metrics.read_waits.inc()
+        metrics.read_wait_seconds.observe(time.perf_counter() - started)
         if not caught_up:
+            metrics.read_timeouts.inc()
             log.warning(
                 "request %s: events[%d] not folded up to %d after %.1f s; answering with the "
                 "snapshot as it is (GOAICORE_READ_WAIT)",
@@ -153,7 +163,9 @@ class ChatAgent:
             log.warning("request %s: its turn is already in the log", request.request_id)
             return recovered
         try:
-            provider = self.services.providers.get(request.model)
+            provider = MeasuredProvider(
+                self.services.providers.get(request.model), self.store.metrics
+            )
         except Exception as err:
             return failure(
                 request, ReplyStatus.ERROR, "provider-config", f"{type(err).__name__}: {err}"

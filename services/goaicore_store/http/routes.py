@@ -7,7 +7,8 @@
   "attributes"?}``: appends an event and answers with its log position;
 - ``GET /v1/conversations/{id}``: the conversation's snapshot;
 - ``GET /health`` (liveness) and ``GET /ready`` (partitions assigned, tables
-  recovered): open without a token, for probes.
+  recovered): open without a token, for probes;
+- ``GET /metrics``: Prometheus metrics (a token, like the API).
 
 The snapshot and the ask are served by the worker that owns the conversation; any
 worker forwards to it (once: a forwarded request is never forwarded again).
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
 API = "/v1"
 OPENAPI_PATH = f"{API}/openapi.json"
+METRICS_PATH = "/metrics"
 CONVERSATION_PATH = f"{API}/conversations/{{conversation_id}}"
 FORWARDED = "X-Goaicore-Forwarded"
 DEFAULT_TIMEOUT = 60.0
@@ -111,6 +113,16 @@ def register_views(store: StoreApp) -> None:
             if reason is not None:
                 return _json({"status": "not ready", "reason": reason}, status=503)
             return _json({"status": "ready"})
+
+    @app.page(METRICS_PATH)
+    class Metrics(web.View):
+        """Prometheus metrics: goaicore's and faust-streaming's (docs/operations.md)."""
+
+        async def get(self, request: web.Request) -> web.Response:
+            response = aioweb.Response(body=store.metrics.expose())
+            response.content_type = "text/plain"
+            response.charset = "utf-8"
+            return cast(web.Response, response)
 
     @app.page(OPENAPI_PATH)
     class OpenApi(web.View):

@@ -1,0 +1,144 @@
+"""The store worker's Prometheus metrics, all named ``goaicore_*``, served at ``/metrics``.
+
+One registry per app (a process may build several in tests), holding faust-streaming's
+own sensors (``goaicore_messages_received``, ``goaicore_topic_messages_sent``, ...,
+from :mod:`faust.sensors.prometheus`) and the fold's and the chat's metrics below.
+docs/operations.md lists each with what it counts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+from goaicore.conversation.errors import ChatError
+from goaicore.conversation.providers.base import Completion, CompletionRequest, Provider
+from goaicore.records import (
+    AssistantTurn,
+    ChatReply,
+    CompactionApplied,
+    ConversationEvent,
+    ToolResult,
+)
+
+PREFIX = "goaicore"
+SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+BYTES = tuple(2**n for n in range(8, 21, 2))  # 256 B to 1 MiB
+
+
+def _counter(registry: CollectorRegistry, name: str, doc: str, *labels: str) -> Counter:
+    return Counter(f"{PREFIX}_{name}", doc, labels, registry=registry)
+
+
+def _histogram(
+    registry: CollectorRegistry, name: str, doc: str, buckets: Iterable[float], *labels: str
+) -> Histogram:
+    return Histogram(f"{PREFIX}_{name}", doc, labels, buckets=tuple(buckets), registry=registry)
+
+
+@dataclass
+class StoreMetrics:
+    """Every metric of one store worker."""
+
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.events_folded = _counter(r, "events_folded", "Events applied to snapshots")
+        self.fold_batch_seconds = _histogram(
+            r, "fold_batch_seconds", "Time to fold one fetched batch", SECONDS
+        )
+        self.snapshot_bytes = _histogram(
+            r, "snapshot_bytes", "Encoded size of each snapshot written", BYTES
+        )
+        self.dead_letters = _counter(r, "dead_letters", "Records set aside, by reason", "reason")
+        self.chat_requests = _counter(
+            r, "chat_requests", "Chat requests answered, by reply status", "status"
+        )
+        self.turn_seconds = _histogram(
+            r, "turn_seconds", "Chat turn latency, request taken up to reply", SECONDS
+        )
+        self.llm_seconds = _histogram(
+            r, "llm_seconds", "Latency of each LLM call", SECONDS, "provider", "model"
+        )
+        self.llm_errors = _counter(
+            r, "llm_errors", "Failed LLM calls, by error", "provider", "model", "error"
+        )
+        self.tokens = _counter(
+            r, "llm_tokens", "Tokens sent (in) and received (out)", "provider", "model", "direction"
+        )
+        self.cost_usd = _counter(
+            r, "llm_cost_usd", "Priced cost of the LLM calls, in US dollars", "provider", "model"
+        )
+        self.compactions = _counter(
+            r, "compactions", "History compactions appended, by strategy", "strategy"
+        )
+        self.read_waits = _counter(
+            r, "read_your_writes_waits", "Chat requests that waited for the fold to catch up"
+        )
+        self.read_timeouts = _counter(
+            r, "read_your_writes_timeouts", "Waits that ran out (GOAICORE_READ_WAIT)"
+        )
+        self.read_wait_seconds = _histogram(
+            r, "read_your_writes_seconds", "Time waited for the fold", SECONDS
+        )
+        self.tool_calls = _counter(r, "tool_calls", "Tool calls run, by tool", "tool")
+        self.tool_errors = _counter(r, "tool_errors", "Tool calls that failed, by tool", "tool")
+
+    def expose(self) -> bytes:
+        """The Prometheus text format of every metric."""
+        return generate_latest(self.registry)
+
+    def answered(self, reply: ChatReply, events: Iterable[ConversationEvent]) -> None:
+        """Count a chat request's reply and what its turn appended."""
+        self.chat_requests.labels(reply.status.value).inc()
+        self.turn_seconds.observe(reply.latency_ms / 1000)
+        for event in events:
+            body = event.body
+            if isinstance(body, ToolResult):
+                self.tool_calls.labels(body.name).inc()
+                if body.is_error:
+                    self.tool_errors.labels(body.name).inc()
+            elif isinstance(body, CompactionApplied):
+                self.compactions.labels(body.strategy).inc()
+            elif isinstance(body, AssistantTurn) and body.cost_usd_nanos:
+                provider, model = body.provider or "unknown", body.model or "unknown"
+                self.cost_usd.labels(provider, model).inc(body.cost_usd_nanos / 1e9)
+
+
+class MeasuredProvider:
+    """A provider whose every call is timed and counted (latency, errors, tokens)."""
+
+    def __init__(self, provider: Provider, metrics: StoreMetrics) -> None:
+        self._provider = provider
+        self._metrics = metrics
+
+    @property
+    def name(self) -> str:
+        return self._provider.name
+
+    @property
+    def model(self) -> str:
+        return self._provider.model
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        labels = (self._provider.name, self._provider.model)
+        started = time.perf_counter()
+        try:
+            completion = await self._provider.complete(request)
+        except ChatError as err:
+            self._metrics.llm_errors.labels(*labels, type(err).__name__).inc()
+            raise
+        finally:
+            self._metrics.llm_seconds.labels(*labels).observe(time.perf_counter() - started)
+        usage = completion.usage
+        self._metrics.tokens.labels(*labels, "in").inc(usage.prompt_tokens)
+        self._metrics.tokens.labels(*labels, "out").inc(usage.completion_tokens)
+        return completion
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._provider, name)
