@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import urllib.request
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Callable
 
 from kafka import KafkaProducer
@@ -16,12 +16,12 @@ from tests.chat_agent.helpers import ChatWorker, http
 from tests.http.conftest import TOKENS
 
 Pair = tuple[ChatWorker, ChatWorker]
-Samples = Counter[tuple[str, tuple[tuple[str, str], ...]]]
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 def scrape(pair: Pair) -> Samples:
     """Every sample of both workers, summed across them, by name and labels."""
-    total: Samples = Counter()
+    total: Samples = defaultdict(float)
     for worker in pair:
         request = urllib.request.Request(
             f"{worker.url}/metrics", headers={"Authorization": f"Bearer {TOKENS[0]}"}
