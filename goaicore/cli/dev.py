@@ -54,12 +54,15 @@ def handle(args: argparse.Namespace) -> int:
         topics = ", ".join(f"{t.name} ({t.action})" for t in stack.topics)
         table.add_row("topics", f"{topics} — {info.partitions} partitions each")
         table.add_row(
-            "store worker", f"pid {info.worker_pid}, log {stack.settings.data_dir / 'worker.log'}"
+            "store worker",
+            f"pid {info.worker_pid}, log {stack.settings.data_dir / 'worker.log'}, "
+            f"metrics {info.http_url}/metrics",
         )
         table.add_row(
             "projector",
             f"pid {info.projector_pid}, schema {stack.settings.db_schema}, "
-            f"log {stack.settings.data_dir / 'projector.log'}",
+            f"log {stack.settings.data_dir / 'projector.log'}, "
+            f"metrics {info.projector_url}/metrics",
         )
         table.add_row("dev.json", str(stack.dev_file))
         console.print(table)

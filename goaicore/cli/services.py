@@ -81,6 +81,17 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="records per transaction",
     )
+    projector.add_argument(
+        "--http-port",
+        type=PORT,
+        default=None,
+        help="serve /metrics and /health on this port (default: none)",
+    )
+    projector.add_argument(
+        "--http-host",
+        default="127.0.0.1",
+        help="address the metrics port binds to; 0.0.0.0 in a container (default: %(default)s)",
+    )
     # Fault hook for tests: SIGKILL after writing the N-th batch, before its commit.
     projector.add_argument(
         "--crash-after-write-before-commit", type=POSITIVE, metavar="N", help=argparse.SUPPRESS
@@ -102,4 +113,6 @@ def handle_projector(args: argparse.Namespace) -> int:
     return load_service("projector")(
         batch_size=args.batch_size,
         crash_after_write_before_commit=args.crash_after_write_before_commit,
+        http_port=args.http_port,
+        http_host=args.http_host,
     )

@@ -70,6 +70,8 @@ class StackInfo:
     partitions: int
     http_url: str | None
     started_at: str
+    projector_url: str | None = None
+    """The projector's /metrics and /health."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,10 @@ class LocalStack:
                 )
                 settings = settings.with_overrides(db_schema=self.schema_choice.schema)
                 self.settings = settings
-            self.projector = ProjectorProcess(settings, settings.data_dir / "projector.log").start()
+            projector_port = free_loopback_port()
+            self.projector = ProjectorProcess(
+                settings, settings.data_dir / "projector.log", web_port=projector_port
+            ).start()
             broker = self.broker
             self.info = StackInfo(
                 pid=os.getpid(),
@@ -179,6 +184,7 @@ class LocalStack:
                 topic_prefix=settings.topic_prefix,
                 partitions=settings.partitions,
                 http_url=f"http://127.0.0.1:{web_port}",
+                projector_url=f"http://127.0.0.1:{projector_port}",
                 started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             )
             self._write_dev_file(self.info)

@@ -1,11 +1,14 @@
 """The projector: ``events`` and ``snapshots`` into PostgreSQL, every row exactly once.
 
-It reads every partition of both topics by assignment (no consumer group:
-Kafka's committed offsets are never the truth here). Its positions live in
-``projector_positions`` and move in the same transaction as the rows, and on
-start it seeks to them, so a crash at any moment neither loses nor repeats a
-row. One projector writes a schema at a time: it holds a session advisory lock
-on its connection, and a second one waits as a standby until the first stops.
+It reads every partition of both topics by assignment: Kafka's committed offsets
+are never the truth here. Its positions live in ``projector_positions`` and move
+in the same transaction as the rows, and on start it seeks to them, so a crash at
+any moment neither loses nor repeats a row. After each PostgreSQL commit it also
+commits those positions to the consumer group ``<prefix>.projector``, for lag
+tools (kafka-consumer-groups, exporters) to see; they are informational only.
+
+One projector writes a schema at a time: it holds a session advisory lock on its
+connection, and a second one waits as a standby until the first stops.
 Records that do not decode go to the dead-letter topic and their position
 advances (a crash or a failed write before the commit can send one twice; each
 carries its origin topic, partition and offset).
@@ -28,7 +31,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -46,6 +51,22 @@ from goaicore.projection.writer import load_positions, write_batch
 log = logging.getLogger(__name__)
 
 CONSUMER_NAME = "goaicore-projector"
+
+
+def group_id(settings: Settings) -> str:
+    """The consumer group the projector reports its positions under (never reads from)."""
+    return f"{settings.topic_prefix}.projector"
+
+
+@dataclass(frozen=True)
+class BatchWritten:
+    """One committed batch: how many rows, and how long its write took."""
+
+    events: int
+    snapshots: int
+    seconds: float
+
+
 DEFAULT_BATCH = 2000
 SWITCH_INTERVAL = 0.0005  # seconds; Python's default is 0.005
 
@@ -86,8 +107,11 @@ class Projector(Running):
         settings: Settings,
         batch_size: int = DEFAULT_BATCH,
         crash_after_write_before_commit: int | None = None,
+        on_batch: Callable[[BatchWritten], None] | None = None,
     ) -> None:
+        """``on_batch`` is called (on the writer thread) after each batch's commit."""
         self.settings = settings
+        self.on_batch = on_batch
         self.batch_size = batch_size
         self.events_topic = settings.topic("events")
         self.snapshots_topic = settings.topic("snapshots")
@@ -103,6 +127,8 @@ class Projector(Running):
         self._writer: ThreadPoolExecutor | None = None
         self._in_flight: Future[None] | None = None
         self._short_switch = False  # this projector keeps the switch interval short
+        self._reported: dict[TopicPartitionKey, int] = {}  # positions committed to the group
+        self.standby = False  # waiting for another projector of the schema to stop
 
     @property
     def conn(self) -> Connection:
@@ -119,7 +145,10 @@ class Projector(Running):
         if not self._take_lock(stop):
             return self
         self._consumer = make_consumer(
-            self.settings, client_id=CONSUMER_NAME, auto_offset_reset="earliest"
+            self.settings,
+            client_id=CONSUMER_NAME,
+            group_id=group_id(self.settings),  # for commits only: partitions are assigned
+            auto_offset_reset="earliest",
         )
         self._partitions = [
             *topic_partitions(self._consumer, self.events_topic),
@@ -152,7 +181,9 @@ class Projector(Running):
         while True:
             row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
             if row is not None and row[0]:
+                self.standby = False
                 return True
+            self.standby = True
             if waited % 30 == 0:
                 log.info("another projector writes schema %s; waiting", self.settings.db_schema)
             if stop is not None and stop.wait(1.0):
@@ -182,6 +213,7 @@ class Projector(Running):
             self._rewind()
             raise
         self.flush()
+        self._report_positions()
         if batch is None:
             return 0
         try:
@@ -213,11 +245,46 @@ class Projector(Running):
         except Exception:
             log.exception("the write in flight failed too")
 
+    def _report_positions(self) -> None:
+        """Commit the positions written since the last report to the consumer group.
+
+        Asynchronously, from the reading thread (the consumer's own): a failed report
+        is logged and the next one carries newer positions.
+        """
+        moved = {key: at for key, at in self.positions.items() if self._reported.get(key) != at}
+        if not moved:
+            return
+        from kafka import OffsetAndMetadata, TopicPartition
+
+        offsets = {
+            TopicPartition(topic, partition): OffsetAndMetadata(at, "", -1)
+            for (topic, partition), at in moved.items()
+        }
+        self._consumer.commit_async(offsets, callback=self._reported_positions)
+        self._reported.update(moved)
+
+    @staticmethod
+    def _reported_positions(offsets: Any, response: Any) -> None:
+        if isinstance(response, Exception):
+            log.warning("could not report positions to the consumer group: %s", response)
+
+    def lag(self) -> dict[TopicPartitionKey, int]:
+        """Per partition, the records the fetches report that are not written yet; a
+        partition not fetched from yet is left out."""
+        out: dict[TopicPartitionKey, int] = {}
+        for tp in self._partitions:
+            highwater = self._consumer.highwater(tp)
+            if highwater is not None:
+                key = (tp.topic, tp.partition)
+                out[key] = max(int(highwater) - self.positions.get(key, 0), 0)
+        return out
+
     def _rewind(self) -> None:
         for tp in self._partitions:
             self._consumer.seek(tp, self.positions[(tp.topic, tp.partition)])
 
     def _write(self, batch: Batch) -> None:
+        started = time.perf_counter()
         try:
             write_batch(self.conn, batch, self.positions, self._before_commit)
         except psycopg.errors.UniqueViolation as err:
@@ -242,6 +309,9 @@ class Projector(Running):
             )
         self.positions.update(batch.positions)
         self.projected += len(batch.events) + len(batch.snapshots)
+        if self.on_batch is not None:
+            seconds = time.perf_counter() - started
+            self.on_batch(BatchWritten(len(batch.events), len(batch.snapshots), seconds))
 
     def _before_commit(self) -> None:
         self._batches_written += 1
@@ -292,13 +362,25 @@ class Projector(Running):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the projector did not catch up in {timeout:.0f} s")
 
-    def run(self, stop: threading.Event) -> None:
-        """Project until ``stop`` is set."""
+    @property
+    def state(self) -> str:
+        """``starting``, ``standby`` (another projector writes the schema) or ``projecting``."""
+        if self.started:
+            return "projecting"
+        return "standby" if self.standby else "starting"
+
+    def run(
+        self, stop: threading.Event, after_step: Callable[[Projector], None] | None = None
+    ) -> None:
+        """Project until ``stop`` is set; ``after_step(self)`` after each step."""
         if not self.started:
             return
         while not stop.is_set():
             self.step(timeout_ms=500)
+            if after_step is not None:
+                after_step(self)
         self.flush()
+        self._report_positions()
 
     def close(self) -> None:
         """Finish the write in flight, then close everything, also when that write failed

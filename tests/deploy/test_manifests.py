@@ -441,3 +441,17 @@ def test_operations_guide_is_linked_and_its_commands_exist() -> None:
         assert command in guide, command
         parser.parse_args(command.split()[1:])  # split() also joins a wrapped line
     parser.parse_args(["worker", "--web-port", "6066", "--web-host", "0.0.0.0"])
+
+
+def test_the_projector_is_checked_on_its_own_status_port() -> None:
+    [service] = [s for s in _goaicore_services().values() if _role(s) == "projector"]
+    command = [str(part) for part in service["command"]]
+    assert option(command, "--http-port") == "6067"
+    assert option(command, "--http-host") == "0.0.0.0"
+    assert url_port_and_path(service["healthcheck"]["test"]) == (6067, "/health")
+    (container,) = _containers(k8s_object("Deployment", "goaicore-projector"))
+    args = [str(a) for a in container["args"]]
+    assert option(args, "--http-port") == "6067"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    probe = container["livenessProbe"]["httpGet"]
+    assert (ports[probe["port"]], probe["path"]) == (6067, "/health")

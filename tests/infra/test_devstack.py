@@ -114,6 +114,13 @@ def test_dev_runs_until_signalled_then_leaves_nothing(tmp_path: Path) -> None:
         assert info["broker_pid"] in {c.pid for c in children}
         assert info["worker_pid"] in {c.pid for c in children}
         assert info["projector_pid"] in {c.pid for c in children}
+        # Both serve their metrics; the projector its health on a port of its own.
+        with urllib.request.urlopen(f"{info['projector_url']}/health") as answer:
+            assert json.loads(answer.read())["status"] == "ok"
+        with urllib.request.urlopen(f"{info['projector_url']}/metrics") as answer:
+            assert b"goaicore_projector_rows_total" in answer.read()
+        with urllib.request.urlopen(f"{info['http_url']}/metrics") as answer:
+            assert b"goaicore_events_folded_total" in answer.read()
         assert "event folded by the store worker" in output
         assert "event projected to PostgreSQL" in output
 

@@ -1,0 +1,112 @@
+"""The projector process: /metrics and /health on its own port, and its positions
+reported to a consumer group after each commit (for lag tools; PostgreSQL stays the truth)."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+
+from kafka import KafkaAdminClient, KafkaProducer
+from prometheus_client.parser import text_string_to_metric_families
+
+from goaicore.config import Settings
+from goaicore.net import free_loopback_port
+from goaicore.projection.projector import group_id
+from goaicore.records import UserMessage, new_event
+from tests.projector.helpers import ProjectorProcess, publish, query
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def _samples(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    status, text = _get(f"{url}/metrics")
+    assert status == 200
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def _wait(check: Callable[[], bool], what: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.3)
+
+
+def test_metrics_health_and_group_positions_follow_what_is_written(projection: Settings) -> None:
+    port = free_loopback_port()
+    url = f"http://127.0.0.1:{port}"
+    events = [new_event(f"obs-{n % 4}", UserMessage(text=f"m{n}")) for n in range(40)]
+    logged = publish(projection, events)
+    producer = KafkaProducer(bootstrap_servers=projection.require_bootstrap())
+    events_topic = projection.topic("events")
+    producer.send(events_topic, key=b"obs-0", value=b"\xc3\x01garbage").get(10)
+    producer.close()
+    process = ProjectorProcess(projection, "--http-port", str(port)).start()
+    try:
+        _wait(lambda: _reachable(url), "no /health")
+        _wait(
+            lambda: query(projection, "SELECT count(*) FROM conversation_events")[0][0] == 40,
+            "the events were not projected",
+        )
+        status, body = _get(f"{url}/health")
+        assert (status, json.loads(body)) == (200, {"status": "ok", "state": "projecting"})
+        ends: dict[int, int] = {}
+        for _, position in logged:
+            ends[position.partition] = max(ends.get(position.partition, 0), position.offset + 1)
+
+        def settled() -> bool:
+            samples = _samples(url)
+            lags = [v for (n, _), v in samples.items() if n == "goaicore_projector_lag"]
+            return bool(lags) and not any(lags)
+
+        _wait(settled, "the lag did not reach 0")
+        samples = _samples(url)
+        assert samples[("goaicore_projector_rows_total", (("table", "conversation_events"),))] == 40
+        assert samples[("goaicore_projector_batch_seconds_count", ())] >= 1
+        assert samples[("goaicore_projector_dead_letters_total", ())] == 1
+        positions = {
+            int(dict(labels)["partition"]): value
+            for (name, labels), value in samples.items()
+            if name == "goaicore_projector_position" and dict(labels)["topic"] == events_topic
+        }
+        # The undecodable record advanced its partition's position by one more.
+        assert sum(positions.values()) == sum(ends.values()) + 1
+        assert _get(f"{url}/nowhere")[0] == 404
+
+        admin = KafkaAdminClient(bootstrap_servers=projection.require_bootstrap())
+        try:
+
+            def reported() -> dict[int, int]:
+                group = group_id(projection)
+                offsets = admin.list_group_offsets({group: None}).get(group, {})
+                return {
+                    tp.partition: int(o.offset)
+                    for tp, o in offsets.items()
+                    if tp.topic == events_topic
+                }
+
+            _wait(lambda: reported() == positions, "the group's offsets are not the positions")
+        finally:
+            admin.close()
+    finally:
+        assert process.stop() == 0, process.log()[-3000:]
+
+
+def _reachable(url: str) -> bool:
+    try:
+        urllib.request.urlopen(f"{url}/health", timeout=2)
+        return True
+    except OSError:
+        return False
