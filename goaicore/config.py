@@ -169,6 +169,12 @@ VARIABLES: tuple[Variable, ...] = (
         "Estimated request size above which the chat worker compacts a conversation's history.",
     ),
     Variable(
+        "GOAICORE_PRICES",
+        "the `genai-prices` data shipped with the package",
+        "JSON file of LLM prices (USD per million tokens, by provider and model) that "
+        'overrides the shipped ones; see docs/operations.md, "Cost".',
+    ),
+    Variable(
         "GOAICORE_HTTP_TOKENS",
         "unset: no authentication",
         "Bearer tokens the worker's HTTP API accepts, comma-separated; never shown or logged. "
@@ -313,6 +319,13 @@ _parse_table_store = _one_of("memory", "rocksdb")
 _parse_local_broker = _one_of("embedded", "kafka")
 
 
+def _parse_file(name: str, raw: str) -> Path:
+    path = Path(raw).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"{name}={raw!r}: no such file")
+    return path
+
+
 def _parse_data_dir(name: str, raw: str) -> Path:
     path = Path(raw).expanduser()
     if path.exists() and not path.is_dir():
@@ -402,6 +415,7 @@ class Settings:
     tools: str = FROM_ENVIRONMENT
     context_tokens: int = FROM_ENVIRONMENT
     table_store: TableStore = FROM_ENVIRONMENT
+    prices: Path | None = None
     http_tokens: tuple[str, ...] = field(default=FROM_ENVIRONMENT, repr=False)
     data_dir: Path = FROM_ENVIRONMENT
     env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
@@ -515,6 +529,7 @@ FIELD_VARIABLES: Mapping[str, str] = {
     "tools": "GOAICORE_TOOLS",
     "context_tokens": "GOAICORE_CONTEXT_TOKENS",
     "table_store": "GOAICORE_TABLE_STORE",
+    "prices": "GOAICORE_PRICES",
     "http_tokens": "GOAICORE_HTTP_TOKENS",
     "data_dir": "GOAICORE_DATA_DIR",
 }
@@ -596,6 +611,7 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
         16_000,
     )
     out["table_store"] = pick("table_store", "GOAICORE_TABLE_STORE", _parse_table_store, "memory")
+    out["prices"] = pick("prices", "GOAICORE_PRICES", _parse_file)
     out["http_tokens"] = given.http_tokens
     if out["http_tokens"] is None:
         out["http_tokens"] = _http_tokens(env)

@@ -17,6 +17,7 @@ from goaicore.cli.output import add_json_option, print_json
 from goaicore.cli.render import clip, describe_event, print_report
 from goaicore.config import Settings
 from goaicore.records import EVENT_BODY_TYPES
+from goaicore.records.jsonable import jsonable
 
 BODY_TYPE_NAMES = tuple(t.__name__ for t in EVENT_BODY_TYPES)
 
@@ -171,25 +172,30 @@ def _dollars(nanos: int) -> str:
 
 
 def handle_ledger(args: argparse.Namespace) -> int:
-    from goaicore.projection import ledger, ledger_totals
+    from goaicore.projection import ledger, ledger_totals, unpriced_models
 
     with _connect(Settings()) as conn:
         if args.conversation is None:
             totals = ledger_totals(conn, args.since, until=args.until)
+            unpriced = unpriced_models(conn, args.since, args.until)
             if args.json:
-                print_json({"conversations": totals})
+                print_json({"conversations": totals, "unpriced": unpriced})
                 return 0
             for t in totals:
+                unknown = (
+                    f" ({t.turns_without_cost} without a cost)" if t.turns_without_cost else ""
+                )
                 print(
                     f"{clip(t.conversation_id, 24):<24} turns {t.turns:>5}"
                     f" prompt {t.prompt_tokens:>9} completion {t.completion_tokens:>9}"
-                    f" cost {_dollars(t.cost_usd_nanos)}"
+                    f" cost {_dollars(t.cost_usd_nanos)}{unknown}"
                 )
             print(f"{len(totals)} conversations")
+            _print_unpriced(unpriced)
             return 0
         book = ledger(conn, args.conversation, args.since, args.until)
     if args.json:
-        print_json(book)
+        print_json({**jsonable(book), "unpriced": book.unpriced})
         return 0
     for e in book.entries:
         cost = _dollars(e.cost_usd_nanos) if e.cost_usd_nanos is not None else "unknown"
@@ -204,7 +210,13 @@ def handle_ledger(args: argparse.Namespace) -> int:
         f"total: {t.turns} turns, prompt {t.prompt_tokens}, completion {t.completion_tokens},"
         f" cost {_dollars(t.cost_usd_nanos)}{unknown}"
     )
+    _print_unpriced(book.unpriced)
     return 0
+
+
+def _print_unpriced(models: list[str]) -> None:
+    if models:
+        print(f"no price known for: {', '.join(models)} (GOAICORE_PRICES adds prices)")
 
 
 def verify_from_db(args: argparse.Namespace) -> int:

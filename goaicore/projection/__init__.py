@@ -12,7 +12,14 @@ with needs("postgres"):
     from goaicore.projection.conversations import ConversationSummary, conversations
     from goaicore.projection.db import ProjectionMissingError, connect, require_projection
     from goaicore.projection.events import BODY_TYPES, StoredEvent, history
-    from goaicore.projection.ledger import Ledger, LedgerEntry, LedgerTotals, ledger, ledger_totals
+    from goaicore.projection.ledger import (
+        Ledger,
+        LedgerEntry,
+        LedgerTotals,
+        ledger,
+        ledger_totals,
+        unpriced_models,
+    )
     from goaicore.projection.migrations import LATEST_VERSION, MIGRATIONS, migrate
     from goaicore.projection.search import SearchHit, search
     from goaicore.projection.verify import verify_db
@@ -38,5 +45,6 @@ __all__ = [
     "migrate",
     "require_projection",
     "search",
+    "unpriced_models",
     "verify_db",
 ]

@@ -59,6 +59,11 @@ class Ledger:
     entries: list[LedgerEntry]
     totals: LedgerTotals
 
+    @property
+    def unpriced(self) -> list[str]:
+        """``provider/model`` of the turns whose cost is unknown (no price for the model)."""
+        return sorted({f"{e.provider}/{e.model}" for e in self.entries if e.cost_usd_nanos is None})
+
 
 @raises_ours
 def ledger(
@@ -123,3 +128,17 @@ def ledger_totals(
         query += " LIMIT %s"
         params.append(limit)
     return [LedgerTotals(*row) for row in conn.execute(query, params)]
+
+
+@raises_ours
+def unpriced_models(
+    conn: Connection, since: datetime | None = None, until: datetime | None = None
+) -> list[str]:
+    """``provider/model`` of every turn in [since, until] whose cost is unknown."""
+    where, params = _between(since, until)
+    rows = conn.execute(
+        "SELECT DISTINCT coalesce(body->>'provider', '') || '/' || coalesce(body->>'model', '')"
+        f" FROM conversation_events WHERE {where} AND body->>'cost_usd_nanos' IS NULL ORDER BY 1",
+        params,
+    ).fetchall()
+    return [row[0] for row in rows]

@@ -25,6 +25,7 @@ import faust
 from faust.sensors.prometheus import FaustMetrics, PrometheusMonitor
 
 from goaicore.config import Settings
+from goaicore.conversation.pricing import PriceTable
 from goaicore.conversation.providers.choice import Providers
 from goaicore.kafka.faust.disk_table import lock_table_dir, store_url
 from goaicore.kafka.faust.lanes import add_batch_lane
@@ -229,6 +230,7 @@ def _chat_services(settings: Settings) -> ChatServices:
             turn_timeout=settings.turn_timeout,
             context_tokens=settings.context_tokens,
             max_tool_result_bytes=limits.tool_result_bytes,
+            prices=PriceTable.from_file(settings.prices) if settings.prices else PriceTable(),
         ),
         watermarks=HighWatermarks(settings),
         waiters=ReplyWaiters(),

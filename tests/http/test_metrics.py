@@ -8,10 +8,13 @@ import urllib.request
 from collections import defaultdict
 from collections.abc import Callable
 
+import pytest
 from kafka import KafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
+from goaicore.clients import HistoryReader
 from goaicore.config import Settings
+from goaicore.records import AssistantTurn
 from tests.chat_agent.helpers import ChatWorker, http
 from tests.http.conftest import TOKENS
 
@@ -100,3 +103,19 @@ def test_metrics_move_with_traffic(pair: Pair, topics: Settings) -> None:
     assert grew("goaicore_read_your_writes_seconds_count") == 4
     assert grew("goaicore_dead_letters_total", reason="truncated") == 1
     assert grew("goaicore_messages_received_total") >= 3
+    # Every assistant turn is priced from the operator's table (GOAICORE_PRICES).
+    with HistoryReader(topics) as history:
+        turns = [
+            event.body
+            for conversation in ("metrics-1", "metrics-2")
+            for event in history.events(conversation)
+            if isinstance(event.body, AssistantTurn)
+        ]
+    assert len(turns) == 4  # hello; the tool call and its answer; sum up
+    for turn in turns:
+        assert turn.usage is not None
+        expected = turn.usage.prompt_tokens * 2_000 + turn.usage.completion_tokens * 8_000
+        assert turn.cost_usd_nanos == expected
+    spent = sum(turn.cost_usd_nanos or 0 for turn in turns) / 1e9
+    priced = grew("goaicore_llm_cost_usd_total", provider="openai", model="gpt-test")
+    assert priced == pytest.approx(spent)

@@ -62,6 +62,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "KAFKA_SSL_KEY_PASSWORD": "k3y",
         "GOAICORE_HTTP_TOKENS": " token-one-0123456789abcdef ,token-two-0123456789abcdef",
         "GOAICORE_HTTP_TOKENS_FILE": str(tokens_file),
+        "GOAICORE_PRICES": str(tokens_file),  # read by the worker, not here
     }
     s = Settings(env=env)
     assert s.bootstrap_servers == "k1:9092,k2:9093"
@@ -88,6 +89,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "token-three-0123456789abcdef",
     )
     assert "token-" not in repr(s)
+    assert s.prices == tokens_file
     assert {v.name for v in VARIABLES} - LOADER_VARIABLES == set(env)
 
 

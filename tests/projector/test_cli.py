@@ -134,12 +134,17 @@ def test_conversations_search_and_ledger(
     code, lines = run(capsys, "ledger", "p1")
     assert code == 0
     assert "openai/gpt-test prompt 120 completion 12 calls 1 cost $0.000001500" in lines[0]
-    assert lines[-1] == (
-        "total: 3 turns, prompt 270, completion 32, cost $0.000003500 (1 turns without a cost)"
-    )
+    assert lines[-2:] == [
+        "total: 3 turns, prompt 270, completion 32, cost $0.000003500 (1 turns without a cost)",
+        "no price known for: offline/goaicore-offline (GOAICORE_PRICES adds prices)",
+    ]
     code, lines = run(capsys, "ledger")
     assert lines[0].startswith("p1")
-    assert lines[-1] == "1 conversations"
+    assert lines[0].endswith("cost $0.000003500 (1 without a cost)")
+    assert lines[-2:] == [
+        "1 conversations",
+        "no price known for: offline/goaicore-offline (GOAICORE_PRICES adds prices)",
+    ]
 
     first_turn = run(capsys, "ledger", "p1")[1][0].split()[1]
     code, lines = run(capsys, "ledger", "p1", "--until", first_turn)
@@ -158,6 +163,7 @@ def test_conversations_search_and_ledger(
     assert (hit["conversation_id"], hit["body_type"]) == ("p2", "UserMessage")
     assert "[stage] [door]" in hit["snippet"]
     book = _json(capsys, "ledger", "p1")
+    assert book["unpriced"] == ["offline/goaicore-offline"]
     assert book["conversation_id"] == "p1"
     assert book["entries"][0]["cost_usd_nanos"] == 1500
     assert book["totals"]["turns"] == 3

@@ -209,6 +209,8 @@ class AnthropicProvider(SdkProvider):
             raw_finish_reason=raw_finish,
             usage=Usage.of_call(prompt, as_int(usage.get("output_tokens"))),
             model=str(data.get("model") or self.model),
+            cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
+            cache_write_tokens=as_int(usage.get("cache_creation_input_tokens")),
         )
 
     @staticmethod

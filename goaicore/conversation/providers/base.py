@@ -47,6 +47,10 @@ class Completion:
     raw_finish_reason: str | None
     usage: Usage
     model: str
+    cache_read_tokens: int = 0
+    """Prompt tokens read from the provider's prompt cache (priced lower; in ``usage`` too)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to it (Anthropic prices them higher; in ``usage`` too)."""
 
 
 @runtime_checkable

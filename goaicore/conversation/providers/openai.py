@@ -160,6 +160,8 @@ class OpenAIProvider(SdkProvider):
             raise self.unreadable(exc) from None
         raw_finish = choice.get("finish_reason")
         usage = data.get("usage") or {}
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
         return Completion(
             message=message,
             finish_reason=FINISH_REASONS.get(raw_finish, str(raw_finish)),
@@ -168,6 +170,7 @@ class OpenAIProvider(SdkProvider):
                 as_int(usage.get("prompt_tokens")), as_int(usage.get("completion_tokens"))
             ),
             model=str(data.get("model") or self.model),
+            cache_read_tokens=as_int(cached),
         )
 
     @staticmethod

@@ -39,6 +39,7 @@ from goaicore.conversation.errors import (
     ToolLoopLimitError,
 )
 from goaicore.conversation.messages import Message as ChatMessage
+from goaicore.conversation.pricing import PriceTable
 from goaicore.conversation.providers.base import Completion, Provider
 from goaicore.conversation.snapshot_messages import (
     UnreadableMessage,
@@ -88,6 +89,7 @@ class TurnSettings:
     context_tokens: int
     max_tool_iterations: int = MAX_TOOL_ITERATIONS
     max_tool_result_bytes: int | None = None
+    prices: PriceTable = field(default_factory=PriceTable)
 
 
 @dataclass
@@ -164,7 +166,7 @@ async def run_request(
             request, started, ReplyStatus.ERROR, "internal", f"{type(err).__name__}: {err}"
         )
     last_event = snapshot.recent_event_ids[-1] if snapshot and snapshot.recent_event_ids else None
-    events = _turn_events(request, turn.timeline, turn.completions, last_event)
+    events = _turn_events(request, turn.timeline, turn.completions, last_event, settings.prices)
     reply = ChatReply(
         request_id=request.request_id,
         conversation_id=request.conversation_id,
@@ -188,6 +190,7 @@ def _turn_events(
     timeline: tuple[ChatMessage | CompactionRecord, ...],
     completions: list[Completion],
     last_event: str | None,
+    prices: PriceTable,
 ) -> list[ConversationEvent]:
     """The turn's timeline as events, with stable ids and the request as their cause."""
     by_message = {id(c.message): c for c in completions}
@@ -200,7 +203,7 @@ def _turn_events(
             body = to_event_body(item)
             completion = by_message.get(id(item))
             if isinstance(body, AssistantTurn) and completion is not None:
-                body = _with_completion(body, completion)
+                body = _with_completion(body, completion, prices)
         event = new_event(
             request.conversation_id,
             body,
@@ -213,15 +216,27 @@ def _turn_events(
     return events
 
 
-def _with_completion(body: AssistantTurn, completion: Completion) -> AssistantTurn:
+def _with_completion(
+    body: AssistantTurn, completion: Completion, prices: PriceTable
+) -> AssistantTurn:
+    """The assistant turn with its call's usage, model and priced cost (None: no price)."""
+    usage = completion.usage
     return AssistantTurn(
         text=body.text,
         tool_calls=body.tool_calls,
         finish_reason=completion.finish_reason,
-        usage=(completion.usage),
+        usage=usage,
         provider=body.provider,
         model=completion.model,
         raw_json=body.raw_json,
+        cost_usd_nanos=prices.cost_nanos(
+            body.provider,
+            completion.model,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            completion.cache_read_tokens,
+            completion.cache_write_tokens,
+        ),
     )
 
 
