@@ -23,6 +23,7 @@ from goaicore.errors import ConfigError
 BrokerProfile = Literal["standard", "embedded"]
 LocalBrokerKind = Literal["embedded", "kafka"]
 TableStore = Literal["memory", "rocksdb"]
+LogFormat = Literal["plain", "json"]
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 SECURITY_PROTOCOLS: tuple[SecurityProtocol, ...] = (
@@ -167,6 +168,12 @@ VARIABLES: tuple[Variable, ...] = (
         "GOAICORE_CONTEXT_TOKENS",
         "`16000`",
         "Estimated request size above which the chat worker compacts a conversation's history.",
+    ),
+    Variable(
+        "GOAICORE_LOG_FORMAT",
+        "`plain`",
+        "`json` makes the worker, the projector and the CLI log one JSON object per line, "
+        "with conversation_id, request_id, event_id, topic, partition and offset as fields.",
     ),
     Variable(
         "GOAICORE_PRICES",
@@ -317,6 +324,7 @@ def _one_of(*choices: str) -> Callable[[str, str], str]:
 _parse_profile = _one_of("standard", "embedded")
 _parse_table_store = _one_of("memory", "rocksdb")
 _parse_local_broker = _one_of("embedded", "kafka")
+_parse_log_format = _one_of("plain", "json")
 
 
 def _parse_file(name: str, raw: str) -> Path:
@@ -416,6 +424,7 @@ class Settings:
     context_tokens: int = FROM_ENVIRONMENT
     table_store: TableStore = FROM_ENVIRONMENT
     prices: Path | None = None
+    log_format: LogFormat = FROM_ENVIRONMENT
     http_tokens: tuple[str, ...] = field(default=FROM_ENVIRONMENT, repr=False)
     data_dir: Path = FROM_ENVIRONMENT
     env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
@@ -530,6 +539,7 @@ FIELD_VARIABLES: Mapping[str, str] = {
     "context_tokens": "GOAICORE_CONTEXT_TOKENS",
     "table_store": "GOAICORE_TABLE_STORE",
     "prices": "GOAICORE_PRICES",
+    "log_format": "GOAICORE_LOG_FORMAT",
     "http_tokens": "GOAICORE_HTTP_TOKENS",
     "data_dir": "GOAICORE_DATA_DIR",
 }
@@ -612,6 +622,7 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     )
     out["table_store"] = pick("table_store", "GOAICORE_TABLE_STORE", _parse_table_store, "memory")
     out["prices"] = pick("prices", "GOAICORE_PRICES", _parse_file)
+    out["log_format"] = pick("log_format", "GOAICORE_LOG_FORMAT", _parse_log_format, "plain")
     out["http_tokens"] = given.http_tokens
     if out["http_tokens"] is None:
         out["http_tokens"] = _http_tokens(env)

@@ -8,10 +8,13 @@ exit code.
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from goaicore import logs
 from goaicore.cli import audit, bench, chat, dev, events, replay, services, tail, topics
 from goaicore.errors import GoaicoreError, wrap_client_error
 
@@ -48,23 +51,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    as_json = os.environ.get("GOAICORE_LOG_FORMAT", "").strip() == "json"
+    if as_json:
+        logs.configure(logging.WARNING, "json")
     try:
         code: int = args.handler(args)
     except GoaicoreError as err:
-        return _stop(err, err.exit_code)
+        return _stop(err, err.exit_code, as_json)
     except Exception as err:
         wrapped = wrap_client_error(err)
         if wrapped is None:
             raise
-        return _stop(wrapped, wrapped.exit_code)
+        return _stop(wrapped, wrapped.exit_code, as_json)
     return code
 
 
-def _stop(err: BaseException, code: int) -> int:
-    """Print the error's first line, never a traceback, and return ``code``."""
+def _stop(err: BaseException, code: int, as_json: bool) -> int:
+    """Print the error's first line (a JSON log line with GOAICORE_LOG_FORMAT=json), never a
+    traceback, and return ``code``."""
     text = str(err).strip()
     first_line = text.splitlines()[0] if text else type(err).__name__
-    print(f"goaicore: {first_line}", file=sys.stderr)
+    if as_json:
+        logging.getLogger("goaicore.cli").error(
+            first_line, extra={"error": type(err).__name__, "exit_code": code}
+        )
+    else:
+        print(f"goaicore: {first_line}", file=sys.stderr)
     return code
 
 

@@ -43,6 +43,7 @@ from goaicore.config import Settings
 from goaicore.fold.records import Rejected
 from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.lifecycle import Running
+from goaicore.logs import origin
 from goaicore.projection.batch import Batch, TopicPartitionKey, build_batch, set_aside
 from goaicore.projection.db import Connection, PositionConflictError, connect, lock_key
 from goaicore.projection.migrations import migrate
@@ -333,6 +334,7 @@ class Projector(Running):
             record.partition,
             record.offset,
             refused.reason,
+            extra=origin(record),
         )
 
     def caught_up(self, floor: dict[Any, int] | None = None) -> bool:

@@ -6,6 +6,7 @@ import logging
 import signal
 import threading
 
+from goaicore import logs
 from goaicore.config import Settings
 from goaicore.kafka.topics import ensure_topics
 from goaicore.projection.projector import DEFAULT_BATCH, Projector
@@ -24,8 +25,8 @@ def main(
 
     With ``http_port``, ``/metrics`` and ``/health`` are served there.
     """
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = Settings()
+    logs.configure(logging.INFO, settings.log_format)
     ensure_topics(settings)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

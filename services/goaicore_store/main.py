@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import sys
 
+from goaicore import logs
 from goaicore.config import Settings
 from goaicore.errors import ConfigError
 from goaicore.kafka.faust.worker import QuietWorker
@@ -25,11 +25,16 @@ def main(
     """Create the topics if needed and run the store worker until it is stopped."""
     settings = Settings()
     # What this worker runs with, secrets masked or left out: the first line of its log.
-    print(f"goaicore worker: {settings!r}", file=sys.stderr, flush=True)
+    print(logs.line(__name__, f"goaicore worker: {settings!r}", settings.log_format), flush=True)
     check_http_exposure(settings, web_host, insecure_http)
     ensure_topics(settings)
     store = create_app(settings, web_port=web_port, web_host=web_host, canonical_url=canonical_url)
-    QuietWorker(store.app, loglevel=loglevel).execute_from_commandline()
+    worker = QuietWorker(
+        store.app,
+        loglevel=loglevel,
+        logging_config=logs.logging_config(loglevel.upper(), settings.log_format, "stdout"),
+    )
+    worker.execute_from_commandline()
     return 0
 
 

@@ -19,6 +19,7 @@ from goaicore.config import Settings
 from goaicore.conversation.providers.choice import Providers
 from goaicore.conversation.tools import Tool
 from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
+from goaicore.logs import origin
 from goaicore.records import ConversationSnapshot
 from goaicore_store.chat.idempotency import RecentReplies
 from goaicore_store.chat.output_limits import OutputLimits
@@ -90,6 +91,7 @@ class StoreApp:
             message.partition,
             message.offset,
             reason,
+            extra=origin(message),
         )
         await self.dead_letters.send(
             key=letter.key, value=letter.value, headers=letter.headers(), force=force

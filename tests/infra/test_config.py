@@ -63,6 +63,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "GOAICORE_HTTP_TOKENS": " token-one-0123456789abcdef ,token-two-0123456789abcdef",
         "GOAICORE_HTTP_TOKENS_FILE": str(tokens_file),
         "GOAICORE_PRICES": str(tokens_file),  # read by the worker, not here
+        "GOAICORE_LOG_FORMAT": "json",
     }
     s = Settings(env=env)
     assert s.bootstrap_servers == "k1:9092,k2:9093"
@@ -90,6 +91,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     )
     assert "token-" not in repr(s)
     assert s.prices == tokens_file
+    assert s.log_format == "json"
     assert {v.name for v in VARIABLES} - LOADER_VARIABLES == set(env)
 
 

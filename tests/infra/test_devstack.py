@@ -524,7 +524,7 @@ def test_every_setting_reaches_the_worker_and_no_secret_reaches_any_log(
 
     logs = {path: path.read_text(errors="replace") for path in tmp_path.rglob("*.log")}
     worker_log = logs[tmp_path / "worker.log"]
-    [seen] = [line for line in worker_log.splitlines() if line.startswith("goaicore worker:")]
+    [seen] = [line for line in worker_log.splitlines() if "goaicore worker: Settings(" in line]
     for shown in (
         f"topic_prefix='s{run}'",
         "partitions=2",

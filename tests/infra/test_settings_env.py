@@ -49,6 +49,7 @@ def _every_variable(tmp_path: Path) -> dict[str, str]:
         "GOAICORE_HTTP_TOKENS": "token-one-0123456789abcdef",
         "GOAICORE_HTTP_TOKENS_FILE": str(tokens),
         "GOAICORE_PRICES": str(tokens),  # any file: the worker reads it, not Settings
+        "GOAICORE_LOG_FORMAT": "json",
         "GOAICORE_TABLE_STORE": "rocksdb",
         "GOAICORE_DATA_DIR": str(tmp_path / "data"),
         "GOAICORE_SCHEMAS_DIR": str(tmp_path / "schemas"),

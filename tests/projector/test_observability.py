@@ -53,7 +53,10 @@ def test_metrics_health_and_group_positions_follow_what_is_written(projection: S
     events_topic = projection.topic("events")
     producer.send(events_topic, key=b"obs-0", value=b"\xc3\x01garbage").get(10)
     producer.close()
-    process = ProjectorProcess(projection, "--http-port", str(port)).start()
+    # Its log in JSON lines, too (GOAICORE_LOG_FORMAT=json, passed on as every setting is).
+    process = ProjectorProcess(
+        projection.with_overrides(log_format="json"), "--http-port", str(port)
+    ).start()
     try:
         _wait(lambda: _reachable(url), "no /health")
         _wait(
@@ -102,6 +105,11 @@ def test_metrics_health_and_group_positions_follow_what_is_written(projection: S
             admin.close()
     finally:
         assert process.stop() == 0, process.log()[-3000:]
+    lines = [json.loads(line) for line in process.log().splitlines() if line.strip()]
+    [dead] = [line for line in lines if line["message"].startswith("dead letter")]
+    assert (dead["topic"], dead["level"]) == (events_topic, "WARNING")
+    assert isinstance(dead["partition"], int)
+    assert isinstance(dead["offset"], int)
 
 
 def _reachable(url: str) -> bool:

@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from goaicore.logs import log_context, origin
 from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyStatus
 from goaicore.records.avro.api import decode_chat_request, encode_chat_reply, encode_event
 from goaicore.records.avro.errors import DecodeError
@@ -90,6 +91,11 @@ class ChatAgent:
         event.ack()
 
     async def process(self, message: Any) -> None:
+        """Answer the request at ``message`` once; every line logged meanwhile names it."""
+        with log_context(**origin(message)):
+            await self._process(message)
+
+    async def _process(self, message: Any) -> None:
         position = (message.topic, message.partition, message.offset)
         if position in self._answered:
             log.info(
@@ -108,6 +114,10 @@ class ChatAgent:
         except DecodeError as err:
             await self.store.dead_letter(message, err.reason, err.message)
             return
+        with log_context(request_id=request.request_id, conversation_id=request.conversation_id):
+            await self._answer_request(message, request)
+
+    async def _answer_request(self, message: Any, request: ChatRequest) -> None:
         key: bytes = request.conversation_id.encode()
         if message.key != key:
             detail = (
