@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -455,3 +457,61 @@ def test_the_projector_is_checked_on_its_own_status_port() -> None:
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     probe = container["livenessProbe"]["httpGet"]
     assert (ports[probe["port"]], probe["path"]) == (6067, "/health")
+
+
+# --- monitoring ------------------------------------------------------------------------
+
+
+def _metric_names(tmp_path: Path) -> set[str]:
+    """Every sample name the worker's and the projector's registries can expose."""
+    from goaicore_projector.observe import ProjectorMetrics
+    from goaicore_store import create_app
+
+    settings = Settings(
+        env={}, bootstrap_servers="kafka:9092", broker_profile="standard", data_dir=tmp_path
+    )
+    registries = [create_app(settings).metrics.registry, ProjectorMetrics().registry]
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
+    return {
+        family.name + suffix
+        for registry in registries
+        for family in registry.collect()
+        for suffix in suffixes.get(family.type, ("",))
+    }
+
+
+def test_prometheus_scrapes_every_worker_and_the_projector_where_they_serve() -> None:
+    config = yaml.safe_load((DEPLOY / "prometheus" / "prometheus.yml").read_text())
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    workers = sorted(n for n, s in _goaicore_services().items() if _role(s) == "worker")
+    worker_job = jobs["goaicore-worker"]
+    assert worker_job["static_configs"][0]["targets"] == [f"{n}:{WEB_PORT}" for n in workers]
+    assert worker_job["metrics_path"] == "/metrics"
+    # The token Prometheus sends is the compose secret the workers accept.
+    secret = worker_job["authorization"]["credentials_file"]
+    prometheus = _services()["prometheus"]
+    assert secret == f"/run/secrets/{prometheus['secrets'][0]}"
+    assert compose()["secrets"]["metrics_token"]["environment"] == "GOAICORE_METRICS_TOKEN"
+    for name in workers:
+        assert "${GOAICORE_METRICS_TOKEN" in str(
+            _services()[name]["environment"]["GOAICORE_HTTP_TOKENS"]
+        )
+    assert jobs["goaicore-projector"]["static_configs"][0]["targets"] == ["projector:6067"]
+    assert prometheus["profiles"] == _services()["grafana"]["profiles"] == ["monitoring"]
+
+
+def test_the_dashboard_queries_only_metrics_that_exist(tmp_path: Path) -> None:
+    dashboard = json.loads((DEPLOY / "grafana" / "dashboards" / "goaicore.json").read_text())
+    used = {
+        name
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"goaicore_[a-z_]+", target["expr"])
+    }
+    assert len(used) >= 15
+    assert used <= _metric_names(tmp_path), sorted(used - _metric_names(tmp_path))
+    provider = yaml.safe_load(
+        (DEPLOY / "grafana" / "provisioning" / "dashboards" / "goaicore.yml").read_text()
+    )
+    mounted = _services()["grafana"]["volumes"]
+    assert f"./grafana/dashboards:{provider['providers'][0]['options']['path']}:ro" in mounted
