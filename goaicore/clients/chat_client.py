@@ -28,6 +28,7 @@ from goaicore.records.validation import (
     check_size,
     check_text,
 )
+from goaicore.tracing import ask_span, record_headers
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,10 @@ class ChatClient(Closing):
         )
         with client_errors():
             sent = self._producer.send(
-                self.requests_topic, key=conversation_id.encode(), value=payload
+                self.requests_topic,
+                key=conversation_id.encode(),
+                value=payload,
+                headers=record_headers(),
             )
             sent.get(timeout=30)
         return request.request_id
@@ -122,6 +126,22 @@ class ChatClient(Closing):
         asking again with the same id gets its answer.
         """
         request_id = new_id() if request_id is None else check_request_id(request_id)
+        with ask_span(conversation_id, request_id):
+            return self._ask(
+                conversation_id, text, timeout, system, tools, model, request_id, deadline
+            )
+
+    def _ask(
+        self,
+        conversation_id: str,
+        text: str,
+        timeout: float,
+        system: str | None,
+        tools: Iterable[str],
+        model: str | None,
+        request_id: str,
+        deadline: datetime | None,
+    ) -> ChatReply:
         self._wait_listening(timeout, request_id)
         with self._lock:
             pending = self._pending.setdefault(request_id, _Pending())

@@ -25,6 +25,7 @@ from goaicore.records.validation import (
     check_size,
     check_text,
 )
+from goaicore.tracing import record_headers
 
 
 @dataclass(frozen=True, order=True)
@@ -86,8 +87,12 @@ class EventPublisher(Closing):
     ) -> list[TopicPosition]:
         """Append many events; all are checked and encoded before the first is sent."""
         prepared = [self._record(conversation_id, event) for conversation_id, event in items]
+        headers = record_headers()
         with client_errors():
-            futures = [self._producer.send(self.topic, key=k, value=v) for k, v in prepared]
+            futures = [
+                self._producer.send(self.topic, key=k, value=v, headers=headers)
+                for k, v in prepared
+            ]
             self._producer.flush(timeout)
             return [position_of(future.get(timeout)) for future in futures]
 
@@ -95,7 +100,7 @@ class EventPublisher(Closing):
         """Send without waiting; returns the producer's future (see :meth:`flush`)."""
         key, value = self._record(conversation_id, event)
         with client_errors():
-            return self._producer.send(self.topic, key=key, value=value)
+            return self._producer.send(self.topic, key=key, value=value, headers=record_headers())
 
     def flush(self, timeout: float | None = None) -> None:
         with client_errors():

@@ -31,12 +31,13 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from opentelemetry.trace import Link, get_current_span
 
 from goaicore.clients.deadletter import DeadLetterWriter
 from goaicore.config import Settings
@@ -48,10 +49,28 @@ from goaicore.projection.batch import Batch, TopicPartitionKey, build_batch, set
 from goaicore.projection.db import Connection, PositionConflictError, connect, lock_key
 from goaicore.projection.migrations import migrate
 from goaicore.projection.writer import load_positions, write_batch
+from goaicore.tracing import context_of, tracer
 
 log = logging.getLogger(__name__)
 
 CONSUMER_NAME = "goaicore-projector"
+
+
+TRACER = tracer(__name__)
+MAX_LINKS = 64  # traces one batch span links to
+
+
+def trace_links(polled: Mapping[Any, Sequence[Any]]) -> list[Link]:
+    """Links to the traces the polled records carry, one per trace, at most MAX_LINKS."""
+    seen: dict[int, Link] = {}
+    for records in polled.values():
+        for record in records:
+            if len(seen) >= MAX_LINKS:
+                return list(seen.values())
+            span_context = get_current_span(context_of(record.headers)).get_span_context()
+            if span_context.is_valid and span_context.trace_id not in seen:
+                seen[span_context.trace_id] = Link(span_context)
+    return list(seen.values())
 
 
 def group_id(settings: Settings) -> str:
@@ -223,7 +242,7 @@ class Projector(Running):
         except BaseException:
             self._rewind()
             raise
-        self._in_flight = self._writer.submit(self._write, batch)
+        self._in_flight = self._writer.submit(self._write, batch, trace_links(polled))
         return batch.records
 
     def flush(self) -> None:
@@ -284,7 +303,20 @@ class Projector(Running):
         for tp in self._partitions:
             self._consumer.seek(tp, self.positions[(tp.topic, tp.partition)])
 
-    def _write(self, batch: Batch) -> None:
+    def _write(self, batch: Batch, links: list[Link]) -> None:
+        """Write one batch in one transaction: a ``goaicore.projector.batch`` span linked to
+        the traces its records carry."""
+        with TRACER.start_as_current_span(
+            "goaicore.projector.batch",
+            links=links,
+            attributes={
+                "goaicore.events": len(batch.events),
+                "goaicore.snapshots": len(batch.snapshots),
+            },
+        ):
+            self._write_batch(batch)
+
+    def _write_batch(self, batch: Batch) -> None:
         started = time.perf_counter()
         try:
             write_batch(self.conn, batch, self.positions, self._before_commit)

@@ -6,7 +6,7 @@ import logging
 import signal
 import threading
 
-from goaicore import logs
+from goaicore import logs, tracing
 from goaicore.config import Settings
 from goaicore.kafka.topics import ensure_topics
 from goaicore.projection.projector import DEFAULT_BATCH, Projector
@@ -27,6 +27,7 @@ def main(
     """
     settings = Settings()
     logs.configure(logging.INFO, settings.log_format)
+    tracing.setup_from_environment("goaicore-projector")
     ensure_topics(settings)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

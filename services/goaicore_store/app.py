@@ -38,7 +38,7 @@ from goaicore_store.chat.agent import ChatAgent
 from goaicore_store.chat.idempotency import REPLIES_CODEC, register_codec
 from goaicore_store.chat.output_limits import OutputLimits
 from goaicore_store.chat.replies import ReplyWaiters
-from goaicore_store.chat.tools import load_tools
+from goaicore_store.chat.tools import load_tools, traced
 from goaicore_store.chat.turns import TurnSettings
 from goaicore_store.chat.watermarks import HighWatermarks
 from goaicore_store.codecs import CODEC, SNAPSHOT_CODEC, register
@@ -224,7 +224,7 @@ def _chat_services(settings: Settings) -> ChatServices:
     limits = OutputLimits.for_record_limit(settings.max_record_bytes)
     return ChatServices(
         providers=Providers(settings),
-        registry=load_tools(settings.tools),
+        registry=traced(load_tools(settings.tools)),
         turn=TurnSettings(
             system_prompt=settings.system_prompt,
             turn_timeout=settings.turn_timeout,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 
-from goaicore import logs
+from goaicore import logs, tracing
 from goaicore.config import Settings
 from goaicore.errors import ConfigError
 from goaicore.kafka.faust.worker import QuietWorker
@@ -27,6 +27,7 @@ def main(
     # What this worker runs with, secrets masked or left out: the first line of its log.
     print(logs.line(__name__, f"goaicore worker: {settings!r}", settings.log_format), flush=True)
     check_http_exposure(settings, web_host, insecure_http)
+    tracing.setup_from_environment("goaicore-worker")
     ensure_topics(settings)
     store = create_app(settings, web_port=web_port, web_host=web_host, canonical_url=canonical_url)
     worker = QuietWorker(

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from goaicore.conversation.errors import ChatError
@@ -24,8 +25,10 @@ from goaicore.records import (
     ConversationEvent,
     ToolResult,
 )
+from goaicore.tracing import tracer
 
 PREFIX = "goaicore"
+TRACER = tracer(__name__)
 SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 BYTES = tuple(2**n for n in range(8, 21, 2))  # 256 B to 1 MiB
 
@@ -111,7 +114,8 @@ class StoreMetrics:
 
 
 class MeasuredProvider:
-    """A provider whose every call is timed and counted (latency, errors, tokens)."""
+    """A provider whose every call is timed, counted (latency, errors, tokens) and traced
+    (a ``goaicore.llm.call`` span in the turn's trace)."""
 
     def __init__(self, provider: Provider, metrics: StoreMetrics) -> None:
         self._provider = provider
@@ -128,13 +132,20 @@ class MeasuredProvider:
     async def complete(self, request: CompletionRequest) -> Completion:
         labels = (self._provider.name, self._provider.model)
         started = time.perf_counter()
-        try:
-            completion = await self._provider.complete(request)
-        except ChatError as err:
-            self._metrics.llm_errors.labels(*labels, type(err).__name__).inc()
-            raise
-        finally:
-            self._metrics.llm_seconds.labels(*labels).observe(time.perf_counter() - started)
+        with TRACER.start_as_current_span(
+            "goaicore.llm.call",
+            kind=SpanKind.CLIENT,
+            attributes={"gen_ai.system": labels[0], "gen_ai.request.model": labels[1]},
+        ) as span:
+            try:
+                completion = await self._provider.complete(request)
+            except ChatError as err:
+                self._metrics.llm_errors.labels(*labels, type(err).__name__).inc()
+                raise
+            finally:
+                self._metrics.llm_seconds.labels(*labels).observe(time.perf_counter() - started)
+            span.set_attribute("gen_ai.usage.input_tokens", completion.usage.prompt_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", completion.usage.completion_tokens)
         usage = completion.usage
         self._metrics.tokens.labels(*labels, "in").inc(usage.prompt_tokens)
         self._metrics.tokens.labels(*labels, "out").inc(usage.completion_tokens)

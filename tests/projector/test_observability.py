@@ -10,13 +10,15 @@ import urllib.request
 from collections.abc import Callable
 
 from kafka import KafkaAdminClient, KafkaProducer
+from opentelemetry import trace
 from prometheus_client.parser import text_string_to_metric_families
 
 from goaicore.config import Settings
 from goaicore.net import free_loopback_port
 from goaicore.projection.projector import group_id
 from goaicore.records import UserMessage, new_event
-from tests.projector.helpers import ProjectorProcess, publish, query
+from tests.projector.helpers import ProjectorProcess, project, publish, query
+from tests.tracing import recorded_spans
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -118,3 +120,16 @@ def _reachable(url: str) -> bool:
         return True
     except OSError:
         return False
+
+
+def test_a_batch_span_links_the_traces_its_records_carry(projection: Settings) -> None:
+    spans = recorded_spans()
+    tracer = trace.get_tracer("game")
+    with tracer.start_as_current_span("game.session") as session:
+        publish(projection, [new_event("linked", UserMessage(text=f"m{n}")) for n in range(3)])
+    project(projection)
+    batches = [s for s in spans.get_finished_spans() if s.name == "goaicore.projector.batch"]
+    linked = {link.context.trace_id for batch in batches for link in batch.links}
+    assert session.get_span_context().trace_id in linked
+    written = [(batch.attributes or {}).get("goaicore.events") for batch in batches]
+    assert sum(n for n in written if isinstance(n, int)) >= 3

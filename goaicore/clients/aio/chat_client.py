@@ -26,6 +26,7 @@ from goaicore.errors import BrokerError, client_errors
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ChatReply, new_id, utc_now
 from goaicore.records.validation import check_request_id
+from goaicore.tracing import ask_span, record_headers
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,10 @@ class AsyncChatClient(AsyncRunning):
         producer = self._started()
         with client_errors():
             delivery = await producer.send(
-                self.requests_topic, key=conversation_id.encode(), value=payload
+                self.requests_topic,
+                key=conversation_id.encode(),
+                value=payload,
+                headers=record_headers(),
             )
             await delivery
         return request.request_id
@@ -109,6 +113,22 @@ class AsyncChatClient(AsyncRunning):
         when this wait ends) is when the worker gives up on the turn.
         """
         request_id = new_id() if request_id is None else check_request_id(request_id)
+        with ask_span(conversation_id, request_id):
+            return await self._ask(
+                conversation_id, text, timeout, system, tools, model, request_id, deadline
+            )
+
+    async def _ask(
+        self,
+        conversation_id: str,
+        text: str,
+        timeout: float,  # noqa: ASYNC109 - the ask's wait, as in ask()
+        system: str | None,
+        tools: Iterable[str],
+        model: str | None,
+        request_id: str,
+        deadline: datetime | None,
+    ) -> ChatReply:
         self._started()
         if self._listener_error is not None:
             raise BrokerError(f"the reply listener failed: {self._listener_error}")

@@ -13,6 +13,7 @@ from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ConversationEvent, UserMessage
 from goaicore.records.types import EventBody
 from goaicore.records.validation import check_text
+from goaicore.tracing import record_headers
 
 
 class AsyncEventPublisher(AsyncRunning):
@@ -60,8 +61,12 @@ class AsyncEventPublisher(AsyncRunning):
         """Append many events; all are checked and encoded before the first is sent."""
         prepared = [event_record(self.settings, self.source, c, e) for c, e in items]
         producer = self._started()
+        headers = record_headers()
         with client_errors():
-            sent = [await producer.send(self.topic, key=k, value=v) for k, v in prepared]
+            sent = [
+                await producer.send(self.topic, key=k, value=v, headers=headers)
+                for k, v in prepared
+            ]
             return [position_of(await delivery) for delivery in sent]
 
     async def close(self) -> None:

@@ -32,10 +32,13 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry.trace import SpanKind
+
 from goaicore.logs import log_context, origin
 from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyStatus
 from goaicore.records.avro.api import decode_chat_request, encode_chat_reply, encode_event
 from goaicore.records.avro.errors import DecodeError
+from goaicore.tracing import context_of, record_headers, tracer
 from goaicore_store.chat.dispatch import KeyedDispatcher
 from goaicore_store.chat.idempotency import RecentReplies, recover_from_log
 from goaicore_store.chat.turns import TurnOutcome, failure, run_request
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
     from goaicore_store.topology import ChatServices, StoreApp
 
 log = logging.getLogger(__name__)
+TRACER = tracer(__name__)
 
 SEND_ATTEMPTS = 5
 ANSWERED_KEPT = 8192  # positions of requests this process answered, newest kept
@@ -114,7 +118,18 @@ class ChatAgent:
         except DecodeError as err:
             await self.store.dead_letter(message, err.reason, err.message)
             return
-        with log_context(request_id=request.request_id, conversation_id=request.conversation_id):
+        with (
+            log_context(request_id=request.request_id, conversation_id=request.conversation_id),
+            TRACER.start_as_current_span(
+                "goaicore.chat.turn",
+                context=context_of(message.headers),  # the client's trace, continued
+                kind=SpanKind.CONSUMER,
+                attributes={
+                    "goaicore.conversation_id": request.conversation_id,
+                    "goaicore.request_id": request.request_id,
+                },
+            ),
+        ):
             await self._answer_request(message, request)
 
     async def _answer_request(self, message: Any, request: ChatRequest) -> None:
@@ -134,16 +149,21 @@ class ChatAgent:
             log.info("request %s answered before: sending its reply again", request.request_id)
             await self.publish_reply(stored)
             return
-        await self._read_your_writes(request, message.partition, key)
+        with TRACER.start_as_current_span("goaicore.read_your_writes"):
+            await self._read_your_writes(request, message.partition, key)
         outcome = await self._outcome(request, key)
         limits = self.services.limits
         events = limits.fit_events(outcome.events)
-        await self.append(events)
+        with TRACER.start_as_current_span("goaicore.events.append") as span:
+            span.set_attribute("goaicore.events", len(events))
+            await self.append(events)
         reply = limits.fit_reply(outcome.reply)
         self.store.replies_table[key] = self._stored_replies(key).with_reply(
             reply, limits.replies_table_bytes
         )
-        await self.publish_reply(reply)
+        with TRACER.start_as_current_span("goaicore.reply.publish") as span:
+            span.set_attribute("goaicore.status", reply.status.value)
+            await self.publish_reply(reply)
         self.store.metrics.answered(reply, events)
 
     async def _read_your_writes(self, request: ChatRequest, partition: int, key: bytes) -> None:
@@ -211,13 +231,17 @@ class ChatAgent:
 
 
 async def _send(topic: Any, key: bytes, value: bytes) -> Awaitable[Any]:
-    """Hand a record to the producer now (not attached to the current event's commit).
+    """Hand a record to the producer now (not attached to the current event's commit),
+    with the current trace context in its headers.
 
     Returns the delivery future; records of one partition are delivered in order.
     """
+    headers = record_headers()
     for attempt in range(1, SEND_ATTEMPTS + 1):
         try:
-            future: Awaitable[Any] = await topic.send(key=key, value=value, force=True)
+            future: Awaitable[Any] = await topic.send(
+                key=key, value=value, headers=headers, force=True
+            )
             return future
         except Exception:
             if attempt == SEND_ATTEMPTS:

@@ -11,8 +11,11 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from goaicore.conversation.tools import Tool, tool
+from goaicore.conversation.tools import Tool, ToolOutcome, tool
 from goaicore.errors import ConfigError
+from goaicore.tracing import tracer
+
+TRACER = tracer(__name__)
 
 
 class ToolsConfigError(ConfigError):
@@ -58,3 +61,23 @@ def _as_tool(item: Callable[..., Any] | Any, where: str) -> Tool:
         return tool(item)
     except (TypeError, ValueError) as err:
         raise ToolsConfigError(f"{where}: {err}") from err
+
+
+class TracedTool(Tool):
+    """A tool whose every call is a ``goaicore.tool.call`` span in the turn's trace."""
+
+    async def invoke(self, arguments: str) -> ToolOutcome:
+        with TRACER.start_as_current_span(
+            "goaicore.tool.call", attributes={"goaicore.tool": self.name}
+        ) as span:
+            outcome = await super().invoke(arguments)
+            span.set_attribute("goaicore.tool.error", outcome.is_error)
+            return outcome
+
+
+def traced(registry: Mapping[str, Tool]) -> dict[str, Tool]:
+    """The same tools, each traced."""
+    return {
+        name: TracedTool(t.name, t.description, t.parameters, t.fn, t.hints)
+        for name, t in registry.items()
+    }

@@ -1,0 +1,159 @@
+"""One ask is one trace: the client's span, then the worker's turn with its read-your-writes
+wait, LLM calls, tool call, event appends and reply, exported over OTLP as the standard
+OTEL_* variables say; every record written carries the trace's traceparent."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+from opentelemetry import trace
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from goaicore.clients import ChatClient, EventPublisher
+from goaicore.config import Settings
+from goaicore.kafka.connection import partition_for
+from goaicore.records import ReplyStatus
+from goaicore.testing import OpenAIServer
+from goaicore.tracing import context_of
+from tests.chat_agent.helpers import ChatWorker, llm_env, wait_http
+from tests.tracing import recorded_spans
+
+Span = dict[str, Any]
+
+
+class OtlpReceiver:
+    """An OTLP/HTTP trace endpoint that keeps every span it is sent."""
+
+    def __init__(self) -> None:
+        self.spans: list[Span] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(self.rfile.read(int(self.headers["Content-Length"])))
+                for resource in request.resource_spans:
+                    service = next(
+                        a.value.string_value
+                        for a in resource.resource.attributes
+                        if a.key == "service.name"
+                    )
+                    for scope in resource.scope_spans:
+                        for span in scope.spans:
+                            receiver.spans.append(
+                                {
+                                    "service": service,
+                                    "name": span.name,
+                                    "trace_id": span.trace_id.hex(),
+                                    "span_id": span.span_id.hex(),
+                                    "parent": span.parent_span_id.hex(),
+                                }
+                            )
+                body = ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1/traces"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[OtlpReceiver]:
+    endpoint = OtlpReceiver()
+    yield endpoint
+    endpoint.close()
+
+
+def _headers_of(settings: Settings, topic: str, conversation: str) -> list[dict[str, bytes]]:
+    """The headers of every record of ``conversation`` in ``topic``."""
+    consumer = KafkaConsumer(bootstrap_servers=settings.require_bootstrap())
+    partition = TopicPartition(topic, partition_for(conversation, settings.partitions))
+    consumer.assign([partition])
+    consumer.seek_to_beginning(partition)
+    found: list[dict[str, bytes]] = []
+    for records in consumer.poll(timeout_ms=5000, max_records=1000).values():
+        found += [dict(r.headers) for r in records if r.key == conversation.encode()]
+    consumer.close()
+    return found
+
+
+def test_one_ask_is_one_connected_trace(
+    topics: Settings, llm: OpenAIServer, receiver: OtlpReceiver
+) -> None:
+    worker = ChatWorker(
+        topics,
+        "traced",
+        OTEL_TRACES_EXPORTER="otlp",
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
+        OTEL_BSP_SCHEDULE_DELAY="100",
+        OTEL_SERVICE_NAME="worker-under-test",
+        **llm_env(llm),
+    ).start()
+    spans = recorded_spans()  # this process's spans: the game's, and the client's
+    try:
+        wait_http(worker.url)
+        with trace.get_tracer("game").start_as_current_span("game.turn") as root:
+            with EventPublisher(topics) as publisher:
+                publisher.game_event("traced-1", "The player reached Leeds")
+            with ChatClient(topics) as client:
+                reply = client.ask("traced-1", 'call score_lookup {"team": "Leeds"}', timeout=90)
+        assert reply.status == ReplyStatus.OK
+        trace_id = format(root.get_span_context().trace_id, "032x")
+        expected = {
+            "goaicore.chat.turn",
+            "goaicore.read_your_writes",
+            "goaicore.llm.call",
+            "goaicore.tool.call",
+            "goaicore.events.append",
+            "goaicore.reply.publish",
+        }
+        deadline = time.monotonic() + 60
+        while {s["name"] for s in receiver.spans if s["trace_id"] == trace_id} < expected:
+            assert time.monotonic() < deadline, [s["name"] for s in receiver.spans]
+            time.sleep(0.2)
+    finally:
+        worker.stop()
+    [ask] = [
+        s
+        for s in spans.get_finished_spans()
+        if s.name == "goaicore.ask" and s.context.trace_id == root.get_span_context().trace_id
+    ]
+    assert ask.parent is not None
+    assert ask.parent.span_id == root.get_span_context().span_id
+    mine = [s for s in receiver.spans if s["trace_id"] == trace_id]
+    assert {s["service"] for s in mine} == {"worker-under-test"}
+    [turn] = [s for s in mine if s["name"] == "goaicore.chat.turn"]
+    # The ask's context, carried by the request record.
+    assert turn["parent"] == format(ask.context.span_id, "016x")
+    children = {s["name"]: s for s in mine if s["parent"] == turn["span_id"]}
+    assert set(children) == expected - {"goaicore.chat.turn"}
+    assert len([s for s in mine if s["name"] == "goaicore.llm.call"]) == 2  # call, then answer
+    # Every record of the trace carries it: the game event, the request, the turn's events
+    # and the reply.
+    for topic in ("events", "requests", "replies"):
+        headers = _headers_of(topics, topics.topic(topic), "traced-1")
+        assert headers, topic
+        for carried in headers:
+            span_context = trace.get_current_span(context_of(carried)).get_span_context()
+            assert format(span_context.trace_id, "032x") == trace_id, topic
