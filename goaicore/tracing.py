@@ -37,7 +37,7 @@ def tracer(name: str) -> trace.Tracer:
 def ask_span(conversation_id: object, request_id: str) -> AbstractContextManager[trace.Span]:
     """The client span of one ask; its context goes on the request record."""
     return tracer("goaicore.clients").start_as_current_span(
-        "goaicore.ask",
+        "client.ask",
         kind=trace.SpanKind.CLIENT,
         attributes={
             "goaicore.conversation_id": str(conversation_id),

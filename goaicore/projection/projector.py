@@ -304,10 +304,10 @@ class Projector(Running):
             self._consumer.seek(tp, self.positions[(tp.topic, tp.partition)])
 
     def _write(self, batch: Batch, links: list[Link]) -> None:
-        """Write one batch in one transaction: a ``goaicore.projector.batch`` span linked to
+        """Write one batch in one transaction: a ``projector.batch`` span linked to
         the traces its records carry."""
         with TRACER.start_as_current_span(
-            "goaicore.projector.batch",
+            "projector.batch",
             links=links,
             attributes={
                 "goaicore.events": len(batch.events),

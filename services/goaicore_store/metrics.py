@@ -115,7 +115,7 @@ class StoreMetrics:
 
 class MeasuredProvider:
     """A provider whose every call is timed, counted (latency, errors, tokens) and traced
-    (a ``goaicore.llm.call`` span in the turn's trace)."""
+    (a ``llm.call`` span in the turn's trace)."""
 
     def __init__(self, provider: Provider, metrics: StoreMetrics) -> None:
         self._provider = provider
@@ -133,7 +133,7 @@ class MeasuredProvider:
         labels = (self._provider.name, self._provider.model)
         started = time.perf_counter()
         with TRACER.start_as_current_span(
-            "goaicore.llm.call",
+            "llm.call",
             kind=SpanKind.CLIENT,
             attributes={"gen_ai.system": labels[0], "gen_ai.request.model": labels[1]},
         ) as span:

@@ -121,12 +121,12 @@ def test_one_ask_is_one_connected_trace(
         assert reply.status == ReplyStatus.OK
         trace_id = format(root.get_span_context().trace_id, "032x")
         expected = {
-            "goaicore.chat.turn",
-            "goaicore.read_your_writes",
-            "goaicore.llm.call",
-            "goaicore.tool.call",
-            "goaicore.events.append",
-            "goaicore.reply.publish",
+            "chat.turn",
+            "chat.read_your_writes",
+            "llm.call",
+            "tool.call",
+            "chat.events.append",
+            "chat.reply.publish",
         }
         deadline = time.monotonic() + 60
         while {s["name"] for s in receiver.spans if s["trace_id"] == trace_id} < expected:
@@ -137,18 +137,18 @@ def test_one_ask_is_one_connected_trace(
     [ask] = [
         s
         for s in spans.get_finished_spans()
-        if s.name == "goaicore.ask" and s.context.trace_id == root.get_span_context().trace_id
+        if s.name == "client.ask" and s.context.trace_id == root.get_span_context().trace_id
     ]
     assert ask.parent is not None
     assert ask.parent.span_id == root.get_span_context().span_id
     mine = [s for s in receiver.spans if s["trace_id"] == trace_id]
     assert {s["service"] for s in mine} == {"worker-under-test"}
-    [turn] = [s for s in mine if s["name"] == "goaicore.chat.turn"]
+    [turn] = [s for s in mine if s["name"] == "chat.turn"]
     # The ask's context, carried by the request record.
     assert turn["parent"] == format(ask.context.span_id, "016x")
     children = {s["name"]: s for s in mine if s["parent"] == turn["span_id"]}
-    assert set(children) == expected - {"goaicore.chat.turn"}
-    assert len([s for s in mine if s["name"] == "goaicore.llm.call"]) == 2  # call, then answer
+    assert set(children) == expected - {"chat.turn"}
+    assert len([s for s in mine if s["name"] == "llm.call"]) == 2  # call, then answer
     # Every record of the trace carries it: the game event, the request, the turn's events
     # and the reply.
     for topic in ("events", "requests", "replies"):

@@ -128,7 +128,7 @@ def test_a_batch_span_links_the_traces_its_records_carry(projection: Settings) -
     with tracer.start_as_current_span("game.session") as session:
         publish(projection, [new_event("linked", UserMessage(text=f"m{n}")) for n in range(3)])
     project(projection)
-    batches = [s for s in spans.get_finished_spans() if s.name == "goaicore.projector.batch"]
+    batches = [s for s in spans.get_finished_spans() if s.name == "projector.batch"]
     linked = {link.context.trace_id for batch in batches for link in batch.links}
     assert session.get_span_context().trace_id in linked
     written = [(batch.attributes or {}).get("goaicore.events") for batch in batches]

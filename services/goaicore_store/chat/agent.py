@@ -121,7 +121,7 @@ class ChatAgent:
         with (
             log_context(request_id=request.request_id, conversation_id=request.conversation_id),
             TRACER.start_as_current_span(
-                "goaicore.chat.turn",
+                "chat.turn",
                 context=context_of(message.headers),  # the client's trace, continued
                 kind=SpanKind.CONSUMER,
                 attributes={
@@ -149,19 +149,19 @@ class ChatAgent:
             log.info("request %s answered before: sending its reply again", request.request_id)
             await self.publish_reply(stored)
             return
-        with TRACER.start_as_current_span("goaicore.read_your_writes"):
+        with TRACER.start_as_current_span("chat.read_your_writes"):
             await self._read_your_writes(request, message.partition, key)
         outcome = await self._outcome(request, key)
         limits = self.services.limits
         events = limits.fit_events(outcome.events)
-        with TRACER.start_as_current_span("goaicore.events.append") as span:
+        with TRACER.start_as_current_span("chat.events.append") as span:
             span.set_attribute("goaicore.events", len(events))
             await self.append(events)
         reply = limits.fit_reply(outcome.reply)
         self.store.replies_table[key] = self._stored_replies(key).with_reply(
             reply, limits.replies_table_bytes
         )
-        with TRACER.start_as_current_span("goaicore.reply.publish") as span:
+        with TRACER.start_as_current_span("chat.reply.publish") as span:
             span.set_attribute("goaicore.status", reply.status.value)
             await self.publish_reply(reply)
         self.store.metrics.answered(reply, events)

@@ -64,11 +64,11 @@ def _as_tool(item: Callable[..., Any] | Any, where: str) -> Tool:
 
 
 class TracedTool(Tool):
-    """A tool whose every call is a ``goaicore.tool.call`` span in the turn's trace."""
+    """A tool whose every call is a ``tool.call`` span in the turn's trace."""
 
     async def invoke(self, arguments: str) -> ToolOutcome:
         with TRACER.start_as_current_span(
-            "goaicore.tool.call", attributes={"goaicore.tool": self.name}
+            "tool.call", attributes={"goaicore.tool": self.name}
         ) as span:
             outcome = await super().invoke(arguments)
             span.set_attribute("goaicore.tool.error", outcome.is_error)
