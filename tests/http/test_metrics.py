@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import time
 import urllib.request
 from collections import defaultdict
-from collections.abc import Callable
 
 import pytest
 from kafka import KafkaProducer
@@ -17,6 +15,7 @@ from goaicore.config import Settings
 from goaicore.records import AssistantTurn
 from tests.chat_agent.helpers import ChatWorker, http
 from tests.http.conftest import TOKENS
+from tests.kafka.helpers import wait_until
 
 Pair = tuple[ChatWorker, ChatWorker]
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -42,13 +41,6 @@ def value(samples: Samples, name: str, **labels: str) -> float:
     """The sum of the samples of ``name`` whose labels include ``labels``."""
     wanted = set(labels.items())
     return sum(v for (n, ls), v in samples.items() if n == name and wanted <= set(ls))
-
-
-def wait_for(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.3)
 
 
 def test_metrics_need_a_token_and_are_all_goaicore(pair: Pair) -> None:
@@ -81,7 +73,7 @@ def test_metrics_move_with_traffic(pair: Pair, topics: Settings) -> None:
     def moved(name: str, at_least: float = 1, **labels: str) -> bool:
         return value(scrape(pair), name, **labels) - value(before, name, **labels) >= at_least
 
-    wait_for(lambda: moved("goaicore_dead_letters_total"), "the dead letter was not counted")
+    wait_until(lambda: moved("goaicore_dead_letters_total"), 60, "the dead letter was not counted")
     after = scrape(pair)
 
     def grew(name: str, **labels: str) -> float:

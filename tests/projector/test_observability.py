@@ -4,10 +4,8 @@ reported to a consumer group after each commit (for lag tools; PostgreSQL stays 
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 
 from kafka import KafkaAdminClient, KafkaProducer
 from opentelemetry import trace
@@ -17,6 +15,7 @@ from goaicore.config import Settings
 from goaicore.net import free_loopback_port
 from goaicore.projection.projector import group_id
 from goaicore.records import UserMessage, new_event
+from tests.kafka.helpers import wait_until
 from tests.projector.helpers import ProjectorProcess, project, publish, query
 from tests.tracing import recorded_spans
 
@@ -39,13 +38,6 @@ def _samples(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
-def _wait(check: Callable[[], bool], what: str, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.3)
-
-
 def test_metrics_health_and_group_positions_follow_what_is_written(projection: Settings) -> None:
     port = free_loopback_port()
     url = f"http://127.0.0.1:{port}"
@@ -60,9 +52,10 @@ def test_metrics_health_and_group_positions_follow_what_is_written(projection: S
         projection.with_overrides(log_format="json"), "--http-port", str(port)
     ).start()
     try:
-        _wait(lambda: _reachable(url), "no /health")
-        _wait(
+        wait_until(lambda: _reachable(url), 90, "no /health")
+        wait_until(
             lambda: query(projection, "SELECT count(*) FROM conversation_events")[0][0] == 40,
+            90,
             "the events were not projected",
         )
         status, body = _get(f"{url}/health")
@@ -76,7 +69,7 @@ def test_metrics_health_and_group_positions_follow_what_is_written(projection: S
             lags = [v for (n, _), v in samples.items() if n == "goaicore_projector_lag"]
             return bool(lags) and not any(lags)
 
-        _wait(settled, "the lag did not reach 0")
+        wait_until(settled, 90, "the lag did not reach 0")
         samples = _samples(url)
         assert samples[("goaicore_projector_rows_total", (("table", "conversation_events"),))] == 40
         assert samples[("goaicore_projector_batch_seconds_count", ())] >= 1
@@ -102,7 +95,9 @@ def test_metrics_health_and_group_positions_follow_what_is_written(projection: S
                     if tp.topic == events_topic
                 }
 
-            _wait(lambda: reported() == positions, "the group's offsets are not the positions")
+            wait_until(
+                lambda: reported() == positions, 90, "the group's offsets are not the positions"
+            )
         finally:
             admin.close()
     finally:
