@@ -30,10 +30,12 @@ def main(
     tracing.setup_from_environment("goaicore-worker")
     ensure_topics(settings)
     store = create_app(settings, web_port=web_port, web_host=web_host, canonical_url=canonical_url)
+    # Plain text keeps Faust's own formatting (its tables of partitions and offsets).
+    as_json = settings.log_format == "json"
     worker = QuietWorker(
         store.app,
         loglevel=loglevel,
-        logging_config=logs.logging_config(loglevel.upper(), settings.log_format, "stdout"),
+        logging_config=logs.logging_config(loglevel.upper(), "json", "stdout") if as_json else None,
     )
     worker.execute_from_commandline()
     return 0
