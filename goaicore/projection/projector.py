@@ -41,6 +41,7 @@ from opentelemetry.trace import Link, get_current_span
 
 from goaicore.clients.deadletter import DeadLetterWriter
 from goaicore.config import Settings
+from goaicore.extras import needs
 from goaicore.fold.records import Rejected
 from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.lifecycle import Running
@@ -50,6 +51,9 @@ from goaicore.projection.db import Connection, PositionConflictError, connect, l
 from goaicore.projection.migrations import migrate
 from goaicore.projection.writer import load_positions, write_batch
 from goaicore.tracing import context_of, tracer
+
+with needs("kafka"):
+    from kafka.errors import KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +229,16 @@ class Projector(Running):
         """
         if self._writer is None:
             raise RuntimeError("start() the projector first")
-        polled = self._consumer.poll(timeout_ms=timeout_ms, max_records=self.batch_size)
+        try:
+            polled = self._consumer.poll(timeout_ms=timeout_ms, max_records=self.batch_size)
+        except KafkaError as err:
+            # With a group (for reporting positions) kafka-python looks its coordinator up
+            # in every poll, and raises when no broker answers: wait for the broker instead.
+            if not err.retriable:
+                raise
+            log.warning("no broker answers (%s); polling again", err)
+            time.sleep(min(timeout_ms, 1000) / 1000)
+            return 0
         try:
             batch = build_batch(polled, self.events_topic, self.snapshots_topic) if polled else None
         except BaseException:
@@ -268,8 +281,9 @@ class Projector(Running):
     def _report_positions(self) -> None:
         """Commit the positions written since the last report to the consumer group.
 
-        Asynchronously, from the reading thread (the consumer's own): a failed report
-        is logged and the next one carries newer positions.
+        Asynchronously, from the reading thread (the consumer's own). Informational only,
+        so it never stops the projector: a failed report is logged, and the next step
+        reports again.
         """
         moved = {key: at for key, at in self.positions.items() if self._reported.get(key) != at}
         if not moved:
@@ -280,7 +294,11 @@ class Projector(Running):
             TopicPartition(topic, partition): OffsetAndMetadata(at, "", -1)
             for (topic, partition), at in moved.items()
         }
-        self._consumer.commit_async(offsets, callback=self._reported_positions)
+        try:
+            self._consumer.commit_async(offsets, callback=self._reported_positions)
+        except Exception as err:  # no coordinator while the broker is away: report later
+            log.warning("could not report positions to the consumer group: %s", err)
+            return
         self._reported.update(moved)
 
     @staticmethod
