@@ -53,6 +53,7 @@ from goaicore.projection.writer import load_positions, write_batch
 from goaicore.tracing import context_of, tracer
 
 with needs("kafka"):
+    from kafka import OffsetAndMetadata, TopicPartition
     from kafka.errors import KafkaError
 
 log = logging.getLogger(__name__)
@@ -255,7 +256,7 @@ class Projector(Running):
         except BaseException:
             self._rewind()
             raise
-        self._in_flight = self._writer.submit(self._write, batch, trace_links(polled))
+        self._in_flight = self._writer.submit(self._write, batch, polled)
         return batch.records
 
     def flush(self) -> None:
@@ -288,8 +289,6 @@ class Projector(Running):
         moved = {key: at for key, at in self.positions.items() if self._reported.get(key) != at}
         if not moved:
             return
-        from kafka import OffsetAndMetadata, TopicPartition
-
         offsets = {
             TopicPartition(topic, partition): OffsetAndMetadata(at, "", -1)
             for (topic, partition), at in moved.items()
@@ -321,17 +320,19 @@ class Projector(Running):
         for tp in self._partitions:
             self._consumer.seek(tp, self.positions[(tp.topic, tp.partition)])
 
-    def _write(self, batch: Batch, links: list[Link]) -> None:
-        """Write one batch in one transaction: a ``projector.batch`` span linked to
-        the traces its records carry."""
+    def _write(self, batch: Batch, polled: Mapping[Any, Sequence[Any]]) -> None:
+        """Write one batch in one transaction: a ``projector.batch`` span linked to the
+        traces its records carry (read from their headers only when the span records)."""
         with TRACER.start_as_current_span(
             "projector.batch",
-            links=links,
             attributes={
                 "goaicore.events": len(batch.events),
                 "goaicore.snapshots": len(batch.snapshots),
             },
-        ):
+        ) as span:
+            if span.is_recording():
+                for link in trace_links(polled):
+                    span.add_link(link.context)
             self._write_batch(batch)
 
     def _write_batch(self, batch: Batch) -> None:
