@@ -28,6 +28,7 @@ from goaicore.config import Settings
 from goaicore.conversation.pricing import PriceTable
 from goaicore.conversation.providers.choice import Providers
 from goaicore.kafka.faust.disk_table import lock_table_dir, store_url
+from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.kafka.faust.lanes import add_batch_lane
 from goaicore.kafka.faust.recovery import SteadyTableManager
 from goaicore.kafka.limits import max_batch_bytes
@@ -53,7 +54,14 @@ log = logging.getLogger(__name__)
 ROCKSDB_BLOCK_CACHE_BYTES = 64 * 1024 * 1024
 
 
-def keyed_table(app: faust.App, name: str, changelog: Any, codec: str, partitions: int) -> Any:
+def keyed_table(
+    app: faust.App,
+    name: str,
+    changelog: Any,
+    codec: str,
+    partitions: int,
+    table_class: type[faust.Table[Any, Any]] = faust.Table,
+) -> Any:
     """A table keyed by conversation id whose changelog is ``changelog``, values in ``codec``.
 
     use_partitioner: a changelog record goes to its key's partition (the rule every
@@ -61,12 +69,16 @@ def keyed_table(app: faust.App, name: str, changelog: Any, codec: str, partition
     writes its changelog with its own serializers (JSON by default), so they are set
     to the changelog topic's: raw keys, ``codec`` values.
     """
-    table: Any = app.Table(
-        name,
-        default=None,
-        changelog_topic=changelog,
-        partitions=partitions,
-        use_partitioner=True,
+    table: Any = app.tables.add(
+        table_class(
+            app,
+            name=name,
+            default=None,
+            beacon=app.tables.beacon,
+            changelog_topic=changelog,
+            partitions=partitions,
+            use_partitioner=True,
+        )
     )
     table.key_serializer = "raw"
     table.value_serializer = codec
@@ -216,7 +228,7 @@ def _replies_table(app: faust.App, settings: Settings) -> Any:
         acks=False,  # a changelog (see log_topic)
         config={"max.message.bytes": str(max_batch_bytes(settings))},
     )
-    return keyed_table(app, "replies", changelog, REPLIES_CODEC, partitions)
+    return keyed_table(app, "replies", changelog, REPLIES_CODEC, partitions, DurableTable)
 
 
 def _chat_services(settings: Settings) -> ChatServices:

@@ -19,9 +19,9 @@ from goaicore.config import Settings
 from goaicore.conversation.providers.choice import Providers
 from goaicore.conversation.tools import Tool
 from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
+from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.logs import origin
 from goaicore.records import ConversationSnapshot
-from goaicore_store.chat.idempotency import RecentReplies
 from goaicore_store.chat.output_limits import OutputLimits
 from goaicore_store.chat.replies import ReplyWaiters
 from goaicore_store.chat.turns import TurnSettings
@@ -57,7 +57,7 @@ class StoreApp:
     requests: TopicT
     replies: TopicT
     table: TableT[bytes, ConversationSnapshot]  # its changelog is the snapshots topic
-    replies_table: TableT[bytes, RecentReplies]
+    replies_table: DurableTable  # bytes -> RecentReplies; a reply is published once stored
     chat: ChatServices
     web_port: int
     metrics: StoreMetrics

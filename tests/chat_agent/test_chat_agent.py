@@ -233,6 +233,38 @@ def test_the_same_request_id_twice_runs_the_llm_once(
     assert len(users) == 1
 
 
+def test_a_reply_is_stored_for_its_request_id_before_it_is_published(
+    topics: Settings, worker: ChatWorker, replies: Replies
+) -> None:
+    """A client that has seen a reply gets that same reply again, from any worker: the
+    replies table's changelog already holds it when the reply reaches the topic."""
+    from kafka import TopicPartition
+
+    from goaicore.kafka.connection import make_consumer, partition_for
+    from goaicore.kafka.partition_reader import read_to_end
+    from goaicore_store.chat.idempotency import RecentRepliesCodec
+    from goaicore_store.topology import app_id
+
+    changelog = f"{app_id(topics)}-replies-changelog"
+    consumer = make_consumer(topics)
+    try:
+        for n in range(8):
+            request = new_chat_request(f"stored-{n}", f"keep this one, {n}")
+            replies.send(request)
+            reply = replies.wait(request.request_id)
+            at = partition_for(request.conversation_id, topics.partitions)
+            partition = TopicPartition(changelog, at)
+            stored = [
+                RecentRepliesCodec().loads(r.value)
+                for r in read_to_end(consumer, partition, settings=topics)
+                if r.key == request.conversation_id.encode()
+            ]
+            assert stored, f"no stored replies for {request.conversation_id} yet"
+            assert stored[-1].get(request.request_id) == reply
+    finally:
+        consumer.close()
+
+
 async def test_async_clients_an_awaited_event_is_in_the_next_awaited_asks_prompt(
     topics: Settings, worker: ChatWorker, llm: OpenAIServer
 ) -> None:

@@ -158,8 +158,10 @@ class ChatAgent:
             span.set_attribute("goaicore.events", len(events))
             await self.append(events)
         reply = limits.fit_reply(outcome.reply)
-        self.store.replies_table[key] = self._stored_replies(key).with_reply(
-            reply, limits.replies_table_bytes
+        # Stored before it is published: a client that has seen this reply gets the
+        # same one again for its request id, also from a worker that took over.
+        await self.store.replies_table.put(
+            key, self._stored_replies(key).with_reply(reply, limits.replies_table_bytes)
         )
         with TRACER.start_as_current_span("chat.reply.publish") as span:
             span.set_attribute("goaicore.status", reply.status.value)
