@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 
 from goaicore import logs, tracing
 from goaicore.config import Settings
-from goaicore.errors import ConfigError
+from goaicore.http_auth import check_http_exposure
 from goaicore.kafka.faust.worker import QuietWorker
 from goaicore.kafka.topics import ensure_topics
 from goaicore_store.app import create_app
@@ -39,31 +38,3 @@ def main(
     )
     worker.execute_from_commandline()
     return 0
-
-
-def check_http_exposure(settings: Settings, web_host: str, insecure_http: bool) -> None:
-    """Refuse to serve the API without tokens beyond this machine, unless told to."""
-    if settings.http_tokens:
-        return
-    if is_loopback(web_host):
-        log.warning(
-            "the HTTP API is unauthenticated (GOAICORE_HTTP_TOKENS is unset); it listens on "
-            "%s only",
-            web_host,
-        )
-        return
-    if not insecure_http:
-        raise ConfigError(
-            f"GOAICORE_HTTP_TOKENS is not set and --web-host {web_host} is reachable from other "
-            "machines: set tokens, or pass --insecure-http to serve the API unauthenticated"
-        )
-    log.warning("the HTTP API is unauthenticated on %s (--insecure-http)", web_host)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False

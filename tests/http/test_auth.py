@@ -11,7 +11,7 @@ import pytest
 
 from goaicore.config import Settings
 from goaicore.errors import ConfigError
-from goaicore_store.main import check_http_exposure
+from goaicore.http_auth import check_http_exposure
 from tests.chat_agent.helpers import ChatWorker, http
 from tests.cli import run_goaicore
 from tests.http.conftest import TOKENS

@@ -1,6 +1,7 @@
 """The worker's HTTP API: routes under /v1, bearer tokens, JSON errors, an OpenAPI document."""
 
-from goaicore_store.http.auth import BearerTokens, bearer_auth
+from goaicore.http_auth import BearerTokens
+from goaicore_store.http.auth import bearer_auth
 from goaicore_store.http.errors import json_errors
 from goaicore_store.http.routes import openapi_document, readiness, register_views
 
