@@ -1,8 +1,11 @@
 """One poll's records sorted into rows to write and records to set aside.
 
-Pure apart from decoding: a record that does not decode, or whose key is not
-its conversation id, becomes a ``Rejected`` (for the dead-letter topic) and its
-position still advances, so bad input never stops the projection.
+Pure apart from decoding: a record of ``events``, ``snapshots`` or ``replies``
+that does not decode, or whose key is not its conversation id, becomes a
+``Rejected`` (for the dead-letter topic) and its position still advances, so bad
+input never stops the projection. A record of ``dead-letters`` is never
+rejected: setting it aside would send it back to the topic it came from, a loop,
+so whatever it holds is stored as it is.
 """
 
 from __future__ import annotations
@@ -11,14 +14,49 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from goaicore.clients.deadletter import HEADER_PREFIX, DeadLetter
+from goaicore.config import Settings
 from goaicore.fold.admission import Unfoldable, admit
 from goaicore.fold.records import LogRecord, Rejected
-from goaicore.projection.rows import EventRow, SnapshotRow, event_row, snapshot_row
+from goaicore.projection.rows import (
+    EventRow,
+    LetterRow,
+    ReplyRow,
+    SnapshotRow,
+    event_row,
+    letter_row,
+    reply_row,
+    snapshot_row,
+)
 from goaicore.records import LogPosition
-from goaicore.records.avro.api import decode_snapshot
+from goaicore.records.avro.api import decode_chat_reply, decode_snapshot
 from goaicore.records.avro.errors import DecodeError
 
 TopicPartitionKey = tuple[str, int]
+Position = tuple[int, int]  # (partition, offset) within one topic
+
+
+@dataclass(frozen=True)
+class ProjectedTopics:
+    """The topics one projector reads, by their full names."""
+
+    events: str
+    snapshots: str
+    replies: str
+    dead_letters: str
+
+    @classmethod
+    def of(cls, settings: Settings) -> ProjectedTopics:
+        return cls(
+            settings.topic("events"),
+            settings.topic("snapshots"),
+            settings.topic("replies"),
+            settings.topic("dead-letters"),
+        )
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.events, self.snapshots, self.replies, self.dead_letters)
 
 
 @dataclass
@@ -28,17 +66,24 @@ class Batch:
     events: list[EventRow] = field(default_factory=list)
     # The latest snapshot per conversation in this batch; None: a tombstone (delete).
     snapshots: dict[str, SnapshotRow | None] = field(default_factory=dict)
+    replies: list[ReplyRow] = field(default_factory=list)
+    dead_letters: list[LetterRow] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     # The next offset to read per topic partition once this batch is written.
     positions: dict[TopicPartitionKey, int] = field(default_factory=dict)
-    # The record behind each row (events by position, snapshots by conversation),
-    # to set it aside if PostgreSQL refuses the row.
-    event_sources: dict[tuple[int, int], Any] = field(default_factory=dict)
+    # The record behind each row (events and replies by position, snapshots by
+    # conversation), to set it aside if PostgreSQL refuses the row.
+    event_sources: dict[Position, Any] = field(default_factory=dict)
     snapshot_sources: dict[str, Any] = field(default_factory=dict)
+    reply_sources: dict[Position, Any] = field(default_factory=dict)
     records: int = 0
 
+    @property
+    def rows(self) -> int:
+        return len(self.events) + len(self.snapshots) + len(self.replies) + len(self.dead_letters)
 
-def build_batch(polled: Mapping[Any, list[Any]], events_topic: str, snapshots_topic: str) -> Batch:
+
+def build_batch(polled: Mapping[Any, list[Any]], topics: ProjectedTopics) -> Batch:
     """Sort records (kafka-python's poll result) into a Batch."""
     batch = Batch()
     for tp, records in polled.items():
@@ -46,10 +91,14 @@ def build_batch(polled: Mapping[Any, list[Any]], events_topic: str, snapshots_to
             continue
         for record in records:
             batch.records += 1
-            if tp.topic == events_topic:
+            if tp.topic == topics.events:
                 _add_event(batch, record)
-            elif tp.topic == snapshots_topic:
+            elif tp.topic == topics.snapshots:
                 _add_snapshot(batch, record)
+            elif tp.topic == topics.replies:
+                _add_reply(batch, record)
+            elif tp.topic == topics.dead_letters:
+                _add_dead_letter(batch, record)
             else:
                 raise ValueError(f"record from an unexpected topic {tp.topic}")
         batch.positions[(tp.topic, tp.partition)] = records[-1].offset + 1
@@ -87,6 +136,56 @@ def _add_snapshot(batch: Batch, record: Any) -> None:
         return
     batch.snapshots[key] = snapshot_row(record.partition, record.offset, snapshot, record.value)
     batch.snapshot_sources[key] = record
+
+
+def _add_reply(batch: Batch, record: Any) -> None:
+    try:
+        reply = decode_chat_reply(record.value)
+    except DecodeError as err:
+        batch.rejected.append(set_aside(record, err.reason, err.message))
+        return
+    if record.key is None or record.key != reply.conversation_id.encode():
+        batch.rejected.append(_key_mismatch(record, reply.conversation_id))
+        return
+    batch.replies.append(reply_row(record.partition, record.offset, record.timestamp, reply))
+    batch.reply_sources[(record.partition, record.offset)] = record
+
+
+def _add_dead_letter(batch: Batch, record: Any) -> None:
+    letter = read_dead_letter(record)
+    batch.dead_letters.append(letter_row(record.partition, record.offset, record.timestamp, letter))
+
+
+@dataclass(frozen=True)
+class _Headed:
+    """A record's key and value with the headers ``DeadLetter.from_record`` can read."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]]
+
+
+_NUMBERS = (HEADER_PREFIX + "partition", HEADER_PREFIX + "offset")
+
+
+def read_dead_letter(record: Any) -> DeadLetter:
+    """``DeadLetter.from_record``, also for a record written by someone else: a header
+    without a value, or an origin partition or offset that is not a number, is left
+    out (the origin is then unknown: -1) rather than failing the record."""
+    headers = [
+        (name, value)
+        for name, value in (record.headers or [])
+        if isinstance(value, bytes) and (name not in _NUMBERS or _is_int(value))
+    ]
+    return DeadLetter.from_record(_Headed(record.key, record.value, headers))
+
+
+def _is_int(value: bytes) -> bool:
+    try:
+        int(value.decode(errors="replace"))
+    except ValueError:
+        return False
+    return True
 
 
 def set_aside(record: Any, reason: str, detail: str) -> Rejected:

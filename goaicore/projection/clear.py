@@ -15,7 +15,13 @@ from psycopg import sql
 from goaicore.errors import raises_ours
 from goaicore.projection.db import Connection, ForeignProjectionError, require_projection
 
-PROJECTION_TABLES = ("conversation_events", "conversation_snapshots", "conversations")
+PROJECTION_TABLES = (
+    "conversation_events",
+    "conversation_snapshots",
+    "conversations",
+    "chat_replies",
+    "dead_letters",
+)
 
 
 @dataclass(frozen=True)
@@ -33,9 +39,17 @@ def clear_projection(conn: Connection, schema: str, prefix: str) -> ClearedProje
     """Empty ``schema``'s projection of ``prefix``'s topics; refuse if it holds another's."""
     require_projection(conn, schema)
     with conn.transaction():
+        # A schema the projector has not migrated since lacks the newer tables.
+        present = {
+            str(row[0])
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
+            )
+        }
         tables = {
             name: sql.Identifier(schema, name)
             for name in (*PROJECTION_TABLES, "projector_positions")
+            if name in present
         }
         for table in tables.values():  # no projector writes while we look, then clear
             conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(table))
@@ -53,6 +67,8 @@ def clear_projection(conn: Connection, schema: str, prefix: str) -> ClearedProje
             )
         rows = {}
         for name in PROJECTION_TABLES:
+            if name not in tables:
+                continue
             counted = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(tables[name]))
             (rows[name],) = counted.fetchone() or (0,)
         positions = conn.execute(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from goaicore.errors import raises_ours
+from goaicore.errors import InputError, raises_ours
 from goaicore.projection.db import Connection
 
 _USAGE = (
@@ -142,3 +142,39 @@ def unpriced_models(
         params,
     ).fetchall()
     return [row[0] for row in rows]
+
+
+PERIODS = ("hour", "day", "week", "month")
+
+
+@dataclass(frozen=True)
+class UsagePeriod:
+    """The assistant turns of one period (``start`` to the next period), all conversations."""
+
+    start: datetime
+    turns: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd_nanos: int
+    turns_without_cost: int
+
+
+@raises_ours
+def usage_by_period(
+    conn: Connection,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    period: str = "day",
+) -> list[UsagePeriod]:
+    """Tokens and cost summed per ``period`` (hour, day, week or month, UTC), oldest first."""
+    if period not in PERIODS:
+        raise InputError(f"unknown period {period!r} (known: {', '.join(PERIODS)})")
+    where, params = _between(since, until)
+    query = (
+        "SELECT date_trunc(%s, occurred_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', count(*),"
+        " sum(p)::bigint, sum(c)::bigint, coalesce(sum(cost), 0)::bigint,"
+        " count(*) FILTER (WHERE cost IS NULL)"
+        f" FROM (SELECT occurred_at, {_USAGE} FROM conversation_events WHERE {where})"
+        " AS turns (occurred_at, p, c, t, n, cost) GROUP BY 1 ORDER BY 1"
+    )
+    return [UsagePeriod(*row) for row in conn.execute(query, [period, *params])]

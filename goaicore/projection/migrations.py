@@ -95,6 +95,67 @@ CREATE TABLE projector_positions (
 )
 """
 
+# Counted from the events already projected; the projector keeps them from then on.
+_BACKFILL_COUNTERS = """
+UPDATE conversations c
+SET failed_turns = e.failed_turns, compactions = e.compactions
+FROM (
+    SELECT conversation_id,
+        count(*) FILTER (WHERE body_type = 'TurnFailed') AS failed_turns,
+        count(*) FILTER (WHERE body_type = 'CompactionApplied') AS compactions
+    FROM conversation_events
+    WHERE body_type IN ('TurnFailed', 'CompactionApplied')
+    GROUP BY conversation_id
+) e
+WHERE c.conversation_id = e.conversation_id
+"""
+
+# One row per record of the dead-letter topic, unique by its own log position;
+# the origin columns say where the record set aside came from. Whatever a dead
+# letter holds is stored (a dead letter is never set aside itself): an origin
+# or a time the record does not give is NULL.
+_DEAD_LETTERS = """
+CREATE TABLE dead_letters (
+    topic_partition integer NOT NULL,
+    log_offset bigint NOT NULL,
+    reason text NOT NULL,
+    message text NOT NULL,
+    origin_topic text NOT NULL,
+    origin_partition integer,
+    origin_offset bigint,
+    consumer text NOT NULL,
+    conversation_id text,
+    dead_at timestamptz,
+    key_bytes integer NOT NULL,
+    value_bytes integer NOT NULL,
+    truncated text NOT NULL,
+    key bytea,
+    value bytea,
+    projected_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (topic_partition, log_offset)
+)
+"""
+
+# One row per decodable record of the replies topic, unique by its log position.
+_CHAT_REPLIES = """
+CREATE TABLE chat_replies (
+    topic_partition integer NOT NULL,
+    log_offset bigint NOT NULL,
+    request_id text NOT NULL,
+    conversation_id text NOT NULL,
+    status text NOT NULL,
+    text text,
+    error text,
+    prompt_tokens bigint,
+    completion_tokens bigint,
+    llm_calls bigint,
+    latency_ms bigint NOT NULL,
+    published_at timestamptz,
+    projected_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (topic_partition, log_offset)
+)
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -112,6 +173,36 @@ MIGRATIONS: tuple[Migration, ...] = (
             _CONVERSATIONS,
             "CREATE INDEX conversations_by_activity ON conversations (last_occurred_at DESC)",
             _POSITIONS,
+        ),
+    ),
+    Migration(
+        2,
+        "conversation counters, dead letters, chat replies",
+        (
+            "ALTER TABLE conversations"
+            " ADD COLUMN failed_turns bigint NOT NULL DEFAULT 0,"
+            " ADD COLUMN compactions bigint NOT NULL DEFAULT 0",
+            _BACKFILL_COUNTERS,
+            # The list's order, whole, so a keyset page is one index range; it covers
+            # what conversations_by_activity served.
+            "CREATE INDEX conversations_by_activity_and_id"
+            " ON conversations (last_occurred_at DESC, conversation_id)",
+            "DROP INDEX conversations_by_activity",
+            # Few conversations have failures or compactions: filtering on them reads
+            # only those, in the list's order.
+            "CREATE INDEX conversations_with_failures"
+            " ON conversations (last_occurred_at DESC, conversation_id) WHERE failed_turns > 0",
+            "CREATE INDEX conversations_with_compactions"
+            " ON conversations (last_occurred_at DESC, conversation_id) WHERE compactions > 0",
+            _DEAD_LETTERS,
+            "CREATE INDEX dead_letters_by_conversation ON dead_letters"
+            " (conversation_id, dead_at DESC NULLS LAST, topic_partition DESC, log_offset DESC)",
+            "CREATE INDEX dead_letters_by_time ON dead_letters"
+            " (dead_at DESC NULLS LAST, topic_partition DESC, log_offset DESC)",
+            _CHAT_REPLIES,
+            "CREATE INDEX chat_replies_by_conversation"
+            " ON chat_replies (conversation_id, topic_partition, log_offset)",
+            "CREATE INDEX chat_replies_by_request_id ON chat_replies (request_id)",
         ),
     ),
 )

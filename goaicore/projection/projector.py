@@ -1,6 +1,7 @@
-"""The projector: ``events`` and ``snapshots`` into PostgreSQL, every row exactly once.
+"""The projector: ``events``, ``snapshots``, ``replies`` and ``dead-letters`` into
+PostgreSQL, every row exactly once.
 
-It reads every partition of both topics by assignment: Kafka's committed offsets
+It reads every partition of these topics by assignment: Kafka's committed offsets
 are never the truth here. Its positions live in ``projector_positions`` and move
 in the same transaction as the rows, and on start it seeks to them, so a crash at
 any moment neither loses nor repeats a row. After each PostgreSQL commit it also
@@ -11,7 +12,9 @@ One projector writes a schema at a time: it holds a session advisory lock on its
 connection, and a second one waits as a standby until the first stops.
 Records that do not decode go to the dead-letter topic and their position
 advances (a crash or a failed write before the commit can send one twice; each
-carries its origin topic, partition and offset).
+carries its origin topic, partition and offset). The projector reads those dead
+letters back like any record, into ``dead_letters``; a dead letter itself is never
+set aside, so nothing loops.
 
 Writing one batch overlaps reading and decoding the next: PostgreSQL indexes
 a batch (most of a write's time is the server's) while this process reads the
@@ -46,7 +49,13 @@ from goaicore.fold.records import Rejected
 from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.lifecycle import Running
 from goaicore.logs import origin
-from goaicore.projection.batch import Batch, TopicPartitionKey, build_batch, set_aside
+from goaicore.projection.batch import (
+    Batch,
+    ProjectedTopics,
+    TopicPartitionKey,
+    build_batch,
+    set_aside,
+)
 from goaicore.projection.db import Connection, PositionConflictError, connect, lock_key
 from goaicore.projection.migrations import migrate
 from goaicore.projection.writer import load_positions, write_batch
@@ -90,6 +99,8 @@ class BatchWritten:
     events: int
     snapshots: int
     seconds: float
+    replies: int = 0
+    dead_letters: int = 0
 
 
 DEFAULT_BATCH = 2000
@@ -138,8 +149,9 @@ class Projector(Running):
         self.settings = settings
         self.on_batch = on_batch
         self.batch_size = batch_size
-        self.events_topic = settings.topic("events")
-        self.snapshots_topic = settings.topic("snapshots")
+        self.topics = ProjectedTopics.of(settings)
+        self.events_topic = self.topics.events
+        self.snapshots_topic = self.topics.snapshots
         self.positions: dict[TopicPartitionKey, int] = {}
         self.projected = 0
         self.dead_lettered = 0
@@ -176,8 +188,7 @@ class Projector(Running):
             auto_offset_reset="earliest",
         )
         self._partitions = [
-            *topic_partitions(self._consumer, self.events_topic),
-            *topic_partitions(self._consumer, self.snapshots_topic),
+            tp for topic in self.topics.names for tp in topic_partitions(self._consumer, topic)
         ]
         self.positions = load_positions(
             self._conn, [(tp.topic, tp.partition) for tp in self._partitions]
@@ -191,9 +202,8 @@ class Projector(Running):
             _ShortSwitchInterval.enter()
             self._short_switch = True
         log.info(
-            "projecting %s and %s (%d partitions) into schema %s from %s",
-            self.events_topic,
-            self.snapshots_topic,
+            "projecting %s (%d partitions) into schema %s from %s",
+            ", ".join(self.topics.names),
             len(self._partitions),
             self.settings.db_schema,
             self.positions,
@@ -241,7 +251,7 @@ class Projector(Running):
             time.sleep(min(timeout_ms, 1000) / 1000)
             return 0
         try:
-            batch = build_batch(polled, self.events_topic, self.snapshots_topic) if polled else None
+            batch = build_batch(polled, self.topics) if polled else None
         except BaseException:
             self._finish_quietly()
             self._rewind()
@@ -328,6 +338,8 @@ class Projector(Running):
             attributes={
                 "goaicore.events": len(batch.events),
                 "goaicore.snapshots": len(batch.snapshots),
+                "goaicore.replies": len(batch.replies),
+                "goaicore.dead_letters": len(batch.dead_letters),
             },
         ) as span:
             if span.is_recording():
@@ -360,10 +372,18 @@ class Projector(Running):
                 ),
             )
         self.positions.update(batch.positions)
-        self.projected += len(batch.events) + len(batch.snapshots)
+        self.projected += batch.rows
         if self.on_batch is not None:
             seconds = time.perf_counter() - started
-            self.on_batch(BatchWritten(len(batch.events), len(batch.snapshots), seconds))
+            self.on_batch(
+                BatchWritten(
+                    len(batch.events),
+                    len(batch.snapshots),
+                    seconds,
+                    len(batch.replies),
+                    len(batch.dead_letters),
+                )
+            )
 
     def _before_commit(self) -> None:
         self._batches_written += 1

@@ -8,11 +8,12 @@ the ``avro`` column keeps every record byte for byte, so nothing is lost.
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
-from typing import Any, NamedTuple
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from goaicore.records import (
     AssistantTurn,
+    ChatReply,
     CompactionApplied,
     ConversationEvent,
     ConversationSnapshot,
@@ -25,13 +26,37 @@ from goaicore.records import (
 from goaicore.records.json_text import json_text
 from goaicore.records.jsonable import jsonable
 
+if TYPE_CHECKING:
+    from goaicore.clients.deadletter import DeadLetter
+
 # Body types that add a message to the history (counted in conversations.message_count).
 MESSAGE_TYPES = frozenset({"UserMessage", "AssistantTurn", "ToolResult", "GameEvent"})
+FAILED_TURN = TurnFailed.__name__  # counted in conversations.failed_turns
+COMPACTION = CompactionApplied.__name__  # counted in conversations.compactions
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_INT32 = 2**31
+_INT64 = 2**63
 
 
 def clean(text: str) -> str:
     """Text PostgreSQL accepts: NUL becomes U+FFFD."""
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def clean_or_none(text: str | None) -> str | None:
+    return clean(text) if text is not None else None
+
+
+def record_time(timestamp_ms: int | None) -> datetime | None:
+    """A Kafka record timestamp as a time; None when the record has none (-1) or one
+    no datetime holds (a producer may set any 64-bit value)."""
+    if timestamp_ms is None or timestamp_ms == -1:
+        return None
+    try:
+        return _EPOCH + timedelta(milliseconds=timestamp_ms)
+    except OverflowError:
+        return None
 
 
 def stored_json(value: Any) -> Any:
@@ -150,6 +175,8 @@ class ConversationTotals:
     first_occurred_at: datetime
     last_occurred_at: datetime
     last_offset: int
+    failed_turns: int
+    compactions: int
 
     @classmethod
     def of(cls, row: EventRow) -> ConversationTotals:
@@ -160,6 +187,8 @@ class ConversationTotals:
             row.occurred_at,
             row.occurred_at,
             row.log_offset,
+            int(row.body_type == FAILED_TURN),
+            int(row.body_type == COMPACTION),
         )
 
     def add(self, row: EventRow) -> None:
@@ -169,6 +198,8 @@ class ConversationTotals:
         self.first_occurred_at = min(self.first_occurred_at, row.occurred_at)
         self.last_occurred_at = max(self.last_occurred_at, row.occurred_at)
         self.last_offset = max(self.last_offset, row.log_offset)
+        self.failed_turns += int(row.body_type == FAILED_TURN)
+        self.compactions += int(row.body_type == COMPACTION)
 
 
 def conversation_totals(rows: list[EventRow]) -> dict[str, ConversationTotals]:
@@ -180,3 +211,95 @@ def conversation_totals(rows: list[EventRow]) -> dict[str, ConversationTotals]:
         else:
             found.add(row)
     return totals
+
+
+class ReplyRow(NamedTuple):
+    """A ``chat_replies`` row; the token columns are None for a reply without usage."""
+
+    topic_partition: int
+    log_offset: int
+    request_id: str
+    conversation_id: str
+    status: str
+    text: str | None
+    error: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    llm_calls: int | None
+    latency_ms: int
+    published_at: datetime | None
+
+
+REPLY_COLUMNS = ReplyRow._fields
+
+
+def reply_row(partition: int, offset: int, timestamp_ms: int | None, reply: ChatReply) -> ReplyRow:
+    usage = reply.usage
+    return ReplyRow(
+        partition,
+        offset,
+        clean(reply.request_id),
+        clean(reply.conversation_id),
+        clean(reply.status.value),
+        clean_or_none(reply.text),
+        clean_or_none(reply.error),
+        usage.prompt_tokens if usage else None,
+        usage.completion_tokens if usage else None,
+        usage.llm_calls if usage else None,
+        reply.latency_ms,
+        record_time(timestamp_ms),
+    )
+
+
+class LetterRow(NamedTuple):
+    """A ``dead_letters`` row as written (``dead_letters.DeadLetterRow`` is the reader's).
+
+    Every value is one PostgreSQL takes, whatever the record holds: a dead letter is
+    never set aside itself, so text is cleaned, an origin partition or offset out of
+    range is None, and the key is the conversation id only when it is UTF-8.
+    """
+
+    topic_partition: int
+    log_offset: int
+    reason: str
+    message: str
+    origin_topic: str
+    origin_partition: int | None
+    origin_offset: int | None
+    consumer: str
+    conversation_id: str | None
+    dead_at: datetime | None
+    key_bytes: int
+    value_bytes: int
+    truncated: str
+    key: bytes | None
+    value: bytes | None
+
+
+LETTER_COLUMNS = LetterRow._fields
+
+
+def letter_row(
+    partition: int, offset: int, timestamp_ms: int | None, letter: DeadLetter
+) -> LetterRow:
+    try:
+        conversation_id = clean(letter.key.decode()) if letter.key is not None else None
+    except UnicodeDecodeError:
+        conversation_id = None
+    return LetterRow(
+        partition,
+        offset,
+        clean(letter.reason),
+        clean(letter.message),
+        clean(letter.topic),
+        letter.partition if 0 <= letter.partition < _INT32 else None,
+        letter.offset if 0 <= letter.offset < _INT64 else None,
+        clean(letter.consumer),
+        conversation_id,
+        record_time(timestamp_ms),
+        len(letter.key or b""),
+        len(letter.value or b""),
+        clean(letter.truncated),
+        letter.key,
+        letter.value,
+    )

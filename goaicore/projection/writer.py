@@ -10,17 +10,24 @@ transaction instead of writing twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from goaicore.projection.batch import Batch, TopicPartitionKey
 from goaicore.projection.db import Connection, ForeignProjectionError, PositionConflictError
 from goaicore.projection.rows import (
     EVENT_COLUMNS,
+    LETTER_COLUMNS,
+    REPLY_COLUMNS,
     SNAPSHOT_COLUMNS,
     EventRow,
+    LetterRow,
+    ReplyRow,
     conversation_totals,
 )
+
+log = logging.getLogger(__name__)
 
 
 def load_positions(
@@ -67,25 +74,38 @@ def write_batch(
     """Write ``batch`` and move the positions from ``expected``, atomically.
 
     ``row_by_row`` writes each row in a savepoint, and a row PostgreSQL refuses
-    is passed to ``on_refused`` and left out (the slow path, after a batch failed).
+    is passed to ``on_refused`` (as its record) and left out (the slow path, after a
+    batch failed); a refused dead letter is only logged, never set aside again.
     """
     with conn.transaction():
         events = batch.events
         if row_by_row:
-            events = _insert_one_by_one(conn, events, batch, on_refused)
+            events = _insert_one_by_one(
+                conn, _INSERT_EVENT, events, lambda row, why: on_refused(_source(batch, row), why)
+            )
+            _insert_one_by_one(
+                conn,
+                _INSERT_REPLY,
+                batch.replies,
+                lambda row, why: on_refused(
+                    batch.reply_sources[(row.topic_partition, row.log_offset)], why
+                ),
+            )
+            _insert_one_by_one(conn, _INSERT_LETTER, batch.dead_letters, _letter_refused)
         else:
-            _copy_events(conn, events)
+            _copy(conn, "conversation_events", EVENT_COLUMNS, events)
+            _copy(conn, "chat_replies", REPLY_COLUMNS, batch.replies)
+            _copy(conn, "dead_letters", LETTER_COLUMNS, batch.dead_letters)
         _add_conversation_totals(conn, events)
         _write_snapshots(conn, batch, row_by_row, on_refused)
         _advance(conn, expected, batch.positions)
         before_commit()
 
 
-def _copy_events(conn: Connection, rows: list[EventRow]) -> None:
+def _copy(conn: Connection, table: str, columns: tuple[str, ...], rows: Sequence[Any]) -> None:
     if not rows:
         return
-    columns = ", ".join(EVENT_COLUMNS)
-    with conn.cursor() as cur, cur.copy(f"COPY conversation_events ({columns}) FROM STDIN") as copy:
+    with conn.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
 
@@ -95,24 +115,48 @@ def _placeholders(columns: tuple[str, ...]) -> str:
     return ", ".join("%s::jsonb" if c in ("body", "snapshot") else "%s" for c in columns)
 
 
-_INSERT_EVENT = (
-    f"INSERT INTO conversation_events ({', '.join(EVENT_COLUMNS)})"
-    f" VALUES ({_placeholders(EVENT_COLUMNS)})"
-)
+def _insert(table: str, columns: tuple[str, ...]) -> str:
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({_placeholders(columns)})"
+
+
+_INSERT_EVENT = _insert("conversation_events", EVENT_COLUMNS)
+_INSERT_REPLY = _insert("chat_replies", REPLY_COLUMNS)
+_INSERT_LETTER = _insert("dead_letters", LETTER_COLUMNS)
+
+
+def _source(batch: Batch, row: EventRow) -> Any:
+    return batch.event_sources[(row.topic_partition, row.log_offset)]
+
+
+def _letter_refused(row: LetterRow, why: str) -> None:
+    """A dead letter is never sent to the dead letters again (a loop): the row is left
+    out and said so; the record stays in the topic. Rows are built so that this should
+    not happen (text cleaned, numbers in range)."""
+    log.error(
+        "PostgreSQL refused the dead letter at partition %d offset %d (%s); left out of the "
+        "projection, it stays in the topic",
+        row.topic_partition,
+        row.log_offset,
+        why,
+    )
+
+
+R = TypeVar("R", EventRow, ReplyRow, LetterRow)
 
 
 def _insert_one_by_one(
-    conn: Connection, rows: list[EventRow], batch: Batch, on_refused: Callable[[Any, str], None]
-) -> list[EventRow]:
+    conn: Connection, statement: str, rows: list[R], on_refused: Callable[[R, str], None]
+) -> list[R]:
+    """Insert each row in a savepoint; the rows PostgreSQL took."""
     import psycopg
 
-    kept: list[EventRow] = []
+    kept: list[R] = []
     for row in rows:
         try:
             with conn.transaction():
-                conn.execute(_INSERT_EVENT, row)
+                conn.execute(statement, row)
         except psycopg.DataError as err:
-            on_refused(batch.event_sources[(row.topic_partition, row.log_offset)], str(err))
+            on_refused(row, str(err))
             continue
         kept.append(row)
     return kept
@@ -126,9 +170,10 @@ def _add_conversation_totals(conn: Connection, rows: list[EventRow]) -> None:
         return
     conn.execute(
         "INSERT INTO conversations AS c (conversation_id, topic_partition, event_count,"
-        " message_count, first_occurred_at, last_occurred_at, last_offset)"
+        " message_count, first_occurred_at, last_occurred_at, last_offset, failed_turns,"
+        " compactions)"
         " SELECT * FROM unnest(%s::text[], %s::integer[], %s::bigint[], %s::bigint[],"
-        " %s::timestamptz[], %s::timestamptz[], %s::bigint[])"
+        " %s::timestamptz[], %s::timestamptz[], %s::bigint[], %s::bigint[], %s::bigint[])"
         " ON CONFLICT (conversation_id) DO UPDATE SET"
         " topic_partition = EXCLUDED.topic_partition,"
         " event_count = c.event_count + EXCLUDED.event_count,"
@@ -136,6 +181,8 @@ def _add_conversation_totals(conn: Connection, rows: list[EventRow]) -> None:
         " first_occurred_at = least(c.first_occurred_at, EXCLUDED.first_occurred_at),"
         " last_occurred_at = greatest(c.last_occurred_at, EXCLUDED.last_occurred_at),"
         " last_offset = greatest(c.last_offset, EXCLUDED.last_offset),"
+        " failed_turns = c.failed_turns + EXCLUDED.failed_turns,"
+        " compactions = c.compactions + EXCLUDED.compactions,"
         " projected_at = now()",
         (
             [conv for conv, _ in totals],
@@ -145,6 +192,8 @@ def _add_conversation_totals(conn: Connection, rows: list[EventRow]) -> None:
             [t.first_occurred_at for _, t in totals],
             [t.last_occurred_at for _, t in totals],
             [t.last_offset for _, t in totals],
+            [t.failed_turns for _, t in totals],
+            [t.compactions for _, t in totals],
         ),
     )
 

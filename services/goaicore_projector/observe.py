@@ -58,6 +58,8 @@ class ProjectorMetrics:
         """The projector's ``on_batch`` hook (its writer thread)."""
         self.rows.labels("conversation_events").inc(batch.events)
         self.rows.labels("conversation_snapshots").inc(batch.snapshots)
+        self.rows.labels("chat_replies").inc(batch.replies)
+        self.rows.labels("dead_letters").inc(batch.dead_letters)
         self.batch_seconds.observe(batch.seconds)
 
     def stepped(self, projector: Projector) -> None:

@@ -14,11 +14,11 @@ from goaicore.clients import EventPublisher
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
 from goaicore.fold import fold
-from goaicore.kafka.connection import make_producer
+from goaicore.kafka.connection import make_consumer, make_producer
 from goaicore.projection.db import connect
 from goaicore.projection.projector import Projector
-from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
-from goaicore.records.avro.api import encode_snapshot
+from goaicore.records import ChatReply, ConversationEvent, ConversationSnapshot, LogPosition
+from goaicore.records.avro.api import encode_chat_reply, encode_snapshot
 
 
 def publish(
@@ -61,6 +61,61 @@ def produce(settings: Settings, topic: str, records: Sequence[tuple[bytes, bytes
         producer.flush(30)
     finally:
         producer.close()
+
+
+def produce_at(
+    settings: Settings,
+    topic: str,
+    records: Sequence[tuple[bytes | None, bytes | None]],
+    timestamp_ms: int | None = None,
+    headers: Sequence[tuple[str, bytes]] = (),
+) -> list[LogPosition]:
+    """Raw records to one of the prefix's topics, with a record time and headers; their
+    positions."""
+    producer = make_producer(settings)
+    try:
+        futures = [
+            producer.send(
+                settings.topic(topic),
+                key=key,
+                value=value,
+                timestamp_ms=timestamp_ms,
+                headers=list(headers),
+            )
+            for key, value in records
+        ]
+        sent = [future.get(30) for future in futures]
+    finally:
+        producer.close()
+    return [LogPosition(partition=m.partition, offset=m.offset) for m in sent]
+
+
+def publish_replies(
+    settings: Settings, replies: Sequence[ChatReply], timestamp_ms: int | None = None
+) -> list[LogPosition]:
+    """Replies as the store worker publishes them (Avro, keyed by conversation id)."""
+    return produce_at(
+        settings,
+        "replies",
+        [(r.conversation_id.encode(), encode_chat_reply(r)) for r in replies],
+        timestamp_ms,
+    )
+
+
+def read_topic(settings: Settings, topic: str) -> list[Any]:
+    """Every record of one of the prefix's topics, partition by partition."""
+    from goaicore.kafka.connection import topic_partitions
+    from goaicore.kafka.partition_reader import read_to_end
+
+    consumer = make_consumer(settings)
+    try:
+        return [
+            record
+            for partition in topic_partitions(consumer, settings.topic(topic))
+            for record in read_to_end(consumer, partition, settings=settings)
+        ]
+    finally:
+        consumer.close()
 
 
 def project(settings: Settings, timeout: float = 60.0, **options: Any) -> Projector:

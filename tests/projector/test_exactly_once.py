@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Iterable
 
 from goaicore.config import Settings
+from goaicore.kafka.connection import make_consumer, topic_partitions
+from goaicore.records import ChatReply, ReplyStatus
 from tests.projector.helpers import (
     ProjectorProcess,
     fold_logged,
+    produce_at,
     publish,
+    publish_replies,
     publish_snapshots,
     query,
+    read_topic,
 )
 from tests.projector.sessions import game_session
 
@@ -75,3 +81,104 @@ def test_killed_between_write_and_commit_loses_and_repeats_nothing(projection: S
         for conv, s in snapshots.items()
     )
     assert _counts(projection) == (len(events), CONVERSATIONS, len(events))
+
+
+def _ends(settings: Settings, topic: str) -> dict[int, int]:
+    """The end offset of each partition of one of the prefix's topics."""
+    consumer = make_consumer(settings)
+    try:
+        partitions = topic_partitions(consumer, settings.topic(topic))
+        return {tp.partition: int(end) for tp, end in consumer.end_offsets(partitions).items()}
+    finally:
+        consumer.close()
+
+
+def _rows_match_positions(
+    settings: Settings, table: str, topic: str, records: Iterable[tuple[int, int]]
+) -> set[tuple[int, int]]:
+    """Assert ``table`` holds a row for exactly those of ``records`` (positions of rows
+    the topic should give) below the stored positions; the rows' positions."""
+    read = dict(
+        query(
+            settings,
+            "SELECT topic_partition, next_offset FROM projector_positions WHERE topic = %s",
+            settings.topic(topic),
+        )
+    )
+    rows = {(p, o) for p, o in query(settings, f"SELECT topic_partition, log_offset FROM {table}")}
+    assert rows == {(p, o) for p, o in records if o < read.get(p, 0)}, table
+    return rows
+
+
+def test_killed_projector_keeps_replies_and_dead_letters_exactly_once(
+    projection: Settings,
+) -> None:
+    logged = publish(projection, [e for n in range(6) for e in game_session(f"conv-{n}")])
+    replies = publish_replies(
+        projection,
+        [
+            ChatReply(request_id=f"r{n}", conversation_id=f"conv-{n % 6}", status=ReplyStatus.OK)
+            for n in range(30)
+        ],
+    )
+    bad = [
+        (projection.topic(topic), p.partition, p.offset)
+        for topic in ("replies", "events")
+        for p in produce_at(projection, topic, [(b"conv-0", b"junk")] * 3)
+    ]
+    good_replies = {(p.partition, p.offset) for p in replies}
+    events = {(p.partition, p.offset) for _, p in logged}
+
+    def consistent() -> tuple[set[tuple[int, int]], ...]:
+        letters = {(r.partition, r.offset) for r in read_topic(projection, "dead-letters")}
+        return (
+            _rows_match_positions(projection, "conversation_events", "events", events),
+            _rows_match_positions(projection, "chat_replies", "replies", good_replies),
+            _rows_match_positions(projection, "dead_letters", "dead-letters", letters),
+        )
+
+    for run, crash_at in enumerate(("2", "3")):
+        crashed = ProjectorProcess(
+            projection,
+            "--batch-size",
+            "10",
+            "--crash-after-write-before-commit",
+            crash_at,
+            name=f"crashed-{run}",
+        ).start()
+        assert crashed.wait(60) == -signal.SIGKILL, crashed.log()
+        consistent()  # rows and positions commit together, in every table
+
+    restarted = ProjectorProcess(projection, "--batch-size", "10", name="restarted").start()
+    try:
+
+        def caught_up() -> bool:
+            positions = query(
+                projection, "SELECT topic, topic_partition, next_offset FROM projector_positions"
+            )
+            topics = ("events", "snapshots", "replies", "dead-letters")
+            ends = {
+                (projection.topic(t), p): o for t in topics for p, o in _ends(projection, t).items()
+            }
+            return {(t, p): o for t, p, o in positions} == ends
+
+        deadline = time.monotonic() + 60
+        while not caught_up():
+            assert time.monotonic() < deadline, restarted.log()
+            assert restarted.process is not None
+            assert restarted.process.poll() is None
+            time.sleep(0.2)
+    finally:
+        assert restarted.stop() == 0, restarted.log()
+
+    stored_events, stored_replies, stored_letters = consistent()
+    assert (stored_events, stored_replies) == (events, good_replies)
+    assert stored_letters == {
+        (r.partition, r.offset) for r in read_topic(projection, "dead-letters")
+    }
+    # Each bad record has a dead letter; a crash before its batch's commit may send a second.
+    origins = query(
+        projection, "SELECT origin_topic, origin_partition, origin_offset FROM dead_letters"
+    )
+    assert set(origins) == set(bad)
+    assert query(projection, "SELECT DISTINCT event_count FROM conversations") == [(7,)]

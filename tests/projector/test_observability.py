@@ -38,6 +38,11 @@ def _samples(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
+def _state(url: str) -> str:
+    status, body = _get(f"{url}/health")
+    return str(json.loads(body)["state"]) if status == 200 else ""
+
+
 def test_metrics_health_and_group_positions_follow_what_is_written(projection: Settings) -> None:
     port = free_loopback_port()
     url = f"http://127.0.0.1:{port}"
@@ -53,6 +58,8 @@ def test_metrics_health_and_group_positions_follow_what_is_written(projection: S
     ).start()
     try:
         wait_until(lambda: _reachable(url), 90, "no /health")
+        # /health answers from the start; the tables exist once the projector projects.
+        wait_until(lambda: _state(url) == "projecting", 90, "the projector did not start")
         wait_until(
             lambda: query(projection, "SELECT count(*) FROM conversation_events")[0][0] == 40,
             90,
