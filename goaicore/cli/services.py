@@ -1,4 +1,4 @@
-"""``goaicore worker`` and ``goaicore projector``: the deployable services.
+"""``goaicore worker``, ``goaicore projector`` and ``goaicore console``: the deployable services.
 
 goaicore never imports them: each is found through an entry point of the
 ``goaicore.services`` group (declared in ``pyproject.toml``), whose object is a
@@ -17,7 +17,7 @@ from goaicore.errors import ConfigError
 
 GROUP = "goaicore.services"
 # The extra whose packages each service needs, for the message when one is missing.
-EXTRAS = {"worker": "worker", "projector": "projector"}
+EXTRAS = {"worker": "worker", "projector": "projector", "console": "console"}
 
 
 class ServiceUnavailableError(ConfigError):
@@ -72,7 +72,9 @@ def register(subparsers: Any) -> None:
     worker.set_defaults(handler=handle_worker)
 
     projector: argparse.ArgumentParser = subparsers.add_parser(
-        "projector", help="project events and snapshots into PostgreSQL (runs until stopped)"
+        "projector",
+        help="project the log (events, snapshots, replies, dead letters) into PostgreSQL "
+        "(runs until stopped)",
     )
     projector.add_argument(
         "--batch-size",
@@ -98,6 +100,23 @@ def register(subparsers: Any) -> None:
     )
     projector.set_defaults(handler=handle_projector)
 
+    console: argparse.ArgumentParser = subparsers.add_parser(
+        "console", help="serve the auditor's console: browse, replay and verify conversations"
+    )
+    console.add_argument("--port", type=PORT, default=8470, help="default: %(default)s")
+    console.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address the console binds to; 0.0.0.0 in a container (default: %(default)s)",
+    )
+    console.add_argument(
+        "--insecure-http",
+        action="store_true",
+        help="serve the console without tokens on an address other machines reach "
+        "(refused otherwise when GOAICORE_HTTP_TOKENS is unset)",
+    )
+    console.set_defaults(handler=handle_console)
+
 
 def handle_worker(args: argparse.Namespace) -> int:
     return load_service("worker")(
@@ -116,3 +135,7 @@ def handle_projector(args: argparse.Namespace) -> int:
         http_port=args.http_port,
         http_host=args.http_host,
     )
+
+
+def handle_console(args: argparse.Namespace) -> int:
+    return load_service("console")(port=args.port, host=args.host, insecure_http=args.insecure_http)

@@ -115,8 +115,21 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_services_are_packages_with_names_of_their_own() -> None:
-    assert SERVICE_PACKAGES == ("goaicore_projector", "goaicore_store")
+    assert SERVICE_PACKAGES == ("goaicore_console", "goaicore_projector", "goaicore_store")
     assert not (SERVICES / "__init__.py").exists()  # services/ is a folder, not a package
+
+
+def test_no_service_imports_another() -> None:
+    """What two services share lives in goaicore (the console's tokens are the API's)."""
+    modules = _modules()
+    offending = [
+        f"{name} imports {target}"
+        for name, path in modules.items()
+        if name.split(".")[0] in SERVICE_PACKAGES
+        for target in _imports(name, path, modules)
+        if target.split(".")[0] in SERVICE_PACKAGES and target.split(".")[0] != name.split(".")[0]
+    ]
+    assert offending == []
 
 
 def test_goaicore_never_imports_a_service() -> None:

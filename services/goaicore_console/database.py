@@ -1,0 +1,61 @@
+"""The console's PostgreSQL connections: a few kept open, each query run in a thread.
+
+The projection's queries are psycopg's synchronous ones (the CLI's too); a page
+runs them off the event loop, one connection per query at a time, so one slow
+query (a verify of everything) never holds up the other pages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from collections.abc import Callable
+from typing import Concatenate, ParamSpec, TypeVar
+
+from goaicore.config import Settings
+from goaicore.projection.db import Connection, connect
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Database:
+    """Up to ``size`` open connections to the projection's schema."""
+
+    def __init__(self, settings: Settings, size: int = 4) -> None:
+        self.settings = settings
+        self._idle: queue.LifoQueue[Connection] = queue.LifoQueue()
+        self._slots = asyncio.Semaphore(size)
+
+    async def run(
+        self, query: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``query(connection, *args, **kwargs)`` in a worker thread."""
+
+        def call() -> T:
+            return self._call(query, *args, **kwargs)
+
+        async with self._slots:
+            return await asyncio.to_thread(call)
+
+    def _call(
+        self, query: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        try:
+            conn = self._idle.get_nowait()
+        except queue.Empty:
+            conn = connect(self.settings)
+        try:
+            result = query(conn, *args, **kwargs)
+        except BaseException:
+            conn.close()  # its state is unknown after a failure
+            raise
+        self._idle.put(conn)
+        return result
+
+    def close(self) -> None:
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return

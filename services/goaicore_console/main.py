@@ -1,0 +1,34 @@
+"""``goaicore console``: serve the auditor's console until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from goaicore import logs
+from goaicore.config import Settings
+from goaicore.http_auth import check_http_exposure
+from goaicore.projection.db import connect, require_projection
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8470
+
+
+def main(port: int = DEFAULT_PORT, host: str = "127.0.0.1", insecure_http: bool = False) -> int:
+    """Serve the console for the configured topic prefix and schema; the exit code."""
+    from goaicore_console.app import create_console
+
+    settings = Settings()
+    logs.configure(logging.INFO, settings.log_format)
+    check_http_exposure(settings, host, insecure_http, what="the console")
+    with connect(settings) as conn:  # a database that does not answer: one line, exit 4
+        try:
+            require_projection(conn, settings.db_schema)
+        except LookupError as err:
+            log.warning("%s; the console shows it once the projector has run", err)
+    app = create_console(settings)
+    log.info("goaicore console on http://%s:%d", host, port)
+    web.run_app(app, host=host, port=port, print=None, access_log=None, handle_signals=True)
+    return 0

@@ -1,0 +1,131 @@
+"""Conversations: the list (search, filters, pages), one conversation's timeline, and
+its snapshot as of any point."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from goaicore.fold.policy import DEFAULT_POLICY, policy_of
+from goaicore.projection.conversations import ConversationFilter, conversation_page
+from goaicore.projection.db import Connection
+from goaicore.projection.events import StoredEvent, history
+from goaicore.projection.ledger import Ledger, ledger
+from goaicore.projection.replies import StoredReply, replies_of
+from goaicore.projection.verify import stored_snapshots
+from goaicore.records import ConversationSnapshot
+from goaicore_console.asof import as_of
+from goaicore_console.charts import bar_chart
+from goaicore_console.keys import DATABASE_KEY
+from goaicore_console.pages import params
+from goaicore_console.rendering import render
+from goaicore_console.timeline import timeline
+
+PAGE_SIZE = 50
+TIMELINE_PAGE = 500
+
+
+async def home(request: web.Request) -> web.Response:
+    raise web.HTTPSeeOther("/conversations")
+
+
+async def conversation_list(request: web.Request) -> web.Response:
+    where = ConversationFilter(
+        text=params.text(request, "q"),
+        active_from=params.moment(request, "from"),
+        active_until=params.moment(request, "until"),
+        has_failures=params.flag(request, "failures"),
+        has_compactions=params.flag(request, "compactions"),
+        has_dead_letters=params.flag(request, "dead_letters"),
+    )
+    cursor = params.text(request, "cursor")
+    page = await request.app[DATABASE_KEY].run(
+        conversation_page, where, limit=PAGE_SIZE, cursor=cursor
+    )
+    next_url = None
+    if page.next_cursor is not None:
+        next_url = str(request.rel_url.update_query(cursor=page.next_cursor))
+    first_url = None
+    if cursor:
+        kept = {k: v for k, v in request.query.items() if k != "cursor"}
+        first_url = str(request.rel_url.with_query(kept))
+    return render(
+        request,
+        "conversations.html",
+        page=page,
+        where=where,
+        query=request.query,
+        next_url=next_url,
+        first_url=first_url,
+    )
+
+
+@dataclass(frozen=True)
+class _Conversation:
+    events: list[StoredEvent]
+    replies: list[StoredReply]
+    ledger: Ledger
+    snapshot: ConversationSnapshot | None
+
+
+def _load(conn: Connection, conversation_id: str) -> _Conversation:
+    return _Conversation(
+        history(conn, conversation_id),
+        replies_of(conn, conversation_id),
+        ledger(conn, conversation_id),
+        stored_snapshots(conn, [conversation_id]).get(conversation_id),
+    )
+
+
+async def conversation(request: web.Request) -> web.Response:
+    conversation_id = request.match_info["conversation_id"]
+    page_number = params.integer(request, "page", minimum=1) or 1
+    found = await request.app[DATABASE_KEY].run(_load, conversation_id)
+    if not found.events and not found.replies:
+        raise web.HTTPNotFound(reason=f"no conversation {conversation_id!r} in the projection")
+    policy = policy_of(found.snapshot) if found.snapshot is not None else DEFAULT_POLICY
+    entries = timeline(found.events, found.replies, policy)
+    pages = max(1, -(-len(entries) // TIMELINE_PAGE))
+    shown = entries[(page_number - 1) * TIMELINE_PAGE : page_number * TIMELINE_PAGE]
+    turns = found.ledger.entries
+    charts = [
+        bar_chart(
+            "Tokens per turn (prompt + completion)",
+            [(f"{e.partition}:{e.offset}", e.prompt_tokens + e.completion_tokens) for e in turns],
+        ),
+        bar_chart(
+            "Cost per turn (USD)",
+            [(f"{e.partition}:{e.offset}", (e.cost_usd_nanos or 0) / 1e9) for e in turns],
+            unit="$",
+            digits=6,
+        ),
+    ]
+    return render(
+        request,
+        "conversation.html",
+        conversation_id=conversation_id,
+        entries=shown,
+        event_count=len(found.events),
+        reply_count=len(found.replies),
+        page_number=page_number,
+        pages=pages,
+        totals=found.ledger.totals,
+        unpriced=found.ledger.unpriced,
+        snapshot=found.snapshot,
+        charts=charts,
+    )
+
+
+async def as_of_page(request: web.Request) -> web.Response:
+    conversation_id = request.match_info["conversation_id"]
+    view = await request.app[DATABASE_KEY].run(
+        as_of,
+        conversation_id,
+        offset=params.integer(request, "offset"),
+        time=params.moment(request, "time"),
+        before=params.integer(request, "before"),
+    )
+    if not view.points:
+        raise web.HTTPNotFound(reason=f"no conversation {conversation_id!r} in the projection")
+    return render(request, "as_of.html", view=view, conversation_id=conversation_id)

@@ -1,0 +1,255 @@
+"""The console's pages over a real projection (Apache Kafka, PostgreSQL), through HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from urllib.parse import quote
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from yarl import URL
+
+from goaicore.http_auth import BearerTokens
+from goaicore_console.app import create_console
+from goaicore_console.auth import COOKIE, accepts_cookie, session_cookie
+from tests.console.conftest import TOKEN
+from tests.console.data import (
+    ANSWER,
+    BULK,
+    GAME_TEXT,
+    QUEST,
+    SCRIPT,
+    SUMMARY,
+    TAMPERED,
+    TOOL_ARGUMENTS,
+    Audited,
+)
+
+HTML = {"Accept": "text/html"}
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+async def client(audited: Audited) -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
+    async with TestClient(TestServer(create_console(audited.settings))) as client:
+        yield client
+
+
+async def page(client: TestClient, path: str, status: int = 200) -> str:  # type: ignore[type-arg]
+    response = await client.get(path, headers=BEARER)
+    text = await response.text()
+    assert response.status == status, text
+    assert "script-src" not in response.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in response.headers["Content-Security-Policy"]
+    return text
+
+
+def _path(conversation_id: str) -> str:
+    return f"/conversations/{quote(conversation_id, safe='')}"
+
+
+async def test_a_browser_without_a_session_is_sent_to_sign_in_and_a_script_gets_401(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    redirected = await client.get("/conversations?q=x", headers=HTML, allow_redirects=False)
+    assert redirected.status == 303
+    location = URL(redirected.headers["Location"])
+    assert (location.path, location.query["next"]) == ("/login", "/conversations?q=x")
+    refused = await client.get("/conversations")
+    assert refused.status == 401
+    assert "Bearer" in refused.headers["WWW-Authenticate"]
+    assert (await client.get("/health")).status == 200
+    assert (await client.get("/login")).status == 200
+
+
+async def test_signing_in_with_a_token_sets_a_cookie_that_proves_it_without_holding_it(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    wrong = await client.post("/login", data={"token": "not-the-token-at-all", "next": "/"})
+    assert wrong.status == 401
+    assert "not accepted" in await wrong.text()
+    signed = await client.post(
+        "/login", data={"token": TOKEN, "next": "/usage"}, allow_redirects=False
+    )
+    assert signed.status == 303
+    assert signed.headers["Location"] == "/usage"
+    cookie = signed.cookies[COOKIE]
+    assert TOKEN not in cookie.value
+    assert cookie["httponly"]
+    assert cookie["samesite"] == "Strict"
+    listed = await client.get("/conversations", headers=HTML)
+    assert listed.status == 200  # the client keeps the cookie
+    await client.post("/logout", allow_redirects=False)
+    assert (await client.get("/conversations")).status == 401
+    # Elsewhere than this console: never followed after signing in.
+    away = await client.post(
+        "/login", data={"token": TOKEN, "next": "//evil.example/"}, allow_redirects=False
+    )
+    assert away.headers["Location"] == "/"
+
+
+def test_a_session_cookie_lapses_and_dies_with_its_token() -> None:
+    tokens = BearerTokens([TOKEN])
+    value = session_cookie(tokens, TOKEN, now=1000.0)
+    assert value is not None
+    assert accepts_cookie(tokens, value, now=1001.0)
+    assert not accepts_cookie(tokens, value, now=1000.0 + 13 * 3600)
+    assert not accepts_cookie(BearerTokens(["another-token-0123456789"]), value, now=1001.0)
+    expires, _, tag = value.partition(".")
+    assert not accepts_cookie(tokens, f"{int(expires) + 3600}.{tag}", now=1001.0)
+    assert session_cookie(tokens, "a guess", now=1000.0) is None
+
+
+async def test_the_list_pages_through_every_conversation_once(
+    client: TestClient,  # type: ignore[type-arg]
+    audited: Audited,
+) -> None:
+    first = await page(client, "/conversations")
+    assert f"{audited.conversations:,} conversations" in first
+    seen = re.findall(r'<a href="/conversations/([^"]+)">', first)
+    assert len(seen) == 50
+    cursor = re.search(r'href="([^"]*cursor=[^"]*)" data-testid="next-page"', first)
+    assert cursor is not None
+    second = await page(client, cursor.group(1).replace("&amp;", "&"))
+    seen += re.findall(r'<a href="/conversations/([^"]+)">', second)
+    assert 'data-testid="next-page"' not in second
+    assert sorted(seen) == sorted(quote(c, safe="") for c in [*BULK, QUEST, TAMPERED])
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("q=tavern", {QUEST}),
+        ("failures=1", {QUEST}),
+        ("compactions=1", {QUEST}),
+        ("dead_letters=1", {QUEST}),
+        ("q=tampered", {TAMPERED}),
+        ("q=nothing-says-this", set()),
+    ],
+)
+async def test_search_and_filters(
+    client: TestClient,  # type: ignore[type-arg]
+    query: str,
+    expected: set[str],
+) -> None:
+    text = await page(client, f"/conversations?{query}")
+    found = set(re.findall(r'<a href="/conversations/([^"]+)">', text))
+    assert found == {quote(c, safe="") for c in expected}
+
+
+async def test_a_bad_parameter_is_a_400_page_that_names_it(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    assert "from:" in await page(client, "/conversations?from=yesterday", status=400)
+    assert "cursor" in await page(client, "/conversations?cursor=garbage", status=400)
+    assert "offset" in await page(client, f"{_path(QUEST)}/as-of?offset=-3", status=400)
+    assert "period" in await page(client, "/usage?period=fortnight", status=400)
+    assert "no conversation" in await page(client, _path("nobody"), status=404)
+    assert "Not Found" in await page(client, "/no/such/page", status=404)
+
+
+async def test_the_timeline_shows_every_record_in_log_order_escaped(
+    client: TestClient,  # type: ignore[type-arg]
+    audited: Audited,
+) -> None:
+    text = await page(client, _path(QUEST))
+    types = re.findall(r'data-testid="entry" data-type="([^"]+)"', text)
+    assert types == [
+        "UserMessage",
+        "AssistantTurn",
+        "ToolResult",
+        "AssistantTurn",
+        "ok",  # r1's reply, right after r1's last event
+        "GameEvent",
+        "UserMessage",
+        "CompactionApplied",
+        "AssistantTurn",
+        "TurnFailed",
+        "timeout",
+    ]
+    # Text from the conversation is text, never markup.
+    assert "<script>" not in text
+    assert "<b>tavern</b>" not in text
+    assert "<i>north</i>" not in text
+    escaped = (SCRIPT, ANSWER, GAME_TEXT, SUMMARY, "<main hall>")
+    for original in escaped:
+        assert _escaped(original) in text, original
+    assert "find_place" in text
+    assert _escaped('"place": "<tavern>"') in text
+    assert TOOL_ARGUMENTS not in text
+    assert "The 4 replaced messages" in text  # read off the snapshot before the compaction
+    assert "unpriced-model" in text  # named among the turns without a price
+    assert "$0.004000" in text  # 1.5 + 2.5 million nano-dollars
+    for offset in audited.quest_offsets:
+        assert f":{offset}</span>" in text
+
+
+def _escaped(text: str) -> str:
+    return (
+        text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&#34;")
+        .replace("'", "&#39;")
+    )
+
+
+async def test_as_of_any_point_and_what_the_model_was_sent(
+    client: TestClient,  # type: ignore[type-arg]
+    audited: Audited,
+) -> None:
+    offsets = audited.quest_offsets
+    latest = await page(client, f"{_path(QUEST)}/as-of")
+    assert "9 of 9 events applied" in latest
+    third = await page(client, f"{_path(QUEST)}/as-of?offset={offsets[2]}")
+    assert "3 of 9 events applied" in third
+    assert third.count('data-testid="message"') == 3
+    assert _escaped(SCRIPT) in third
+    assert "find_place" in third
+    # The second model call of r1 was sent the user message, its tool call and the result.
+    sent = await page(client, f"{_path(QUEST)}/as-of?before={offsets[3]}")
+    assert "What the model was sent for the call at" in sent
+    assert sent.count('data-testid="message"') == 3
+    # After the compaction, its summary stands for the four messages it replaced.
+    compacted = await page(client, f"{_path(QUEST)}/as-of?offset={offsets[6]}")
+    assert _escaped(SUMMARY) in compacted
+    assert _escaped(SCRIPT) not in compacted
+    before_all = await page(client, f"{_path(QUEST)}/as-of?time=2000-01-01T00:00")
+    assert "0 of 9 events applied" in before_all
+
+
+async def test_verify_one_conversation_and_all_with_differences_side_by_side(
+    client: TestClient,  # type: ignore[type-arg]
+    audited: Audited,
+) -> None:
+    equal = await page(client, f"/verify?conversation={quote(QUEST)}")
+    assert "the snapshot equals the fold of its events" in equal
+    different = await page(client, f"/verify?conversation={TAMPERED}")
+    assert "1 difference" in different
+    row = re.search(r"<td>event_count</td><td><pre>(\d+)</pre></td><td><pre>(\d+)</pre>", different)
+    assert row is not None
+    assert row.groups() == ("99", "3")
+    started = await client.post("/verify/all", headers=BEARER, allow_redirects=False)
+    assert started.status == 303
+    for _ in range(200):
+        text = await page(client, "/verify")
+        if "finished" in text:
+            break
+        await asyncio.sleep(0.1)
+    expected = f"{audited.conversations - 1:,} equal, 1 different, 0 pending"
+    assert expected in text
+
+
+async def test_dead_letters_and_usage(client: TestClient) -> None:  # type: ignore[type-arg]
+    letters = await page(client, "/dead-letters")
+    assert "bad-magic" in letters or "undecodable" in letters
+    assert re.search(r"\.events\[\d\]@\d+", letters)
+    assert _escaped(QUEST) in letters
+    none = await page(client, f"/dead-letters?conversation={TAMPERED}")
+    assert "No dead letters." in none
+    usage = await page(client, "/usage")
+    assert "Tokens per day" in usage
+    assert "<svg" in usage
+    assert "$0.004000" in usage
