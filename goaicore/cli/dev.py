@@ -64,6 +64,16 @@ def handle(args: argparse.Namespace) -> int:
             f"log {stack.settings.data_dir / 'projector.log'}, "
             f"metrics {info.projector_url}/metrics",
         )
+        signing_in = (
+            "sign in with a GOAICORE_HTTP_TOKENS token"
+            if stack.settings.http_tokens
+            else "[yellow]unauthenticated[/yellow], 127.0.0.1 only"
+        )
+        table.add_row(
+            "console",
+            f"{info.console_url} — {signing_in}; pid {info.console_pid}, "
+            f"log {stack.settings.data_dir / 'console.log'}",
+        )
         table.add_row("dev.json", str(stack.dev_file))
         console.print(table)
         choice = stack.schema_choice
@@ -102,6 +112,9 @@ def handle(args: argparse.Namespace) -> int:
             f"[green]✓[/green] event projected to PostgreSQL: {projected.table} "
             f"offset {projected.offset} ({projected.seconds:.1f} s)"
         )
+        with console.status("waiting for the console to show it ..."):
+            shown = stack.check_console(folded)
+        console.print(f"[green]✓[/green] conversation shown by the console: {shown.url}")
         console.print(
             "Connect with:\n"
             f"  export KAFKA_BOOTSTRAP_SERVERS={info.bootstrap_servers}\n"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goaicore.config import DEV_FILE_NAME, Settings, read_dev_file
+from goaicore.devstack.console_process import ConsoleProcess
 from goaicore.devstack.projector_process import ProjectorProcess
 from goaicore.devstack.worker_process import WorkerProcess
 from goaicore.errors import ConfigError, GoaicoreError
@@ -72,6 +73,9 @@ class StackInfo:
     started_at: str
     projector_url: str | None = None
     """The projector's /metrics and /health."""
+    console_pid: int | None = None
+    console_url: str | None = None
+    """The auditor's console."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,7 @@ class LocalStack:
         self.topics: list[TopicStatus] = []
         self.worker: WorkerProcess | None = None
         self.projector: ProjectorProcess | None = None
+        self.console: ConsoleProcess | None = None
         self.schema_choice: SchemaChoice | None = None
         self.schema_given = schema_given
 
@@ -165,6 +170,10 @@ class LocalStack:
             self.projector = ProjectorProcess(
                 settings, settings.data_dir / "projector.log", web_port=projector_port
             ).start()
+            console_port = free_loopback_port()
+            self.console = ConsoleProcess(
+                settings, settings.data_dir / "console.log", web_port=console_port
+            ).start()
             broker = self.broker
             self.info = StackInfo(
                 pid=os.getpid(),
@@ -185,6 +194,8 @@ class LocalStack:
                 partitions=settings.partitions,
                 http_url=f"http://127.0.0.1:{web_port}",
                 projector_url=f"http://127.0.0.1:{projector_port}",
+                console_pid=self.console.pid,
+                console_url=f"http://127.0.0.1:{console_port}",
                 started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             )
             self._write_dev_file(self.info)
@@ -249,11 +260,22 @@ class LocalStack:
         """Wait until the projector has written the folded check event to PostgreSQL."""
         return projection_round_trip(self.settings, folded, timeout, self.projector)
 
+    def check_console(self, folded: FoldCheck, timeout: float = 60.0) -> ConsoleCheck:
+        """Wait until the console shows the folded check event's conversation."""
+        url = self.started().console_url
+        if url is None or self.console is None:
+            raise RuntimeError("the dev stack runs no console")
+        tokens = self.settings.http_tokens
+        return console_round_trip(url, folded, timeout, self.console, tokens[0] if tokens else None)
+
     def stop(self) -> None:
         """Remove dev.json (if ours) and stop what this stack started, nothing else."""
         info = read_dev_file(self.settings.data_dir)
         if info is not None and info.get("pid") == os.getpid():
             self.dev_file.unlink(missing_ok=True)
+        if self.console is not None:
+            self.console.stop()
+            self.console = None
         if self.projector is not None:
             self.projector.stop()
             self.projector = None
@@ -430,6 +452,42 @@ def projection_round_trip(
             )
         time.sleep(0.25)
     raise StackError(f"the projector did not write the check event in {timeout:.0f} s")
+
+
+@dataclass(frozen=True)
+class ConsoleCheck:
+    """The check event's conversation, as the console's page shows it."""
+
+    url: str
+    seconds: float
+
+
+def console_round_trip(
+    base_url: str, folded: FoldCheck, timeout: float, console: ConsoleProcess, token: str | None
+) -> ConsoleCheck:
+    """Fetch the conversation's page until it names the check event's position."""
+    import urllib.error
+    import urllib.request
+    from urllib.parse import quote
+
+    url = f"{base_url}/conversations/{quote(folded.conversation_id, safe='')}"
+    headers = {"Accept": "text/html"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    started = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not console.alive():
+            raise StackError(f"the console stopped; see {console.log_path}")
+        try:
+            request = urllib.request.Request(url, headers=headers)
+            with urllib.request.urlopen(request, timeout=10) as response:
+                if f":{folded.offset}</span>" in response.read().decode():
+                    return ConsoleCheck(url, time.perf_counter() - started)
+        except OSError:  # not listening yet, or a 404 before the projector wrote the row
+            pass
+        time.sleep(0.25)
+    raise StackError(f"the console did not show {url} in {timeout:.0f} s")
 
 
 def check_stack(settings: Settings) -> StackCheck:

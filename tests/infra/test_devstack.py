@@ -123,6 +123,18 @@ def test_dev_runs_until_signalled_then_leaves_nothing(tmp_path: Path) -> None:
             assert b"goaicore_events_folded_total" in answer.read()
         assert "event folded by the store worker" in output
         assert "event projected to PostgreSQL" in output
+        # The console runs too, shows the demo conversation, and the banner names it.
+        assert info["console_pid"] in {c.pid for c in children}
+        assert info["console_url"] in output
+        assert "conversation shown by the console" in output
+        listed = b""
+        for _ in range(100):  # the demo's events are projected shortly after its replies
+            with urllib.request.urlopen(f"{info['console_url']}/conversations") as answer:
+                listed = answer.read()
+            if b"demo-player" in listed:
+                break
+            time.sleep(0.2)
+        assert b"demo-player" in listed
 
         # Other commands find the stack through dev.json.
         found = Settings(env={"GOAICORE_DATA_DIR": str(tmp_path)})
