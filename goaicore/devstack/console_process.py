@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
-from goaicore.devstack.worker_process import WorkerProcess, settings_env
+from goaicore.devstack.projector_process import ProjectorProcess
 
 
-class ConsoleProcess(WorkerProcess):
-    """The auditor's console as a child process, on loopback; its output goes to a log."""
+class ConsoleProcess(ProjectorProcess):
+    """The auditor's console on loopback, reading the projector's schema."""
 
-    def start(self) -> ConsoleProcess:
+    def command(self) -> list[str]:
         command = [sys.executable, "-m", "goaicore", "console", "--host", "127.0.0.1"]
         if self.web_port:
             command += ["--port", str(self.web_port)]
-        env = {**settings_env(self.settings), "GOAICORE_DB_SCHEMA": self.settings.db_schema}
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                command,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
-        return self
+        return command

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Self
 
 from goaicore.config import FIELD_VARIABLES, LOADER_VARIABLES, Settings
 
@@ -43,14 +44,20 @@ class WorkerProcess:
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
 
-    def start(self) -> WorkerProcess:
+    def command(self) -> list[str]:
         command = [sys.executable, "-m", "goaicore", "worker", "--loglevel", "info"]
         if self.web_port:
             command += ["--web-port", str(self.web_port)]
+        return command
+
+    def environment(self) -> dict[str, str]:
+        return settings_env(self.settings)
+
+    def start(self) -> Self:
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                command,
-                env=settings_env(self.settings),
+                self.command(),
+                env=self.environment(),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

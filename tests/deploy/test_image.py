@@ -41,7 +41,7 @@ def _run(image: tuple[Any, str], *command: str, entrypoint: str | None = None) -
 
 def test_runs_as_its_own_user_and_finds_code_and_schemas(image: tuple[Any, str]) -> None:
     check = (
-        "import os, goaicore_store, goaicore_projector;"
+        "import os, goaicore_store, goaicore_projector, goaicore_console.app;"
         "from goaicore.records.avro.schemas import schemas_dir;"
         "print(os.getuid(), schemas_dir(), os.environ['GOAICORE_BROKER_PROFILE'])"
     )
@@ -54,5 +54,5 @@ def test_runs_as_its_own_user_and_finds_code_and_schemas(image: tuple[Any, str])
 
 def test_the_cli_has_the_commands_deploy_runs(image: tuple[Any, str]) -> None:
     out = _run(image, "--help")
-    for command in ("worker", "projector", "create-topics", "verify"):
+    for command in ("worker", "projector", "console", "create-topics", "verify"):
         assert command in out

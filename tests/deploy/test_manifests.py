@@ -1,11 +1,14 @@
 """deploy/ checked without Docker: the files parse, and they agree with the code and each other.
 
 - every process the system needs is there (3 Kafka brokers in one KRaft quorum,
-  PostgreSQL, the topic job, 2 store workers, the projector, each with a health check);
+  PostgreSQL, the topic job, 2 store workers, the projector, the auditor's console,
+  each with a health check);
 - each goaicore process gets every variable the code passes to that process, only
   variables the code knows, values its settings parser accepts, and the standard
   broker profile (never the embedded one);
-- one image name and version, one HTTP port, and probes on routes the worker serves.
+- one image name and version, and probes on routes the processes serve;
+- every process listening on 0.0.0.0 behind tokens (the workers, the console) gets
+  the API's bearer tokens, required, never optional.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from typing import Any
 import pytest
 import yaml
 
+from goaicore.cli import build_parser
 from goaicore.config import VARIABLES, Settings
+from goaicore.devstack.console_process import ConsoleProcess
 from goaicore.devstack.projector_process import ProjectorProcess
 from goaicore.devstack.worker_process import WorkerProcess
 from tests.conftest import docker_unavailable_reason
@@ -51,8 +56,13 @@ VARIABLE_NAMES = frozenset(v.name for v in VARIABLES)
 # Variables of the image itself, not goaicore settings.
 RUNTIME_VARIABLES = frozenset({"PATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"})
 WEB_PORT = 6066
+CONSOLE_PORT = 8470
 IMAGE = f"goaicore:{project_version()}"
 KAFKA_SERVICES = ("kafka-1", "kafka-2", "kafka-3")
+# The processes that serve content over HTTP behind the bearer tokens, and the option
+# naming the address each listens on.
+TOKEN_HOST_OPTIONS = {"worker": "--web-host", "console": "--host"}
+TOKENS = "GOAICORE_HTTP_TOKENS"
 
 
 # --- what the code says ----------------------------------------------------------------
@@ -75,7 +85,7 @@ def _child_env(
         env={},
         bootstrap_servers="kafka:9092",
         broker_profile="standard",
-        database_url="postgresql://u@db:5432/d" if process is ProjectorProcess else None,
+        database_url=None if process is WorkerProcess else "postgresql://u@db:5432/d",
         data_dir=tmp_path,
     )
     process(settings, tmp_path / "log").start()
@@ -89,12 +99,16 @@ def needed() -> dict[str, set[str]]:
         tmp = Path(tempfile.mkdtemp())
         worker = _child_env(monkeypatch, tmp, WorkerProcess)
         projector = _child_env(monkeypatch, tmp, ProjectorProcess)
+        console = _child_env(monkeypatch, tmp, ConsoleProcess)
     # The dev stack's broker has one node; a cluster needs the replication spelled out.
     deployed = {"GOAICORE_REPLICATION_FACTOR"}
     return {
         "worker": worker | deployed,
         "projector": projector | deployed,
         "create-topics": worker | deployed,
+        # The dev stack's console listens on loopback; a deployed one on 0.0.0.0 needs
+        # the tokens (the workers' are checked on their own: the CLI service has none).
+        "console": console | deployed | {TOKENS},
     }
 
 
@@ -113,14 +127,47 @@ def routes(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     return set(store.app.web.views)
 
 
+@pytest.fixture(scope="module")
+def console_routes() -> set[str]:
+    """The console's route table, from the app itself (nothing is started)."""
+    from goaicore_console.app import create_console
+
+    app = create_console(_console_settings())
+    return {resource.canonical for resource in app.router.resources()}
+
+
+def _console_settings() -> Settings:
+    return Settings(
+        env={},
+        database_url="postgresql://u@db:5432/d",  # never connected to: no page is asked
+        http_tokens=("a-long-random-token",),
+        data_dir=Path(tempfile.mkdtemp()),
+    )
+
+
 def test_needed_variables_are_derived_from_the_code(needed: dict[str, set[str]]) -> None:
     assert {"KAFKA_BOOTSTRAP_SERVERS", "GOAICORE_BROKER_PROFILE"} <= needed["worker"]
     assert {"DATABASE_URL", "GOAICORE_DB_SCHEMA"} <= needed["projector"]
+    assert {"DATABASE_URL", "GOAICORE_DB_SCHEMA", "GOAICORE_TOPIC_PREFIX"} <= needed["console"]
     assert "DATABASE_URL" not in needed["worker"]
 
 
 def test_the_worker_serves_health_and_readiness(routes: set[str]) -> None:
     assert {"/health", "/ready", "/v1/conversations/{conversation_id}"} <= routes
+
+
+async def test_the_console_answers_health_without_a_token_and_nothing_else() -> None:
+    """What its probes and health check see: /health open, pages behind the sign-in."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from goaicore_console.app import create_console
+
+    async with TestClient(TestServer(create_console(_console_settings()))) as client:
+        health = await client.get("/health")
+        assert health.status == 200
+        assert await health.json() == {"status": "ok"}
+        page = await client.get("/conversations", allow_redirects=False)
+        assert page.status in (303, 401)
 
 
 # --- the Dockerfile ------------------------------------------------------------------
@@ -157,9 +204,28 @@ def test_image_builds_the_package_with_its_schemas_and_services() -> None:
 
 
 def test_image_installs_the_services_extras_and_no_dev_package() -> None:
+    from goaicore.cli.services import EXTRAS
+
     installs = [i.args for i in dockerfile() if i.keyword == "RUN" and "pip install" in i.args]
-    assert any("'.[worker,rocksdb,projector]'" in run for run in installs), installs
+    extras = {
+        extra
+        for run in installs
+        for listed in re.findall(r"'\.\[([a-z,-]+)\]'", run)
+        for extra in listed.split(",")
+    }
+    # Every deployable service's extra, and RocksDB for GOAICORE_TABLE_STORE=rocksdb.
+    services = set(pyproject()["project"]["entry-points"]["goaicore.services"])
+    assert services == set(EXTRAS) == {"worker", "projector", "console"}
+    assert extras == {EXTRAS[service] for service in services} | {"rocksdb"}, installs
     assert not any("dev" in run or "[all" in run or "local" in run for run in installs)
+
+
+def test_image_build_imports_every_service() -> None:
+    """The final stage imports each service package: a missing one fails the build."""
+    checks = [i.args for i in final_stage() if i.keyword == "RUN" and "import" in i.args]
+    services = pyproject()["project"]["entry-points"]["goaicore.services"].values()
+    for package in {entry.split(".")[0] for entry in services}:
+        assert any(re.search(rf"\b{package}\b", check) for check in checks), package
 
 
 def test_image_build_fetches_nothing_but_python_packages() -> None:
@@ -214,7 +280,7 @@ def test_compose_has_every_process_the_system_needs() -> None:
     assert sorted(kafka) == list(KAFKA_SERVICES)
     assert str(services["postgres"]["image"]).startswith("postgres:")
     roles = [_role(s) for s in _goaicore_services().values() if "profiles" not in s]
-    assert sorted(roles) == ["create-topics", "projector", "worker", "worker"]
+    assert sorted(roles) == ["console", "create-topics", "projector", "worker", "worker"]
     for name, service in services.items():
         if name == "create-topics" or "profiles" in service:
             continue
@@ -261,8 +327,8 @@ def test_compose_starts_things_in_order() -> None:
             continue
         depends = service["depends_on"]
         assert depends["create-topics"]["condition"] == "service_completed_successfully"
-        if _role(service) == "projector":
-            assert depends["postgres"]["condition"] == "service_healthy"
+        if _role(service) in ("projector", "console"):
+            assert depends["postgres"]["condition"] == "service_healthy", name
 
 
 def test_compose_gives_each_process_what_the_code_needs(needed: dict[str, set[str]]) -> None:
@@ -278,7 +344,7 @@ def test_compose_gives_each_process_what_the_code_needs(needed: dict[str, set[st
         assert settings.broker_profile == "standard", name
         assert settings.replication_factor == 3, name
         assert settings.bootstrap_servers == bootstrap, name
-        if role == "projector":
+        if role in ("projector", "console"):
             assert settings.require_database_url().endswith("@postgres:5432/goaicore")
         assert not any("embedded" in value for value in env.values()), name
 
@@ -297,6 +363,50 @@ def test_compose_workers_use_the_image_port_and_reach_each_other(routes: set[str
         port, path = url_port_and_path(service["healthcheck"]["test"])
         assert (port, path) == (WEB_PORT, "/ready")
         assert path in routes
+
+
+def test_compose_console_is_published_and_checked_on_its_health(
+    console_routes: set[str],
+) -> None:
+    [service] = [s for s in _goaicore_services().values() if _role(s) == "console"]
+    command = [str(part) for part in service["command"]]
+    assert option(command, "--port") == str(CONSOLE_PORT)
+    assert option(command, "--host") == "0.0.0.0"
+    assert "--insecure-http" not in command
+    assert [p.split(":")[-1] for p in service["ports"]] == [str(CONSOLE_PORT)]
+    port, path = url_port_and_path(service["healthcheck"]["test"])
+    assert (port, path) == (CONSOLE_PORT, "/health")
+    assert path in console_routes
+
+
+def test_compose_requires_tokens_where_a_process_listens_on_all_addresses() -> None:
+    """The workers and the console refuse to start without tokens on 0.0.0.0: compose
+    refuses first, with a message, when GOAICORE_HTTP_TOKENS is unset."""
+    listening = {
+        name: service
+        for name, service in _goaicore_services().items()
+        if _role(service) in TOKEN_HOST_OPTIONS
+        and option([str(p) for p in service["command"]], TOKEN_HOST_OPTIONS[_role(service)])
+        == "0.0.0.0"
+    }
+    assert sorted(_role(s) for s in listening.values()) == ["console", "worker", "worker"]
+    for name, service in listening.items():
+        tokens = str(service["environment"][TOKENS])
+        assert tokens.startswith("${GOAICORE_HTTP_TOKENS:?"), name
+        if _role(service) == "console":  # Prometheus's token opens no page
+            assert "GOAICORE_METRICS_TOKEN" not in tokens
+
+
+def test_compose_and_k8s_commands_parse_as_the_cli_defines_them() -> None:
+    parser = build_parser()
+    commands = [
+        [str(part) for part in service["command"]]
+        for service in _goaicore_services().values()
+        if "profiles" not in service
+    ]
+    commands += [[str(a) for a in c["args"]] for w in _workloads() for c in _containers(w)]
+    for command in commands:
+        parser.parse_args(command)
 
 
 def test_compose_builds_and_names_one_image() -> None:
@@ -345,9 +455,11 @@ def test_kustomization_lists_every_object_the_system_needs() -> None:
         ("Service", "goaicore-worker"),
         ("PodDisruptionBudget", "goaicore-worker"),
         ("Deployment", "goaicore-projector"),
+        ("Deployment", "goaicore-console"),
+        ("Service", "goaicore-console"),
     } <= kinds
     roles = sorted(_containers(w)[0]["args"][0] for w in _workloads())
-    assert roles == ["create-topics", "projector", "worker"]
+    assert roles == ["console", "create-topics", "projector", "worker"]
 
 
 def test_k8s_replicas_fit_the_partitions_and_one_projector_writes() -> None:
@@ -355,6 +467,7 @@ def test_k8s_replicas_fit_the_partitions_and_one_projector_writes() -> None:
     settings = Settings(env=container_env(worker, _containers(worker)[0]))
     assert 2 <= worker["spec"]["replicas"] <= settings.partitions
     assert k8s_object("Deployment", "goaicore-projector")["spec"]["replicas"] == 1
+    assert k8s_object("Deployment", "goaicore-console")["spec"]["replicas"] >= 1
     budget = k8s_object("PodDisruptionBudget", "goaicore-worker")["spec"]
     assert budget["selector"]["matchLabels"] == worker["spec"]["selector"]["matchLabels"]
     assert budget["maxUnavailable"] == 1
@@ -391,13 +504,57 @@ def test_k8s_images_are_the_one_image() -> None:
 
 def test_k8s_pods_are_non_root_with_requests_and_limits() -> None:
     for workload in _workloads():
+        name = workload["metadata"]["name"]
         pod = pod_spec(workload)
-        assert pod["securityContext"]["runAsNonRoot"] is True
-        assert pod["securityContext"]["runAsUser"] != 0
+        assert pod["securityContext"]["runAsNonRoot"] is True, name
+        assert pod["securityContext"]["runAsUser"] != 0, name
         for container in pod["containers"]:
             resources = container["resources"]
-            assert {"cpu", "memory"} <= set(resources["requests"])
-            assert {"cpu", "memory"} <= set(resources["limits"])
+            assert {"cpu", "memory"} <= set(resources["requests"]), name
+            assert {"cpu", "memory"} <= set(resources["limits"]), name
+            assert container["securityContext"] == {
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"]},
+            }, name
+
+
+def test_k8s_deployments_have_probes_on_their_own_ports() -> None:
+    """Every Deployment is restarted when it stops answering /health, and one a Service
+    routes to is taken out of it while not ready."""
+    routed = [o["spec"]["selector"] for o in k8s_objects() if o["kind"] == "Service"]
+    for deployment in (o for o in k8s_objects() if o["kind"] == "Deployment"):
+        name = deployment["metadata"]["name"]
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        probes = ["livenessProbe"]
+        if any(selector.items() <= labels.items() for selector in routed):
+            probes.append("readinessProbe")
+        for container in _containers(deployment):
+            ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+            for probe in probes:
+                get = container[probe]["httpGet"]
+                assert get["port"] in ports, f"{name}: {probe} on an undeclared port"
+                assert get["path"] in ("/health", "/ready"), f"{name}: {probe}"
+            assert container["livenessProbe"]["httpGet"]["path"] == "/health", name
+
+
+def test_k8s_tokens_come_from_the_secret_where_a_process_listens_on_all_addresses() -> None:
+    secret = k8s_object("Secret", "goaicore-secrets")["stringData"]
+    assert TOKENS in secret
+    listening = []
+    for workload in _workloads():
+        for container in _containers(workload):
+            args = [str(a) for a in container["args"]]
+            host = TOKEN_HOST_OPTIONS.get(args[0])
+            if host is None or option(args, host) != "0.0.0.0":
+                continue
+            listening.append(args[0])
+            assert "--insecure-http" not in args
+            [item] = [e for e in container["env"] if e["name"] == TOKENS]
+            ref = item["valueFrom"]["secretKeyRef"]
+            # Not optional: a missing key stops the pod from starting, not the auth.
+            assert ref == {"name": "goaicore-secrets", "key": TOKENS}, args[0]
+    assert sorted(listening) == ["console", "worker"]
 
 
 def test_k8s_worker_port_and_probes_hit_real_routes(routes: set[str]) -> None:
@@ -427,18 +584,41 @@ def test_k8s_worker_port_and_probes_hit_real_routes(routes: set[str]) -> None:
     assert [p["targetPort"] for p in service["ports"]] == ["http"]
 
 
+def test_k8s_console_port_probes_and_service(console_routes: set[str]) -> None:
+    console = k8s_object("Deployment", "goaicore-console")
+    (container,) = _containers(console)
+    args = [str(a) for a in container["args"]]
+    assert option(args, "--port") == str(CONSOLE_PORT)
+    assert option(args, "--host") == "0.0.0.0"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"http": CONSOLE_PORT}
+    for probe in ("livenessProbe", "readinessProbe"):
+        get = container[probe]["httpGet"]
+        assert (ports[get["port"]], get["path"]) == (CONSOLE_PORT, "/health"), probe
+        assert get["path"] in console_routes
+    env = {e["name"]: e for e in container["env"]}
+    assert env["DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+        "name": "goaicore-secrets",
+        "key": "DATABASE_URL",
+    }
+    assert container["envFrom"] == [{"configMapRef": {"name": "goaicore-config"}}]
+    service = k8s_object("Service", "goaicore-console")["spec"]
+    assert service.get("type", "ClusterIP") == "ClusterIP"
+    assert service["selector"] == console["spec"]["selector"]["matchLabels"]
+    assert [(p["port"], p["targetPort"]) for p in service["ports"]] == [(CONSOLE_PORT, "http")]
+
+
 def test_operations_guide_is_linked_and_its_commands_exist() -> None:
     guide = (ROOT / "docs" / "operations.md").read_text()
     assert "docs/operations.md" in (ROOT / "README.md").read_text()
     assert "docs/operations.md" in (DEPLOY / "README.md").read_text()
-    from goaicore.cli import build_parser
-
     parser = build_parser()
     # The commands the guide tells an operator to run parse as written.
     for command in (
         "goaicore create-topics",
         "goaicore projection clear --schema goaicore\n  --prefix goaicore",
         "goaicore verify --db",
+        "goaicore console --port 8470 --host 0.0.0.0",
     ):
         assert command in guide, command
         parser.parse_args(command.split()[1:])  # split() also joins a wrapped line

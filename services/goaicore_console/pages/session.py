@@ -28,7 +28,8 @@ async def login(request: web.Request) -> web.Response:
         max_age=SESSION_SECONDS,
         httponly=True,
         samesite="Strict",
-        secure=request.secure,
+        # Behind a proxy that ends TLS the request itself is plain HTTP; the browser's is not.
+        secure=request.secure or request.headers.get("X-Forwarded-Proto") == "https",
         path="/",
     )
     raise response
