@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from goaicore.fold import pending
 from goaicore.fold.evolve import evolve
 from goaicore.fold.policy import FoldPolicy
 from goaicore.fold.size import (
@@ -61,6 +62,7 @@ def bounded(
         notes.append(f"size policy dropped the oldest {cut} messages")
         kept = messages[cut:]
         note_dropped(kept, messages, messages[:cut])
+        pending.note_dropped(kept, messages, cut)
         snapshot = evolve(
             snapshot,
             messages=kept,

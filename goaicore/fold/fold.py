@@ -15,11 +15,10 @@ counts of applied events unchanged; only the position moves past it and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from goaicore.fold.bound import bounded, with_anomaly
 from goaicore.fold.compaction import CompactionMismatch, apply_compaction_record
 from goaicore.fold.evolve import evolve
+from goaicore.fold.pending import note_appended, pending_caller, unanswered_calls
 from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy
 from goaicore.fold.size import note_inserted, note_window_slid
 from goaicore.records import (
@@ -116,12 +115,12 @@ def _problem(
         return f"{type(event.body).__name__} after the conversation was deleted"
     body = event.body
     if isinstance(body, ToolResult):
-        pending = _unanswered_calls(snapshot.messages)
+        pending = unanswered_calls(snapshot.messages)
         if body.tool_call_id not in pending:
             call = _short(body.tool_call_id, policy)
             return f"tool result for {call!r} answers no pending tool call"
     if isinstance(body, UserMessage | AssistantTurn | GameEvent):
-        pending = _unanswered_calls(snapshot.messages)
+        pending = unanswered_calls(snapshot.messages)
         if pending and isinstance(body, UserMessage | AssistantTurn):
             return f"{type(body).__name__} while tool calls {sorted(pending)} are unanswered"
     return None
@@ -198,35 +197,14 @@ def _append(snapshot: ConversationSnapshot, message: SnapshotMessage) -> Convers
     next to its results, so the history stays valid to send.
     """
     messages = snapshot.messages
-    caller = _pending_caller(messages) if message.role in ("user", "system") else None
+    caller = pending_caller(messages) if message.role in ("user", "system") else None
     if caller is None:
         placed = (*messages, message)
     else:
         placed = (*messages[:caller], message, *messages[caller:])
     note_inserted(placed, messages, message)
+    note_appended(placed, messages, message)
     return evolve(snapshot, messages=placed, message_count=snapshot.message_count + 1)
-
-
-def _pending_caller(messages: Sequence[SnapshotMessage]) -> int | None:
-    """Index of the assistant message whose tool calls are not all answered yet."""
-    if not _unanswered_calls(messages):
-        return None
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].role == "assistant":
-            return index
-    return None
-
-
-def _unanswered_calls(messages: Sequence[SnapshotMessage]) -> set[str]:
-    """Tool call ids of the last assistant message not yet answered by a tool result."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.role == "assistant":
-            answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
-            return {call.id for call in message.tool_calls} - answered
-        if message.role == "user":
-            return set()
-    return set()
 
 
 def _where(event: ConversationEvent, position: LogPosition, policy: FoldPolicy) -> str:

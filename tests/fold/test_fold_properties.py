@@ -111,3 +111,33 @@ def test_size_policy_bounds_every_snapshot(log: Log) -> None:
     if snapshot is not None:
         for provider in ("openai", "anthropic"):
             validate_history(to_chat_messages(snapshot.messages), provider)
+
+
+@settings(max_examples=80, deadline=None)
+@given(conversation_log(max_steps=30), st.lists(any_events, max_size=8), st.data())
+def test_remembered_pending_calls_fold_exactly_as_a_scan_does(
+    log: Log, odd: list[ConversationEvent], data: st.DataObject
+) -> None:
+    """The fold remembers each history's unanswered tool calls; folding with that memory
+    wiped before every event (so every answer is a fresh scan) gives the same snapshots."""
+    from goaicore.fold import pending
+
+    policy = FoldPolicy(max_messages=data.draw(st.integers(2, 12)))
+    position = LogPosition(partition=0, offset=len(log))
+    mixed = [
+        *log,
+        *((e, LogPosition(partition=0, offset=position.offset + i)) for i, e in enumerate(odd)),
+    ]
+    remembered: dict[str, ConversationSnapshot] = {}
+    scanned: dict[str, ConversationSnapshot] = {}
+    for event, at in mixed:
+        key = event.conversation_id
+        remembered[key] = fold(remembered.get(key), event, at, policy)
+        messages = remembered[key].messages
+        assert pending.unanswered_calls(messages) == pending._scan(messages)[1]
+        memory = dict(pending._known)  # the remembering fold keeps its memory ...
+        pending._known.clear()  # ... the scanning one starts from none at every event
+        scanned[key] = fold(scanned.get(key), event, at, policy)
+        pending._known.clear()
+        pending._known.update(memory)
+    assert remembered == scanned
