@@ -67,7 +67,11 @@ class BearerTokens:
 
 
 def check_http_exposure(
-    settings: Settings, host: str, insecure_http: bool, what: str = "the HTTP API"
+    settings: Settings,
+    host: str,
+    insecure_http: bool,
+    what: str = "the HTTP API",
+    option: str = "--web-host",
 ) -> None:
     """Refuse to serve ``what`` without tokens beyond this machine, unless told to."""
     if settings.http_tokens:
@@ -81,8 +85,8 @@ def check_http_exposure(
         return
     if not insecure_http:
         raise ConfigError(
-            f"GOAICORE_HTTP_TOKENS is not set and {host} is reachable from other machines: "
-            f"set tokens, or pass --insecure-http to serve {what} unauthenticated"
+            f"GOAICORE_HTTP_TOKENS is not set and {option} {host} is reachable from other "
+            f"machines: set tokens, or pass --insecure-http to serve {what} unauthenticated"
         )
     log.warning("%s is unauthenticated on %s (--insecure-http)", what, host)
 

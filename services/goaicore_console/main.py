@@ -22,7 +22,7 @@ def main(port: int = DEFAULT_PORT, host: str = "127.0.0.1", insecure_http: bool 
 
     settings = Settings()
     logs.configure(logging.INFO, settings.log_format)
-    check_http_exposure(settings, host, insecure_http, what="the console")
+    check_http_exposure(settings, host, insecure_http, what="the console", option="--host")
     with connect(settings) as conn:  # a database that does not answer: one line, exit 4
         try:
             require_projection(conn, settings.db_schema)

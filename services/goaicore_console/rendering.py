@@ -16,6 +16,8 @@ from urllib.parse import quote
 import jinja2
 from aiohttp import web
 
+from goaicore_console.auth import TOKENS_KEY
+
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 ENVIRONMENT_KEY = web.AppKey("jinja", jinja2.Environment)
@@ -50,7 +52,11 @@ def environment() -> jinja2.Environment:
 
 
 def render(request: web.Request, template: str, status: int = 200, **context: Any) -> web.Response:
-    page = request.app[ENVIRONMENT_KEY].get_template(template).render(request=request, **context)
+    page = (
+        request.app[ENVIRONMENT_KEY]
+        .get_template(template)
+        .render(request=request, with_tokens=bool(request.app[TOKENS_KEY]), **context)
+    )
     return web.Response(text=page, status=status, content_type="text/html", charset="utf-8")
 
 

@@ -147,6 +147,8 @@ async def test_a_bad_parameter_is_a_400_page_that_names_it(
     assert "offset" in await page(client, f"{_path(QUEST)}/as-of?offset=-3", status=400)
     assert "period" in await page(client, "/usage?period=fortnight", status=400)
     assert "no conversation" in await page(client, _path("nobody"), status=404)
+    assert "no conversation" in await page(client, _path("line\nbreak ☃"), status=404)
+    assert "no conversation" in await page(client, f"{_path('a/b')}/as-of", status=404)
     assert "Not Found" in await page(client, "/no/such/page", status=404)
 
 
@@ -253,3 +255,16 @@ async def test_dead_letters_and_usage(client: TestClient) -> None:  # type: igno
     assert "Tokens per day" in usage
     assert "<svg" in usage
     assert "$0.004000" in usage
+
+
+async def test_without_tokens_every_page_is_open_and_says_so(audited: Audited) -> None:
+    settings = audited.settings.with_overrides(http_tokens=())
+    async with TestClient(TestServer(create_console(settings))) as open_client:
+        listed = await open_client.get("/conversations")
+        assert listed.status == 200
+        text = await listed.text()
+        assert "unauthenticated · 127.0.0.1 only" in text
+        assert "Sign out" not in text
+        login = await open_client.get("/login?next=/usage", allow_redirects=False)
+        assert login.status == 303, await login.text()
+        assert login.headers["Location"] == "/usage"

@@ -78,6 +78,9 @@ def test_the_wheel_holds_every_schema_file(wheel: Path) -> None:
     missing = [s for s in sources if f"{PACKAGED_SCHEMAS}/{s}" not in names]
     assert missing == []
     assert "goaicore/kafka/apache/pom.xml" in names
+    # The console's pages and style ship with it.
+    assert "goaicore_console/templates/conversation.html" in names
+    assert "goaicore_console/static/console.css" in names
 
 
 def test_the_wheel_installs_no_generic_top_level_name(wheel: Path) -> None:
@@ -86,7 +89,7 @@ def test_the_wheel_installs_no_generic_top_level_name(wheel: Path) -> None:
         for name in _names(wheel)
         if not name.split("/")[0].endswith(".dist-info")
     }
-    assert tops == {"goaicore", "goaicore_store", "goaicore_projector"}
+    assert tops == {"goaicore", "goaicore_store", "goaicore_projector", "goaicore_console"}
 
 
 def test_an_installed_wheel_encodes_and_decodes_every_record_type(

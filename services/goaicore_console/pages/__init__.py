@@ -14,6 +14,7 @@ from aiohttp import web
 from goaicore.errors import DatabaseError, InputError
 from goaicore_console.auth import Handler
 from goaicore_console.pages import audit, conversations, session
+from goaicore_console.pages.params import NothingHereError
 from goaicore_console.rendering import render
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,8 @@ async def error_pages(request: web.Request, handler: Handler) -> web.StreamRespo
         if err.status in (404, 405) and err.content_type != "text/html":
             return _error(request, err.status, err.reason)
         raise
+    except NothingHereError as err:
+        return _error(request, 404, str(err))
     except InputError as err:
         return _error(request, 400, str(err))
     except DatabaseError as err:

@@ -83,7 +83,7 @@ async def conversation(request: web.Request) -> web.Response:
     page_number = params.integer(request, "page", minimum=1) or 1
     found = await request.app[DATABASE_KEY].run(_load, conversation_id)
     if not found.events and not found.replies:
-        raise web.HTTPNotFound(reason=f"no conversation {conversation_id!r} in the projection")
+        raise params.NothingHereError(f"no conversation {conversation_id!r} in the projection")
     policy = policy_of(found.snapshot) if found.snapshot is not None else DEFAULT_POLICY
     entries = timeline(found.events, found.replies, policy)
     pages = max(1, -(-len(entries) // TIMELINE_PAGE))
@@ -127,5 +127,5 @@ async def as_of_page(request: web.Request) -> web.Response:
         before=params.integer(request, "before"),
     )
     if not view.points:
-        raise web.HTTPNotFound(reason=f"no conversation {conversation_id!r} in the projection")
+        raise params.NothingHereError(f"no conversation {conversation_id!r} in the projection")
     return render(request, "as_of.html", view=view, conversation_id=conversation_id)

@@ -6,13 +6,21 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from goaicore.errors import InputError
+from goaicore.errors import GoaicoreError, InputError
 
 MAX_TEXT = 500
 
 
 class BadParameterError(InputError):
     """A query parameter that does not parse; the page says which and why."""
+
+
+class NothingHereError(GoaicoreError, LookupError):
+    """What a page was asked for is not in the projection: a 404 page that says what.
+
+    (Not aiohttp's HTTPNotFound with a reason: a reason phrase goes into the status
+    line, where a conversation id with a line break or non-Latin-1 text cannot.)
+    """
 
 
 def text(request: web.Request, name: str, max_chars: int = MAX_TEXT) -> str | None:

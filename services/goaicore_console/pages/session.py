@@ -9,9 +9,10 @@ from goaicore_console.rendering import render
 
 
 async def login_page(request: web.Request) -> web.Response:
-    return render(
-        request, "login.html", target=local_target(request.query.get("next")), failed=False
-    )
+    target = local_target(request.query.get("next"))
+    if not request.app[TOKENS_KEY]:
+        raise web.HTTPSeeOther(target)  # no tokens configured: nothing to sign in to
+    return render(request, "login.html", target=target, failed=False)
 
 
 async def login(request: web.Request) -> web.Response:
