@@ -7,7 +7,7 @@ from aiohttp import web
 from goaicore.config import Settings
 from goaicore.http_auth import BearerTokens
 from goaicore_console import pages
-from goaicore_console.auth import TOKENS_KEY, console_auth
+from goaicore_console.auth import TOKENS_KEY, console_auth, same_site_only
 from goaicore_console.database import Database
 from goaicore_console.keys import DATABASE_KEY, JOBS_KEY, SETTINGS_KEY
 from goaicore_console.rendering import ENVIRONMENT_KEY, STATIC, environment, security_headers
@@ -18,7 +18,7 @@ MAX_BODY_BYTES = 64 * 1024  # the console takes only small forms
 
 def create_console(settings: Settings, database: Database | None = None) -> web.Application:
     app = web.Application(
-        middlewares=[security_headers, pages.error_pages, console_auth()],
+        middlewares=[security_headers, pages.error_pages, same_site_only(), console_auth()],
         client_max_size=MAX_BODY_BYTES,
     )
     database = database or Database(settings)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from goaicore.errors import raises_ours
 from goaicore.fold.policy import DEFAULT_POLICY, policy_of
 from goaicore.projection.db import Connection
 from goaicore.projection.verify import refold, stored_snapshots
@@ -43,6 +44,7 @@ class AsOf:
         return 0 if self.at is None else self.points.index(self.at) + 1
 
 
+@raises_ours
 def event_points(conn: Connection, conversation_id: str) -> list[Point]:
     rows = conn.execute(
         "SELECT topic_partition, log_offset, body_type, occurred_at FROM conversation_events"
@@ -52,6 +54,7 @@ def event_points(conn: Connection, conversation_id: str) -> list[Point]:
     return [Point(int(p), int(o), str(t), at) for p, o, t, at in rows]
 
 
+@raises_ours
 def as_of(
     conn: Connection,
     conversation_id: str,

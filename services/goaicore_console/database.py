@@ -26,6 +26,7 @@ class Database:
         self.settings = settings
         self._idle: queue.LifoQueue[Connection] = queue.LifoQueue()
         self._slots = asyncio.Semaphore(size)
+        self._closed = False
 
     async def run(
         self, query: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -50,10 +51,14 @@ class Database:
         except BaseException:
             conn.close()  # its state is unknown after a failure
             raise
-        self._idle.put(conn)
+        if self._closed:
+            conn.close()  # a query that ran on past close(): nothing takes it back
+        else:
+            self._idle.put(conn)
         return result
 
     def close(self) -> None:
+        self._closed = True
         while True:
             try:
                 self._idle.get_nowait().close()

@@ -53,6 +53,10 @@ def _written(value: object) -> str:
     return text
 
 
+class VerifyStoppedError(Exception):
+    """A verify job cut short because the console stops."""
+
+
 @dataclass
 class VerifyJob:
     """A verify of every projected snapshot, running or finished."""
@@ -64,12 +68,16 @@ class VerifyJob:
     report: VerifyReport | None = None
     error: str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    stopping: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
     def running(self) -> bool:
         return self.finished_at is None
 
     def tick(self) -> None:
+        """One snapshot checked (called from the verify's thread); stops it when asked."""
+        if self.stopping.is_set():
+            raise VerifyStoppedError("the console is stopping")
         with self._lock:
             self.checked += 1
 
@@ -90,17 +98,19 @@ class VerifyJobs:
         """Start verifying every snapshot, unless a job runs already; the job."""
         if self.current is not None and self.current.running:
             return self.current
-        total = await self.database.run(_snapshot_count)
-        job = VerifyJob(started_at=utc_now(), total=total)
-        self.current = job
+        job = VerifyJob(started_at=utc_now(), total=0)
+        self.current = job  # before any await: a second request finds it running
         self._task = asyncio.create_task(self._run(job))
         return job
 
     async def _run(self, job: VerifyJob) -> None:
         try:
+            job.total = await self.database.run(_snapshot_count)
             job.report = await self.database.run(
                 verify_db, self.events_topic, (), progress=job.tick
             )
+        except VerifyStoppedError:
+            job.error = "stopped with the console"
         except GoaicoreError as err:
             job.error = str(err)
         except Exception as err:  # shown on the page; the console goes on
@@ -110,8 +120,11 @@ class VerifyJobs:
             job.finished_at = utc_now()
 
     async def close(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
+        """Stop a running job at its next snapshot, and wait for its thread."""
+        if self.current is not None:
+            self.current.stopping.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
 
 
 def _snapshot_count(conn: Connection) -> int:

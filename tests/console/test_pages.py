@@ -268,3 +268,74 @@ async def test_without_tokens_every_page_is_open_and_says_so(audited: Audited) -
         login = await open_client.get("/login?next=/usage", allow_redirects=False)
         assert login.status == 303, await login.text()
         assert login.headers["Location"] == "/usage"
+
+
+async def test_sign_in_never_leads_to_another_site(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    for target in ("/\t/evil.example", "/\n/evil.example", "http://evil.example/", "/\\evil"):
+        signed = await client.post(
+            "/login", data={"token": TOKEN, "next": target}, allow_redirects=False
+        )
+        assert signed.headers["Location"] == "/", target
+
+
+async def test_requests_another_site_can_make_are_refused(
+    client: TestClient,  # type: ignore[type-arg]
+    audited: Audited,
+) -> None:
+    forged = await client.post(
+        "/verify/all", headers={**BEARER, "Origin": "http://evil.example"}, allow_redirects=False
+    )
+    assert forged.status == 403
+    settings = audited.settings.with_overrides(http_tokens=())
+    async with TestClient(TestServer(create_console(settings))) as open_client:
+        rebound = await open_client.get("/conversations", headers={"Host": "evil.example"})
+        assert rebound.status == 421
+        listed = await open_client.get("/conversations", headers={"Host": "localhost:8470"})
+        assert listed.status == 200
+
+
+async def test_odd_input_is_a_4xx_never_a_500(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    assert "before" in await page(client, "/dead-letters?before=%C2%B2:1", status=400)
+    assert "until" in await page(client, "/usage?until=0001-01-01", status=400)
+    assert "offset" in await page(client, f"{_path(QUEST)}/as-of?offset={10**30}", status=400)
+    assert "NUL" in await page(client, "/verify?conversation=%00", status=400)
+    assert "NUL" in await page(client, "/conversations/%00", status=404)
+    cookie = await client.get("/conversations", headers={"Cookie": f"{COOKIE}=\u00b2.x"})
+    assert cookie.status == 401
+    huge = await client.get("/conversations", headers={"Cookie": f"{COOKIE}={'9' * 5000}.x"})
+    assert huge.status == 401
+    body = await client.post(
+        "/login",
+        data=b"token=\xff",
+        headers={"Content-Type": "application/x-www-form-urlencoded; charset=bogus"},
+    )
+    assert body.status == 400
+    wrong_method = await client.post("/conversations", headers=BEARER)
+    assert wrong_method.status == 405
+    assert "GET" in wrong_method.headers["Allow"]
+
+
+def test_ids_are_quoted_as_one_segment() -> None:
+    from goaicore_console.rendering import url_segment
+
+    assert url_segment("a/b?c&d #e") == "a%2Fb%3Fc%26d%20%23e"
+
+
+async def test_verify_all_asked_at_once_runs_one_job(audited: Audited) -> None:
+    from goaicore_console.keys import JOBS_KEY
+
+    app = create_console(audited.settings)
+    async with TestClient(TestServer(app)):
+        jobs = app[JOBS_KEY]
+        started = await asyncio.gather(*(jobs.start_all() for _ in range(5)))
+        assert all(job is started[0] for job in started)
+        for _ in range(300):
+            if not started[0].running:
+                break
+            await asyncio.sleep(0.1)
+        assert started[0].report is not None
+        assert started[0].checked == started[0].total == audited.conversations

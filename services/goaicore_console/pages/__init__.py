@@ -41,7 +41,10 @@ async def error_pages(request: web.Request, handler: Handler) -> web.StreamRespo
         return await handler(request)
     except web.HTTPException as err:
         if err.status in (404, 405) and err.content_type != "text/html":
-            return _error(request, err.status, err.reason)
+            page = _error(request, err.status, err.reason)
+            if "Allow" in err.headers:
+                page.headers["Allow"] = err.headers["Allow"]
+            return page
         raise
     except NothingHereError as err:
         return _error(request, 404, str(err))

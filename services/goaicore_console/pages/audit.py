@@ -65,9 +65,12 @@ async def usage_page(request: web.Request) -> web.Response:
     if period not in PERIODS:
         raise params.BadParameterError(f"period: one of {', '.join(PERIODS)}")
     until = params.moment(request, "until")
-    since = params.moment(request, "from") or (until or utc_now()) - timedelta(
-        days=DEFAULT_USAGE_DAYS
-    )
+    since = params.moment(request, "from")
+    if since is None:
+        try:
+            since = (until or utc_now()) - timedelta(days=DEFAULT_USAGE_DAYS)
+        except OverflowError:
+            raise params.BadParameterError("until: too early to count back from") from None
     periods = await request.app[DATABASE_KEY].run(usage_by_period, since, until, period)
     label = "%Y-%m-%d %H:00" if period == "hour" else "%Y-%m-%d"
     charts = [

@@ -10,9 +10,9 @@ from aiohttp import web
 from goaicore.fold.policy import DEFAULT_POLICY, policy_of
 from goaicore.projection.conversations import ConversationFilter, conversation_page
 from goaicore.projection.db import Connection
-from goaicore.projection.events import StoredEvent, history
+from goaicore.projection.events import history
 from goaicore.projection.ledger import Ledger, ledger
-from goaicore.projection.replies import StoredReply, replies_of
+from goaicore.projection.replies import replies_of
 from goaicore.projection.verify import stored_snapshots
 from goaicore.records import ConversationSnapshot
 from goaicore_console.asof import as_of
@@ -20,7 +20,7 @@ from goaicore_console.charts import bar_chart
 from goaicore_console.keys import DATABASE_KEY
 from goaicore_console.pages import params
 from goaicore_console.rendering import render
-from goaicore_console.timeline import timeline
+from goaicore_console.timeline import Entry, timeline
 
 PAGE_SIZE = 50
 TIMELINE_PAGE = 500
@@ -63,29 +63,36 @@ async def conversation_list(request: web.Request) -> web.Response:
 
 @dataclass(frozen=True)
 class _Conversation:
-    events: list[StoredEvent]
-    replies: list[StoredReply]
+    events: int
+    replies: int
+    entries: list[Entry]
     ledger: Ledger
     snapshot: ConversationSnapshot | None
 
 
 def _load(conn: Connection, conversation_id: str) -> _Conversation:
+    """Everything the page shows, timeline folded here: in the query's thread, never on
+    the event loop, which a long conversation's fold would hold up (health probes too)."""
+    events = history(conn, conversation_id)
+    replies = replies_of(conn, conversation_id)
+    snapshot = stored_snapshots(conn, [conversation_id]).get(conversation_id)
+    policy = policy_of(snapshot) if snapshot is not None else DEFAULT_POLICY
     return _Conversation(
-        history(conn, conversation_id),
-        replies_of(conn, conversation_id),
+        len(events),
+        len(replies),
+        timeline(events, replies, policy),
         ledger(conn, conversation_id),
-        stored_snapshots(conn, [conversation_id]).get(conversation_id),
+        snapshot,
     )
 
 
 async def conversation(request: web.Request) -> web.Response:
-    conversation_id = request.match_info["conversation_id"]
+    conversation_id = params.conversation_id(request)
     page_number = params.integer(request, "page", minimum=1) or 1
     found = await request.app[DATABASE_KEY].run(_load, conversation_id)
     if not found.events and not found.replies:
         raise params.NothingHereError(f"no conversation {conversation_id!r} in the projection")
-    policy = policy_of(found.snapshot) if found.snapshot is not None else DEFAULT_POLICY
-    entries = timeline(found.events, found.replies, policy)
+    entries = found.entries
     pages = max(1, -(-len(entries) // TIMELINE_PAGE))
     shown = entries[(page_number - 1) * TIMELINE_PAGE : page_number * TIMELINE_PAGE]
     turns = found.ledger.entries
@@ -95,7 +102,7 @@ async def conversation(request: web.Request) -> web.Response:
             [(f"{e.partition}:{e.offset}", e.prompt_tokens + e.completion_tokens) for e in turns],
         ),
         bar_chart(
-            "Cost per turn (USD)",
+            "Cost per turn (USD; a turn without a price shows as 0)",
             [(f"{e.partition}:{e.offset}", (e.cost_usd_nanos or 0) / 1e9) for e in turns],
             unit="$",
             digits=6,
@@ -106,8 +113,8 @@ async def conversation(request: web.Request) -> web.Response:
         "conversation.html",
         conversation_id=conversation_id,
         entries=shown,
-        event_count=len(found.events),
-        reply_count=len(found.replies),
+        event_count=found.events,
+        reply_count=found.replies,
         page_number=page_number,
         pages=pages,
         totals=found.ledger.totals,
@@ -118,7 +125,7 @@ async def conversation(request: web.Request) -> web.Response:
 
 
 async def as_of_page(request: web.Request) -> web.Response:
-    conversation_id = request.match_info["conversation_id"]
+    conversation_id = params.conversation_id(request)
     view = await request.app[DATABASE_KEY].run(
         as_of,
         conversation_id,

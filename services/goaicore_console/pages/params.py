@@ -23,10 +23,15 @@ class NothingHereError(GoaicoreError, LookupError):
     """
 
 
+LARGEST = 2**63 - 1  # PostgreSQL's bigint
+
+
 def text(request: web.Request, name: str, max_chars: int = MAX_TEXT) -> str | None:
     value = request.query.get(name, "").strip()
     if len(value) > max_chars:
         raise BadParameterError(f"{name}: at most {max_chars} characters")
+    if "\x00" in value:
+        raise BadParameterError(f"{name}: holds a NUL character")
     return value or None
 
 
@@ -38,8 +43,8 @@ def integer(request: web.Request, name: str, minimum: int = 0) -> int | None:
         number = int(value)
     except ValueError:
         raise BadParameterError(f"{name}: {value!r} is not a whole number") from None
-    if number < minimum:
-        raise BadParameterError(f"{name}: {number} is below {minimum}")
+    if not minimum <= number <= LARGEST:
+        raise BadParameterError(f"{name}: {number} is not between {minimum} and {LARGEST}")
     return number
 
 
@@ -67,6 +72,15 @@ def position(request: web.Request, name: str) -> tuple[int, int] | None:
     if value is None:
         return None
     partition, sep, offset = value.partition(":")
-    if not sep or not partition.isdigit() or not offset.isdigit():
+    numbers = (partition, offset)
+    if not sep or not all(n.isascii() and n.isdigit() and len(n) <= 18 for n in numbers):
         raise BadParameterError(f"{name}: {value!r} is not PARTITION:OFFSET")
     return int(partition), int(offset)
+
+
+def conversation_id(request: web.Request) -> str:
+    """The conversation a page is about; one PostgreSQL cannot hold (NUL) is in no table."""
+    found = request.match_info["conversation_id"]
+    if "\x00" in found:
+        raise NothingHereError("no conversation with a NUL character in its id is stored")
+    return found

@@ -16,7 +16,10 @@ async def login_page(request: web.Request) -> web.Response:
 
 
 async def login(request: web.Request) -> web.Response:
-    form = await request.post()
+    try:
+        form = await request.post()
+    except (UnicodeDecodeError, LookupError, ValueError):
+        raise web.HTTPBadRequest(text="the sign-in form did not decode\n") from None
     token, target = form.get("token"), local_target(str(form.get("next") or "/"))
     tokens = request.app[TOKENS_KEY]
     cookie = session_cookie(tokens, token) if isinstance(token, str) else None
