@@ -18,7 +18,7 @@ with needs("postgres"):
         conversations,
     )
     from goaicore.projection.db import ProjectionMissingError, connect, require_projection
-    from goaicore.projection.dead_letters import DeadLetterRow, dead_letters
+    from goaicore.projection.dead_letters import dead_letters
     from goaicore.projection.events import BODY_TYPES, StoredEvent, history
     from goaicore.projection.ledger import (
         Ledger,
@@ -29,7 +29,8 @@ with needs("postgres"):
         unpriced_models,
     )
     from goaicore.projection.migrations import LATEST_VERSION, MIGRATIONS, migrate
-    from goaicore.projection.replies import StoredReply, replies_of
+    from goaicore.projection.replies import replies_of
+    from goaicore.projection.rows import DeadLetterRow, ReplyRow
     from goaicore.projection.search import SearchHit, search
     from goaicore.projection.verify import verify_db
     from goaicore.replay.verify import VerifyReport
@@ -46,9 +47,9 @@ __all__ = [
     "LedgerEntry",
     "LedgerTotals",
     "ProjectionMissingError",
+    "ReplyRow",
     "SearchHit",
     "StoredEvent",
-    "StoredReply",
     "VerifyReport",
     "connect",
     "conversation_page",

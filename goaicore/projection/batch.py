@@ -19,8 +19,8 @@ from goaicore.config import Settings
 from goaicore.fold.admission import Unfoldable, admit
 from goaicore.fold.records import LogRecord, Rejected
 from goaicore.projection.rows import (
+    DeadLetterRow,
     EventRow,
-    LetterRow,
     ReplyRow,
     SnapshotRow,
     event_row,
@@ -67,7 +67,7 @@ class Batch:
     # The latest snapshot per conversation in this batch; None: a tombstone (delete).
     snapshots: dict[str, SnapshotRow | None] = field(default_factory=dict)
     replies: list[ReplyRow] = field(default_factory=list)
-    dead_letters: list[LetterRow] = field(default_factory=list)
+    dead_letters: list[DeadLetterRow] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     # The next offset to read per topic partition once this batch is written.
     positions: dict[TopicPartitionKey, int] = field(default_factory=dict)

@@ -8,46 +8,14 @@ deep page reads what the first does, through ``dead_letters_by_time`` or
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from goaicore.errors import InputError, raises_ours
 from goaicore.projection.db import Connection
+from goaicore.projection.rows import DeadLetterRow
 
 MAX_LIMIT = 1000
-
-
-@dataclass(frozen=True)
-class DeadLetterRow:
-    """One ``dead_letters`` row: the dead letter's own position, and what it says.
-
-    ``origin_*`` name the record set aside (None when the dead letter does not say);
-    ``conversation_id`` is its key when that is UTF-8; ``key`` and ``value`` are its
-    bytes (a prefix when ``truncated`` says so), ``key_bytes``/``value_bytes`` their
-    sizes; ``dead_at`` is the dead letter's record time (None if it has none).
-    """
-
-    partition: int
-    offset: int
-    reason: str
-    message: str
-    origin_topic: str
-    origin_partition: int | None
-    origin_offset: int | None
-    consumer: str
-    conversation_id: str | None
-    dead_at: datetime | None
-    key_bytes: int
-    value_bytes: int
-    truncated: str
-    key: bytes | None
-    value: bytes | None
-
-    @property
-    def position(self) -> tuple[int, int]:
-        """``(partition, offset)``: the ``before`` of the next page when this row is last."""
-        return (self.partition, self.offset)
 
 
 _SELECT = (
@@ -116,8 +84,7 @@ def _select(
 def _row(row: tuple[Any, ...]) -> DeadLetterRow:
     """A row selected in field order; psycopg returns ``bytea`` as a memoryview."""
     stored = DeadLetterRow(*row)
-    return replace(
-        stored,
+    return stored._replace(
         key=bytes(stored.key) if stored.key is not None else None,
         value=bytes(stored.value) if stored.value is not None else None,
     )

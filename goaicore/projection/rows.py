@@ -214,7 +214,11 @@ def conversation_totals(rows: list[EventRow]) -> dict[str, ConversationTotals]:
 
 
 class ReplyRow(NamedTuple):
-    """A ``chat_replies`` row; the token columns are None for a reply without usage."""
+    """A ``chat_replies`` row, as the projector writes it and the queries read it back.
+
+    The token columns are None for a reply without usage; ``published_at`` is the
+    record's time (None if it has none).
+    """
 
     topic_partition: int
     log_offset: int
@@ -251,12 +255,15 @@ def reply_row(partition: int, offset: int, timestamp_ms: int | None, reply: Chat
     )
 
 
-class LetterRow(NamedTuple):
-    """A ``dead_letters`` row as written (``dead_letters.DeadLetterRow`` is the reader's).
+class DeadLetterRow(NamedTuple):
+    """A ``dead_letters`` row, as the projector writes it and the queries read it back.
 
     Every value is one PostgreSQL takes, whatever the record holds: a dead letter is
     never set aside itself, so text is cleaned, an origin partition or offset out of
-    range is None, and the key is the conversation id only when it is UTF-8.
+    range (or not given) is None, and ``conversation_id`` is the key only when it is
+    UTF-8. ``key`` and ``value`` are the record's bytes (a prefix when ``truncated``
+    says so), ``key_bytes``/``value_bytes`` their sizes; ``dead_at`` is the dead
+    letter's record time (None if it has none).
     """
 
     topic_partition: int
@@ -275,18 +282,23 @@ class LetterRow(NamedTuple):
     key: bytes | None
     value: bytes | None
 
+    @property
+    def position(self) -> tuple[int, int]:
+        """``(partition, offset)``: the ``before`` of the next page when this row is last."""
+        return (self.topic_partition, self.log_offset)
 
-LETTER_COLUMNS = LetterRow._fields
+
+LETTER_COLUMNS = DeadLetterRow._fields
 
 
 def letter_row(
     partition: int, offset: int, timestamp_ms: int | None, letter: DeadLetter
-) -> LetterRow:
+) -> DeadLetterRow:
     try:
         conversation_id = clean(letter.key.decode()) if letter.key is not None else None
     except UnicodeDecodeError:
         conversation_id = None
-    return LetterRow(
+    return DeadLetterRow(
         partition,
         offset,
         clean(letter.reason),

@@ -21,8 +21,8 @@ from goaicore.projection.rows import (
     LETTER_COLUMNS,
     REPLY_COLUMNS,
     SNAPSHOT_COLUMNS,
+    DeadLetterRow,
     EventRow,
-    LetterRow,
     ReplyRow,
     conversation_totals,
 )
@@ -128,7 +128,7 @@ def _source(batch: Batch, row: EventRow) -> Any:
     return batch.event_sources[(row.topic_partition, row.log_offset)]
 
 
-def _letter_refused(row: LetterRow, why: str) -> None:
+def _letter_refused(row: DeadLetterRow, why: str) -> None:
     """A dead letter is never sent to the dead letters again (a loop): the row is left
     out and said so; the record stays in the topic. Rows are built so that this should
     not happen (text cleaned, numbers in range)."""
@@ -141,7 +141,7 @@ def _letter_refused(row: LetterRow, why: str) -> None:
     )
 
 
-R = TypeVar("R", EventRow, ReplyRow, LetterRow)
+R = TypeVar("R", EventRow, ReplyRow, DeadLetterRow)
 
 
 def _insert_one_by_one(

@@ -16,7 +16,7 @@ from typing import Any
 from goaicore.fold.policy import FoldPolicy
 from goaicore.fold.records import Applied, LogRecord, fold_records
 from goaicore.projection.events import StoredEvent
-from goaicore.projection.replies import StoredReply
+from goaicore.projection.rows import ReplyRow
 from goaicore.records import CompactionApplied, ConversationSnapshot, LogPosition, SnapshotMessage
 
 
@@ -38,12 +38,12 @@ class Entry:
 
 
 def timeline(
-    events: Sequence[StoredEvent], replies: Sequence[StoredReply], policy: FoldPolicy
+    events: Sequence[StoredEvent], replies: Sequence[ReplyRow], policy: FoldPolicy
 ) -> list[Entry]:
     """Events in log order; each reply right after the last event of its request (a
     reply whose request left no event comes at the end, in the replies' order)."""
     replaced = _replaced_by_compactions(events, policy)
-    by_request: dict[str, list[StoredReply]] = {}
+    by_request: dict[str, list[ReplyRow]] = {}
     for reply in replies:
         by_request.setdefault(reply.request_id, []).append(reply)
     last_of_request = {e.causation_id: i for i, e in enumerate(events) if e.causation_id}
@@ -69,7 +69,7 @@ def timeline(
     return placed
 
 
-def _reply_entry(reply: StoredReply) -> Entry:
+def _reply_entry(reply: ReplyRow) -> Entry:
     body: dict[str, Any] = {
         "status": reply.status,
         "text": reply.text,
@@ -81,8 +81,8 @@ def _reply_entry(reply: StoredReply) -> Entry:
     }
     return Entry(
         "reply",
-        reply.partition,
-        reply.offset,
+        reply.topic_partition,
+        reply.log_offset,
         reply.published_at,
         reply.status,
         "replies",

@@ -244,7 +244,9 @@ def test_replies_become_rows_in_log_order(projection: Settings) -> None:
     with connect(projection) as conn:
         p1 = replies_of(conn, "p1")
         assert replies_of(conn, "nobody") == []
-    assert [(r.partition, r.offset) for r in p1] == [(p.partition, p.offset) for p in positions[:2]]
+    assert [(r.topic_partition, r.log_offset) for r in p1] == [
+        (p.partition, p.offset) for p in positions[:2]
+    ]
     assert [
         (
             r.request_id,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from goaicore.config import Settings
 from goaicore.kafka.connection import make_consumer, topic_partitions
@@ -36,14 +36,10 @@ def _counts(settings: Settings) -> tuple[int, int, int]:
     return events, snapshots, read
 
 
-def test_killed_between_write_and_commit_loses_and_repeats_nothing(projection: Settings) -> None:
-    events = [e for n in range(CONVERSATIONS) for e in game_session(f"conv-{n}")]
-    logged = publish(projection, events)
-    snapshots = fold_logged(logged)
-    publish_snapshots(projection, list(snapshots.values()))
-
-    # Two crashes at different points, each right after a batch was written.
-    for run, crash_at in enumerate(("3", "2")):
+def _crashes(projection: Settings, crash_points: Sequence[str]) -> Iterator[ProjectorProcess]:
+    """Run a projector per crash point, each killed (SIGKILL) right after writing that
+    batch and before committing it; each is yielded once it died, for checks."""
+    for run, crash_at in enumerate(crash_points):
         crashed = ProjectorProcess(
             projection,
             "--batch-size",
@@ -53,21 +49,37 @@ def test_killed_between_write_and_commit_loses_and_repeats_nothing(projection: S
             name=f"crashed-{run}",
         ).start()
         assert crashed.wait(60) == -signal.SIGKILL, crashed.log()
-        assert "fault hook: killed after writing batch" in crashed.log()
-        rows, _, read = _counts(projection)
-        assert rows == read, "rows and positions must commit together"
-        assert 0 < rows < len(events)
+        yield crashed
 
+
+def _restart_until(projection: Settings, done: Callable[[], bool], timeout: float = 60) -> None:
+    """Run a projector until ``done()``; it must stay up all along and stop cleanly."""
     restarted = ProjectorProcess(projection, "--batch-size", "10", name="restarted").start()
     try:
-        deadline = time.monotonic() + 60
-        while _counts(projection)[:2] != (len(events), CONVERSATIONS):
+        deadline = time.monotonic() + timeout
+        while not done():
             assert time.monotonic() < deadline, restarted.log()
             assert restarted.process is not None
             assert restarted.process.poll() is None
             time.sleep(0.2)
     finally:
         assert restarted.stop() == 0, restarted.log()
+
+
+def test_killed_between_write_and_commit_loses_and_repeats_nothing(projection: Settings) -> None:
+    events = [e for n in range(CONVERSATIONS) for e in game_session(f"conv-{n}")]
+    logged = publish(projection, events)
+    snapshots = fold_logged(logged)
+    publish_snapshots(projection, list(snapshots.values()))
+
+    # Two crashes at different points, each right after a batch was written.
+    for crashed in _crashes(projection, ("3", "2")):
+        assert "fault hook: killed after writing batch" in crashed.log()
+        rows, _, read = _counts(projection)
+        assert rows == read, "rows and positions must commit together"
+        assert 0 < rows < len(events)
+
+    _restart_until(projection, lambda: _counts(projection)[:2] == (len(events), CONVERSATIONS))
 
     positions = query(projection, "SELECT topic_partition, log_offset FROM conversation_events")
     assert sorted(positions) == sorted((p.partition, p.offset) for _, p in logged)
@@ -137,39 +149,20 @@ def test_killed_projector_keeps_replies_and_dead_letters_exactly_once(
             _rows_match_positions(projection, "dead_letters", "dead-letters", letters),
         )
 
-    for run, crash_at in enumerate(("2", "3")):
-        crashed = ProjectorProcess(
-            projection,
-            "--batch-size",
-            "10",
-            "--crash-after-write-before-commit",
-            crash_at,
-            name=f"crashed-{run}",
-        ).start()
-        assert crashed.wait(60) == -signal.SIGKILL, crashed.log()
+    for _ in _crashes(projection, ("2", "3")):
         consistent()  # rows and positions commit together, in every table
 
-    restarted = ProjectorProcess(projection, "--batch-size", "10", name="restarted").start()
-    try:
+    def caught_up() -> bool:
+        positions = query(
+            projection, "SELECT topic, topic_partition, next_offset FROM projector_positions"
+        )
+        topics = ("events", "snapshots", "replies", "dead-letters")
+        ends = {
+            (projection.topic(t), p): o for t in topics for p, o in _ends(projection, t).items()
+        }
+        return {(t, p): o for t, p, o in positions} == ends
 
-        def caught_up() -> bool:
-            positions = query(
-                projection, "SELECT topic, topic_partition, next_offset FROM projector_positions"
-            )
-            topics = ("events", "snapshots", "replies", "dead-letters")
-            ends = {
-                (projection.topic(t), p): o for t in topics for p, o in _ends(projection, t).items()
-            }
-            return {(t, p): o for t, p, o in positions} == ends
-
-        deadline = time.monotonic() + 60
-        while not caught_up():
-            assert time.monotonic() < deadline, restarted.log()
-            assert restarted.process is not None
-            assert restarted.process.poll() is None
-            time.sleep(0.2)
-    finally:
-        assert restarted.stop() == 0, restarted.log()
+    _restart_until(projection, caught_up)
 
     stored_events, stored_replies, stored_letters = consistent()
     assert (stored_events, stored_replies) == (events, good_replies)

@@ -49,8 +49,8 @@ async def dead_letters_page(request: web.Request) -> web.Response:
     )
     next_url = None
     if len(letters) == DEAD_LETTERS_PAGE:
-        last = letters[-1]
-        next_url = str(request.rel_url.update_query(before=f"{last.partition}:{last.offset}"))
+        partition, offset = letters[-1].position
+        next_url = str(request.rel_url.update_query(before=f"{partition}:{offset}"))
     return render(
         request,
         "dead_letters.html",
