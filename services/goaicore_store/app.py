@@ -164,7 +164,9 @@ def create_app(
         # replication like ours; Faust's default of 1 would lose them with one broker.
         topic_replication_factor=_replication(settings),
         broker_credentials=faust_credentials(settings),
-        **client_profile(settings).faust,
+        # A turn's events go in one record batch when they fit the record limit
+        # (ChatAgent.append); the embedded profile keeps one record per batch.
+        **{"producer_max_batch_size": settings.max_record_bytes, **client_profile(settings).faust},
     )
     metrics = StoreMetrics()
     # faust-streaming's own sensors, in the same registry and under the same prefix.

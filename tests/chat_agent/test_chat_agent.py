@@ -6,6 +6,8 @@ import json
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from goaicore.clients import (
     AsyncChatClient,
     AsyncEventPublisher,
@@ -25,7 +27,9 @@ from goaicore.records import (
     utc_now,
 )
 from goaicore.testing import OpenAIServer
+from tests.brokers import SessionBroker
 from tests.chat_agent.helpers import ChatWorker, Replies, ScriptedLLM, snapshot_when
+from tests.kafka_segments import stored_batches
 
 
 def _bodies_with(llm: OpenAIServer, text: str) -> list[dict[str, Any]]:
@@ -231,6 +235,31 @@ def test_the_same_request_id_twice_runs_the_llm_once(
     with HistoryReader(topics) as history:
         users = [e for e in history.events("twice") if isinstance(e.body, UserMessage)]
     assert len(users) == 1
+
+
+def test_a_turns_events_reach_the_log_as_one_record_batch(
+    topics: Settings, worker: ChatWorker, replies: Replies, kafka_broker: SessionBroker
+) -> None:
+    """The broker appends a batch whole: a turn is in the log entirely or not at all."""
+    if kafka_broker.apache is None:
+        pytest.skip("reads Apache Kafka's log files (the embedded profile sends a record a batch)")
+    request = new_chat_request(
+        "one-batch", 'call score_lookup {"team": "Hull"}', tools=["score_lookup"]
+    )
+    replies.send(request)
+    assert replies.wait(request.request_id).status == ReplyStatus.OK
+    with HistoryReader(topics) as history:
+        turn = list(history.logged_events("one-batch"))
+    assert [type(e.event.body) for e in turn] == [
+        UserMessage,
+        AssistantTurn,
+        ToolResult,
+        AssistantTurn,
+    ]
+    batches = stored_batches(kafka_broker.apache, topics.topic("events"), turn[0].partition)
+    [batch] = [b for b in batches if b.holds(turn[0].offset)]
+    assert (batch.base_offset, batch.last_offset) == (turn[0].offset, turn[-1].offset)
+    assert batch.records == 4
 
 
 def test_a_reply_is_stored_for_its_request_id_before_it_is_published(

@@ -126,6 +126,7 @@ def test_one_ask_is_one_connected_trace(
             "llm.call",
             "tool.call",
             "chat.events.append",
+            "chat.reply.store",
             "chat.reply.publish",
         }
         deadline = time.monotonic() + 60

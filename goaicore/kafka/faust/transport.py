@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Sequence
 from typing import Any, ClassVar
 
 from aiokafka.errors import UnknownTopicOrPartitionError  # type: ignore[import-untyped]
@@ -172,6 +173,33 @@ class SteadyProducer(driver.Producer):
                 return
             await asyncio.sleep(0.1)
             await client.force_metadata_update()
+
+    async def send_together(
+        self,
+        topic: str,
+        key: bytes,
+        values: Sequence[bytes],
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> list[Awaitable[Any]]:
+        """Send records under one key in as few record batches as the batch size allows.
+
+        The broker appends a record batch whole or not at all, so records that fit
+        one batch reach the log together, and they cost one produce round trip
+        instead of one each (an idempotent producer has one request in flight per
+        partition). Returns each batch's delivery future, in order.
+        """
+        producer = self._ensure_producer()
+        partition = self.key_partition(topic, key).partition
+        delivered: list[Awaitable[Any]] = []
+        batch = producer.create_batch()
+        for value in values:
+            if batch.append(key=key, value=value, timestamp=None, headers=list(headers)) is None:
+                delivered.append(await producer.send_batch(batch, topic, partition=partition))
+                batch = producer.create_batch()  # a batch always takes its first record
+                batch.append(key=key, value=value, timestamp=None, headers=list(headers))
+        if batch.record_count():
+            delivered.append(await producer.send_batch(batch, topic, partition=partition))
+        return delivered
 
     def key_partition(self, topic: str, key: bytes) -> TP:
         producer = self._ensure_producer()

@@ -29,11 +29,12 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from opentelemetry.trace import SpanKind
 
+from goaicore.kafka.faust.transport import SteadyProducer
 from goaicore.logs import log_context, origin
 from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyStatus
 from goaicore.records.avro.api import decode_chat_request, encode_chat_reply, encode_event
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 TRACER = tracer(__name__)
 
 SEND_ATTEMPTS = 5
+T = TypeVar("T")
 ANSWERED_KEPT = 8192  # positions of requests this process answered, newest kept
 
 
@@ -160,9 +162,10 @@ class ChatAgent:
         reply = limits.fit_reply(outcome.reply)
         # Stored before it is published: a client that has seen this reply gets the
         # same one again for its request id, also from a worker that took over.
-        await self.store.replies_table.put(
-            key, self._stored_replies(key).with_reply(reply, limits.replies_table_bytes)
-        )
+        with TRACER.start_as_current_span("chat.reply.store"):
+            await self.store.replies_table.put(
+                key, self._stored_replies(key).with_reply(reply, limits.replies_table_bytes)
+            )
         with TRACER.start_as_current_span("chat.reply.publish") as span:
             span.set_attribute("goaicore.status", reply.status.value)
             await self.publish_reply(reply)
@@ -211,14 +214,27 @@ class ChatAgent:
         return stored if isinstance(stored, RecentReplies) else RecentReplies()
 
     async def append(self, events: Sequence[ConversationEvent]) -> None:
-        """Append events in order and wait until the broker has them all."""
+        """Append one turn's events in order and wait until the broker has them all.
+
+        They go in one record batch when they fit the record limit: the turn reaches
+        the log whole or not at all, in one round trip. A larger turn takes several
+        batches in order; a retried send may then repeat a batch, whose events the
+        fold recognises by id.
+        """
         if not events:
             return
-        topic = self.store.events
-        payloads = [(e.conversation_id.encode(), encode_event(e)) for e in events]
-        futures = [await _send(topic, key, value) for key, value in payloads]
-        for future in futures:
-            await future
+        key = events[0].conversation_id.encode()
+        if any(e.conversation_id.encode() != key for e in events):
+            raise ValueError("a turn's events belong to one conversation")
+        values = [encode_event(e) for e in events]
+        producer = self.store.app.producer
+        if not isinstance(producer, SteadyProducer):
+            raise TypeError(f"the worker needs goaicore's Faust producer, not {producer!r}")
+        topic, headers = self.store.events.get_topic_name(), record_headers()
+        for delivered in await _retrying(
+            lambda: producer.send_together(topic, key, values, headers)
+        ):
+            await delivered
 
     async def publish_reply(self, reply: ChatReply) -> None:
         """Publish the reply (after the turn's events) and wake a local HTTP waiter.
@@ -239,12 +255,17 @@ async def _send(topic: Any, key: bytes, value: bytes) -> Awaitable[Any]:
     Returns the delivery future; records of one partition are delivered in order.
     """
     headers = record_headers()
+    future: Awaitable[Any] = await _retrying(
+        lambda: topic.send(key=key, value=value, headers=headers, force=True)
+    )
+    return future
+
+
+async def _retrying(send: Callable[[], Awaitable[T]]) -> T:
+    """``send()``, tried again a few times (with growing pauses) when it raises."""
     for attempt in range(1, SEND_ATTEMPTS + 1):
         try:
-            future: Awaitable[Any] = await topic.send(
-                key=key, value=value, headers=headers, force=True
-            )
-            return future
+            return await send()
         except Exception:
             if attempt == SEND_ATTEMPTS:
                 raise
