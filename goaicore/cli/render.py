@@ -12,9 +12,12 @@ from goaicore.records import (
     CompactionApplied,
     ConversationDeleted,
     ConversationEvent,
+    ConversationForked,
     ConversationReset,
+    ConversationRewound,
     ConversationSnapshot,
     GameEvent,
+    MetadataSet,
     ToolResult,
     TurnFailed,
     UserMessage,
@@ -52,7 +55,29 @@ def describe_body(body: EventBody) -> str:
             return f"reset: {reason}"
         case ConversationDeleted(reason=reason):
             return f"deleted: {reason}"
+        case ConversationRewound(until_offset=until, messages=messages, reason=reason):
+            return f"rewound[{reason or 'rewind'}] to offset {until}: {len(messages)} messages"
+        case ConversationForked(
+            source_conversation_id=source, source_partition=p, until_offset=until, messages=m
+        ):
+            return f"forked from {clip(source, 80)} at {p}@{until}: {len(m)} messages"
+        case MetadataSet():
+            return f"metadata: {describe_metadata(body)}"
     return type(body).__name__
+
+
+def describe_metadata(change: MetadataSet) -> str:
+    """What a MetadataSet changes, e.g. ``title='Quest' tags=[a, b] -mood``."""
+    parts = []
+    if change.title is not None:
+        parts.append(f"title={clip(change.title, 80)!r}" if change.title else "-title")
+    if change.owner is not None:
+        parts.append(f"owner={clip(change.owner, 80)!r}" if change.owner else "-owner")
+    if change.tags is not None:
+        parts.append(f"tags=[{', '.join(sorted(set(change.tags)))}]")
+    for key, value in sorted(change.attributes.items()):
+        parts.append(f"{key}={clip(value, 60)!r}" if value is not None else f"-{key}")
+    return " ".join(parts) or "no change"
 
 
 def describe_event(event: ConversationEvent) -> str:

@@ -9,6 +9,7 @@ from goaicore.clients.aio import (
 )
 from goaicore.clients.chat_client import ChatClient, ReplyTimeout
 from goaicore.clients.deadletter import DeadLetter, DeadLetterWriter
+from goaicore.clients.history_ops import HistoryOperations
 from goaicore.clients.publisher import EventPublisher, TopicPosition
 from goaicore.clients.replies import ReplySubscriber
 from goaicore.records.validation import InvalidInputError
@@ -23,6 +24,7 @@ __all__ = [
     "DeadLetter",
     "DeadLetterWriter",
     "EventPublisher",
+    "HistoryOperations",
     "HistoryReader",
     "InvalidInputError",
     "LoggedEvent",

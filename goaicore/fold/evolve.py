@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol, TypedDict, Unpack
 
-from goaicore.records import ConversationSnapshot, LogPosition, SnapshotMessage
+from goaicore.records import ConversationSnapshot, ForkOrigin, LogPosition, SnapshotMessage
 
 
 class SnapshotChanges(TypedDict, total=False):
@@ -42,6 +42,11 @@ class SnapshotChanges(TypedDict, total=False):
     dropped_messages: int
     dropped_before: LogPosition | None
     truncated_messages: int
+    title: str | None
+    owner: str | None
+    tags: tuple[str, ...]
+    attributes: Mapping[str, str]
+    forked_from: ForkOrigin | None
 
 
 def _evolver(cls: type[Any]) -> Callable[..., Any]:

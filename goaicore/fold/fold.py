@@ -15,9 +15,12 @@ counts of applied events unchanged; only the position moves past it and
 
 from __future__ import annotations
 
+from goaicore.fold.admission import MAX_CONVERSATION_ID_BYTES
 from goaicore.fold.bound import bounded, with_anomaly
+from goaicore.fold.carried import history_problem
 from goaicore.fold.compaction import CompactionMismatch, apply_compaction_record
 from goaicore.fold.evolve import evolve
+from goaicore.fold.metadata import metadata_problem, with_metadata
 from goaicore.fold.pending import note_appended, pending_caller, unanswered_calls
 from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy
 from goaicore.fold.size import note_inserted, note_window_slid
@@ -26,10 +29,14 @@ from goaicore.records import (
     CompactionApplied,
     ConversationDeleted,
     ConversationEvent,
+    ConversationForked,
     ConversationReset,
+    ConversationRewound,
     ConversationSnapshot,
+    ForkOrigin,
     GameEvent,
     LogPosition,
+    MetadataSet,
     SnapshotMessage,
     ToolResult,
     TurnFailed,
@@ -123,6 +130,17 @@ def _problem(
         pending = unanswered_calls(snapshot.messages)
         if pending and isinstance(body, UserMessage | AssistantTurn):
             return f"{type(body).__name__} while tool calls {sorted(pending)} are unanswered"
+    if isinstance(body, ConversationRewound | ConversationForked):
+        carried = history_problem(body.messages)
+        if carried is not None:
+            return f"{type(body).__name__} not applied: its history is not valid ({carried})"
+    if isinstance(body, ConversationForked):
+        if snapshot.messages or snapshot.forked_from is not None:
+            return "ConversationForked into a conversation that already has a history"
+        if len(body.source_conversation_id.encode()) > MAX_CONVERSATION_ID_BYTES:
+            return "ConversationForked from a conversation id too long for a snapshot"
+    if isinstance(body, MetadataSet):
+        return metadata_problem(snapshot, body)
     return None
 
 
@@ -186,6 +204,18 @@ def _apply(
         return evolve(snapshot, messages=(), summary=None)
     if isinstance(body, ConversationDeleted):
         return evolve(snapshot, messages=(), summary=None, deleted=True)
+    if isinstance(body, ConversationRewound):
+        # The log keeps what came after until_offset; the history is as it stood then.
+        return evolve(snapshot, messages=body.messages, summary=body.summary)
+    if isinstance(body, ConversationForked):
+        origin = ForkOrigin(
+            conversation_id=body.source_conversation_id,
+            partition=body.source_partition,
+            until_offset=body.until_offset,
+        )
+        return evolve(snapshot, messages=body.messages, summary=body.summary, forked_from=origin)
+    if isinstance(body, MetadataSet):
+        return with_metadata(snapshot, body)
     return with_anomaly(snapshot, f"{_where(event, position, policy)}: unknown body", policy)
 
 

@@ -211,6 +211,22 @@ def bookkeeping_bytes(snapshot: ConversationSnapshot) -> int:
         + 1
         + 2 * _LONG  # dropped_before
         + _LONG  # truncated_messages
+        + _metadata_bytes(snapshot)
+    )
+
+
+def _metadata_bytes(snapshot: ConversationSnapshot) -> int:
+    """The title, owner, tags, attributes and fork origin (schema v3)."""
+    attributes = snapshot.attributes
+    origin = snapshot.forked_from
+    return (
+        _optional(snapshot.title)
+        + _optional(snapshot.owner)
+        + _strings(snapshot.tags)
+        + _array(
+            len(attributes), sum(string_bytes(k) + string_bytes(v) for k, v in attributes.items())
+        )
+        + (1 if origin is None else 1 + string_bytes(origin.conversation_id) + _LONG + _LONG)
     )
 
 

@@ -192,6 +192,50 @@ class ConversationDeleted:
     reason: str = ""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationRewound:
+    """The history goes back to what it was after the event at ``until_offset`` (undo,
+    rewind); it carries that history, folded from the log, so a replay needs nothing else."""
+
+    until_offset: int
+    messages: tuple[SnapshotMessage, ...] = ()
+    summary: str | None = None
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        _freeze(self, "messages", self.messages)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationForked:
+    """The conversation starts as a copy of another's history at a log position."""
+
+    source_conversation_id: str
+    source_partition: int
+    until_offset: int
+    messages: tuple[SnapshotMessage, ...] = ()
+    summary: str | None = None
+
+    def __post_init__(self) -> None:
+        _freeze(self, "messages", self.messages)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetadataSet:
+    """Changes the conversation's metadata; a field left None keeps its value, an empty
+    title or owner removes it, and an attribute set to None is removed."""
+
+    title: str | None = None
+    owner: str | None = None
+    tags: tuple[str, ...] | None = None
+    attributes: Mapping[str, str | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.tags is not None:
+            _freeze(self, "tags", self.tags)
+        _freeze_map(self, "attributes", self.attributes)
+
+
 EventBody: TypeAlias = (
     UserMessage
     | AssistantTurn
@@ -201,6 +245,9 @@ EventBody: TypeAlias = (
     | TurnFailed
     | ConversationReset
     | ConversationDeleted
+    | ConversationRewound
+    | ConversationForked
+    | MetadataSet
 )
 
 # In the order of the schema's union; new body types are appended, never inserted.
@@ -213,6 +260,9 @@ EVENT_BODY_TYPES: tuple[type[EventBody], ...] = (
     TurnFailed,
     ConversationReset,
     ConversationDeleted,
+    ConversationRewound,
+    ConversationForked,
+    MetadataSet,
 )
 
 
@@ -297,6 +347,15 @@ class LogPosition:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ForkOrigin:
+    """Where a forked conversation's history came from."""
+
+    conversation_id: str
+    partition: int
+    until_offset: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ConversationSnapshot:
     """A conversation's state folded from its events (derived: a replay reproduces it)."""
 
@@ -321,12 +380,19 @@ class ConversationSnapshot:
     dropped_messages: int = 0
     dropped_before: LogPosition | None = None
     truncated_messages: int = 0
+    title: str | None = None
+    owner: str | None = None
+    tags: tuple[str, ...] = ()
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    forked_from: ForkOrigin | None = None
 
     def __post_init__(self) -> None:
         _freeze(self, "messages", self.messages)
         _freeze(self, "recent_event_ids", self.recent_event_ids)
         _freeze_map(self, "events_by_type", self.events_by_type)
         _freeze(self, "anomalies", self.anomalies)
+        _freeze(self, "tags", self.tags)
+        _freeze_map(self, "attributes", self.attributes)
 
 
 Record: TypeAlias = ConversationEvent | ChatRequest | ChatReply | ConversationSnapshot

@@ -17,11 +17,15 @@ from goaicore.records import (
     CompactionApplied,
     ConversationDeleted,
     ConversationEvent,
+    ConversationForked,
     ConversationReset,
+    ConversationRewound,
     ConversationSnapshot,
     EventBody,
+    ForkOrigin,
     GameEvent,
     LogPosition,
+    MetadataSet,
     Record,
     ReplyStatus,
     SnapshotMessage,
@@ -138,6 +142,47 @@ EVENT_SAMPLES: dict[str, ConversationEvent] = {
     ),
     "reset": _event(10, ConversationReset(reason="malformed state: bad JSON")),
     "deleted": _event(11, ConversationDeleted(reason="user request")),
+    "rewound": _event(
+        12,
+        ConversationRewound(
+            until_offset=41,
+            messages=(
+                SnapshotMessage(role="user", text="Where now?", event_id=f"{1:032x}"),
+                SnapshotMessage(
+                    role="assistant",
+                    tool_calls=(ToolCall(id="call_1", name="map", arguments="{}"),),
+                    provider="openai",
+                    raw_json=RAW_OPENAI,
+                    event_id=f"{2:032x}",
+                ),
+                SnapshotMessage(
+                    role="tool", text="north", tool_call_id="call_1", name="map", is_error=True
+                ),
+            ),
+            summary="Earlier: the player arrived.",
+            reason="undo",
+        ),
+    ),
+    "rewound_to_start": _event(13, ConversationRewound(until_offset=-1)),
+    "forked": _event(
+        14,
+        ConversationForked(
+            source_conversation_id="player-42",
+            source_partition=3,
+            until_offset=1_234_000,
+            messages=(SnapshotMessage(role="system", text="Quest begins", name="quest"),),
+        ),
+    ),
+    "metadata": _event(
+        15,
+        MetadataSet(
+            title="The Harrogate run",
+            owner="player-42",
+            tags=("beta", "quest"),
+            attributes={"region": "eu", "old": None},
+        ),
+    ),
+    "metadata_unchanged": _event(16, MetadataSet()),
 }
 
 CHAT_REQUEST_SAMPLES: dict[str, ChatRequest] = {
@@ -233,6 +278,19 @@ SNAPSHOT_SAMPLES: dict[str, ConversationSnapshot] = {
         dropped_messages=88,
         dropped_before=LogPosition(partition=1, offset=89),
         truncated_messages=1,
+    ),
+    "with_metadata": ConversationSnapshot(  # schema v3: metadata and a fork origin
+        conversation_id="player-78",
+        format_version=2,
+        messages=(SnapshotMessage(role="system", text="Quest begins", name="quest"),),
+        last_position=LogPosition(partition=2, offset=7),
+        event_count=2,
+        max_bytes=884_000,
+        title="The Harrogate run",
+        owner="player-42",
+        tags=("beta", "quest"),
+        attributes={"region": "eu"},
+        forked_from=ForkOrigin(conversation_id="player-42", partition=3, until_offset=1_234_000),
     ),
 }
 

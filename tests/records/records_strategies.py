@@ -14,11 +14,15 @@ from goaicore.records import (
     CompactionApplied,
     ConversationDeleted,
     ConversationEvent,
+    ConversationForked,
     ConversationReset,
+    ConversationRewound,
     ConversationSnapshot,
     EventBody,
+    ForkOrigin,
     GameEvent,
     LogPosition,
+    MetadataSet,
     ReplyStatus,
     SnapshotMessage,
     ToolCall,
@@ -42,6 +46,20 @@ opt_instants = st.none() | instants
 tool_calls = st.lists(st.builds(ToolCall, id=ids, name=text, arguments=text), max_size=3)
 usages = st.builds(
     Usage, prompt_tokens=LONG, completion_tokens=LONG, total_tokens=LONG, llm_calls=INT
+)
+
+messages = st.builds(
+    SnapshotMessage,
+    role=st.sampled_from(["system", "user", "assistant", "tool"]),
+    text=text,
+    tool_calls=tool_calls,
+    tool_call_id=st.none() | ids,
+    name=opt_text,
+    content_json=opt_text,
+    raw_json=opt_text,
+    provider=opt_text,
+    is_error=st.booleans(),
+    event_id=st.none() | ids,
 )
 
 bodies: st.SearchStrategy[EventBody] = st.one_of(
@@ -77,6 +95,28 @@ bodies: st.SearchStrategy[EventBody] = st.one_of(
     st.builds(TurnFailed, request_id=ids, kind=text, message=text),
     st.builds(ConversationReset, reason=text),
     st.builds(ConversationDeleted, reason=text),
+    st.builds(
+        ConversationRewound,
+        until_offset=LONG,
+        messages=st.lists(messages, max_size=3),
+        summary=opt_text,
+        reason=text,
+    ),
+    st.builds(
+        ConversationForked,
+        source_conversation_id=text,
+        source_partition=INT,
+        until_offset=LONG,
+        messages=st.lists(messages, max_size=3),
+        summary=opt_text,
+    ),
+    st.builds(
+        MetadataSet,
+        title=opt_text,
+        owner=opt_text,
+        tags=st.none() | st.lists(text, max_size=3),
+        attributes=st.dictionaries(text, opt_text, max_size=3),
+    ),
 )
 
 events = st.builds(
@@ -111,20 +151,6 @@ chat_replies = st.builds(
     latency_ms=LONG,
 )
 
-messages = st.builds(
-    SnapshotMessage,
-    role=st.sampled_from(["system", "user", "assistant", "tool"]),
-    text=text,
-    tool_calls=tool_calls,
-    tool_call_id=st.none() | ids,
-    name=opt_text,
-    content_json=opt_text,
-    raw_json=opt_text,
-    provider=opt_text,
-    is_error=st.booleans(),
-    event_id=st.none() | ids,
-)
-
 snapshots = st.builds(
     ConversationSnapshot,
     conversation_id=text,
@@ -148,6 +174,12 @@ snapshots = st.builds(
     dropped_messages=LONG,
     dropped_before=st.none() | st.builds(LogPosition, partition=INT, offset=LONG),
     truncated_messages=LONG,
+    title=opt_text,
+    owner=opt_text,
+    tags=st.lists(text, max_size=3),
+    attributes=st.dictionaries(text, text, max_size=3),
+    forked_from=st.none()
+    | st.builds(ForkOrigin, conversation_id=text, partition=INT, until_offset=LONG),
 )
 
 records = st.one_of(events, chat_requests, chat_replies, snapshots)

@@ -184,10 +184,24 @@ def test_named_types_defined_in_several_files_are_identical() -> None:
         for path, node in _walk(raw, name):
             if "fields" not in node and node.get("type") != "enum":
                 continue
-            known = seen.setdefault(node["name"], (path, node))
-            assert known[1] == node, f"{path} differs from {known[0]}"
+            shape = _named_by_name(node)
+            known = seen.setdefault(node["name"], (path, shape))
+            assert known[1] == shape, f"{path} differs from {known[0]}"
     assert "Usage" in seen
     assert "ToolCall" in seen
+    assert "Message" in seen
+
+
+def _named_by_name(node: Any, top: bool = True) -> Any:
+    """``node`` with each named type inside it written as its name: one file may define a
+    type where another refers to it by name (each nested definition is checked itself)."""
+    if isinstance(node, dict):
+        if not top and "name" in node and ("fields" in node or node.get("type") == "enum"):
+            return node["name"]
+        return {key: _named_by_name(value, False) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_named_by_name(item, False) for item in node]
+    return node
 
 
 def test_released_files_are_unchanged_since_release() -> None:

@@ -1,0 +1,162 @@
+"""Undo, regenerate, rewind, fork and metadata through a real worker: events in the log,
+folded by the worker, replayed and verified from the log alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from goaicore.clients import ChatClient, EventPublisher, HistoryOperations, HistoryReader
+from goaicore.config import Settings
+from goaicore.records import (
+    ConversationRewound,
+    ConversationSnapshot,
+    ForkOrigin,
+    ReplyStatus,
+    ToolResult,
+)
+from goaicore.records.validation import InvalidInputError
+from goaicore.replay.verify import verify_snapshot
+from goaicore.testing import OpenAIServer
+from tests.chat_agent.helpers import ChatWorker, snapshot_when
+
+
+def _prompt_of(llm: OpenAIServer, question: str) -> list[Any]:
+    """The contents the latest LLM call ending with ``question`` was sent, after the
+    worker's system prompt."""
+    [*_, body] = [b for b in llm.bodies if b["messages"][-1].get("content") == question]
+    system, *messages = body["messages"]
+    assert system["role"] == "system"
+    return [m.get("content") for m in messages]
+
+
+def _texts(snapshot: ConversationSnapshot) -> list[str]:
+    return [m.text for m in snapshot.messages]
+
+
+def _verified(topics: Settings, snapshot: ConversationSnapshot) -> None:
+    with HistoryReader(topics) as history:
+        assert verify_snapshot(history, snapshot) == []
+
+
+def test_undo_drops_the_last_exchange_and_the_next_turn_never_sees_it(
+    topics: Settings, worker: ChatWorker, llm: OpenAIServer
+) -> None:
+    with ChatClient(topics) as client, HistoryOperations(topics) as ops:
+        client.ask("undo-1", "first question", timeout=60)
+        client.ask("undo-1", "regrettable question", timeout=60)
+        undone = ops.undo("undo-1")
+        assert undone.text == "regrettable question"
+        assert undone.messages == 2
+        reply = client.ask("undo-1", "third question", timeout=60)
+    assert reply.text == "echo: third question"
+    assert _prompt_of(llm, "third question") == [
+        "first question",
+        "echo: first question",
+        "third question",
+    ]
+    snapshot = snapshot_when(topics, "undo-1", lambda s: s.event_count == 7)
+    assert _texts(snapshot)[-2:] == ["third question", "echo: third question"]
+    assert snapshot.events_by_type["ConversationRewound"] == 1
+    with HistoryReader(topics) as history:
+        bodies = [e.body for e in history.events("undo-1")]
+    assert len(bodies) == 7  # the undone exchange stays in the log
+    assert isinstance(bodies[4], ConversationRewound)
+    _verified(topics, snapshot)
+
+
+def test_regenerate_asks_the_last_question_again_on_the_history_before_it(
+    topics: Settings, worker: ChatWorker, llm: OpenAIServer
+) -> None:
+    with ChatClient(topics) as client, HistoryOperations(topics) as ops:
+        client.ask("regen-1", "hello", timeout=60)
+        client.ask("regen-1", "tell me a story", timeout=60)
+        calls = len(llm.bodies)
+        reply = ops.regenerate("regen-1", client)
+    assert (reply.status, reply.text) == (ReplyStatus.OK, "echo: tell me a story")
+    assert len(llm.bodies) == calls + 1
+    assert _prompt_of(llm, "tell me a story") == ["hello", "echo: hello", "tell me a story"]
+    snapshot = snapshot_when(topics, "regen-1", lambda s: s.event_count == 7)
+    assert _texts(snapshot) == ["hello", "echo: hello", "tell me a story", "echo: tell me a story"]
+    _verified(topics, snapshot)
+
+
+def test_rewind_to_an_offset_and_a_refused_point_inside_a_tool_chain(
+    topics: Settings, worker: ChatWorker
+) -> None:
+    with ChatClient(topics) as client:
+        client.ask("rewind-1", "one", timeout=60)
+        client.ask("rewind-1", 'call score_lookup {"team": "York"}', tools=["score_lookup"])
+    with HistoryReader(topics) as history:
+        logged = list(history.logged_events("rewind-1"))
+    offsets = [e.offset for e in logged]
+    [result_at] = [e.offset for e in logged if isinstance(e.event.body, ToolResult)]
+    with HistoryOperations(topics) as ops:
+        with pytest.raises(InvalidInputError, match="between a tool call and its results") as err:
+            ops.rewind("rewind-1", result_at - 1)
+        assert f"{offsets[2]} or {result_at}" in str(err.value)  # the nearest valid points
+        rewound = ops.rewind("rewind-1", offsets[1])
+    assert rewound.messages == 2
+    snapshot = snapshot_when(
+        topics, "rewind-1", lambda s: s.events_by_type.get("ConversationRewound") == 1
+    )
+    assert _texts(snapshot) == ["one", "echo: one"]
+    _verified(topics, snapshot)
+
+
+def test_a_fork_starts_from_the_source_and_never_sees_its_later_events(
+    topics: Settings, worker: ChatWorker, llm: OpenAIServer
+) -> None:
+    with ChatClient(topics) as client, EventPublisher(topics) as publisher:
+        client.ask("fork-src", "shared question", timeout=60)
+        cut = publisher.game_event("fork-src", "The dragon woke").offset
+        publisher.game_event("fork-src", "Only the source sees this")
+        with HistoryOperations(topics) as ops:
+            forked = ops.fork("fork-src", "fork-new", before_offset=cut + 1)
+            with pytest.raises(InvalidInputError, match="already has events"):
+                ops.fork("fork-src", "fork-new")
+        assert (forked.until_offset, forked.messages) == (cut, 3)
+        publisher.game_event("fork-src", "Also only the source")
+        client.ask("fork-new", "what happened?", timeout=60)
+    assert _prompt_of(llm, "what happened?") == [
+        "shared question",
+        "echo: shared question",
+        "The dragon woke",
+        "what happened?",
+    ]
+    snapshot = snapshot_when(topics, "fork-new", lambda s: s.event_count == 3)
+    assert snapshot.forked_from == ForkOrigin(
+        conversation_id="fork-src", partition=forked.source_partition, until_offset=cut
+    )
+    _verified(topics, snapshot)
+
+
+def test_metadata_is_set_changed_and_removed_by_events(
+    topics: Settings, worker: ChatWorker
+) -> None:
+    with HistoryOperations(topics) as ops:
+        ops.set_metadata("meta-1", title="The Harrogate run", owner="player-7", tags=["b", "a"])
+        ops.set_metadata("meta-1", attributes={"region": "eu", "mood": "calm"})
+        ops.set_metadata("meta-1", title="", attributes={"mood": None})
+        with pytest.raises(InvalidInputError, match="a title of 201 characters"):
+            ops.set_metadata("meta-1", title="t" * 201)
+    snapshot = snapshot_when(topics, "meta-1", lambda s: s.event_count == 3)
+    assert (snapshot.title, snapshot.owner, snapshot.tags) == (None, "player-7", ("a", "b"))
+    assert snapshot.attributes == {"region": "eu"}
+    _verified(topics, snapshot)
+
+
+def test_operations_on_what_cannot_take_them_are_refused_with_the_reason(
+    topics: Settings, worker: ChatWorker
+) -> None:
+    with HistoryOperations(topics) as ops, EventPublisher(topics) as publisher:
+        with pytest.raises(InvalidInputError, match="no events"):
+            ops.undo("never-seen")
+        publisher.game_event("only-game", "Rain")
+        with pytest.raises(InvalidInputError, match="nothing to undo"):
+            ops.undo("only-game")
+        with pytest.raises(InvalidInputError, match="until_offset must be"):
+            ops.rewind("only-game", -2)
+        with pytest.raises(InvalidInputError, match="new conversation id"):
+            ops.fork("only-game", "only-game")
