@@ -15,7 +15,18 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from goaicore import logs
-from goaicore.cli import audit, bench, chat, dev, events, replay, services, tail, topics
+from goaicore.cli import (
+    audit,
+    bench,
+    chat,
+    dev,
+    events,
+    history_ops,
+    replay,
+    services,
+    tail,
+    topics,
+)
 from goaicore.errors import GoaicoreError, wrap_client_error
 
 COMMAND_MODULES: tuple[ModuleType, ...] = (
@@ -24,6 +35,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     services,
     replay,
     events,
+    history_ops,
     chat,
     tail,
     bench,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goaicore.cli.args import POSITIVE, moment
 from goaicore.cli.output import add_json_option, print_json
@@ -18,6 +18,9 @@ from goaicore.cli.render import clip, describe_event, print_report
 from goaicore.config import Settings
 from goaicore.records import EVENT_BODY_TYPES
 from goaicore.records.jsonable import jsonable
+
+if TYPE_CHECKING:
+    from goaicore.projection.conversations import ConversationSummary
 
 BODY_TYPE_NAMES = tuple(t.__name__ for t in EVENT_BODY_TYPES)
 
@@ -44,6 +47,11 @@ def register(subparsers: Any) -> None:
     )
     listing.add_argument("--since", type=moment, metavar="TIME", help="active at or after")
     listing.add_argument("--limit", type=POSITIVE, default=None, metavar="N")
+    listing.add_argument("--owner", help="owned by exactly this owner")
+    listing.add_argument(
+        "--tag", action="append", default=[], metavar="TAG", help="has this tag (repeatable)"
+    )
+    listing.add_argument("--title", metavar="TEXT", help="the title contains TEXT (any case)")
     add_json_option(listing)
     listing.set_defaults(handler=handle_conversations)
 
@@ -129,11 +137,22 @@ def history_from_db(args: argparse.Namespace) -> int:
     return 0
 
 
+def _labels(row: ConversationSummary) -> str:
+    """The metadata a list row shows after its figures: title, owner, tags."""
+    parts = [repr(clip(row.title, 40))] if row.title else []
+    if row.owner:
+        parts.append(f"owner {clip(row.owner, 24)}")
+    parts += [f"#{tag}" for tag in row.tags]
+    return "  " + " ".join(parts) if parts else ""
+
+
 def handle_conversations(args: argparse.Namespace) -> int:
     from goaicore.projection import conversations
+    from goaicore.projection.conversations import ConversationFilter
 
+    where = ConversationFilter(owner=args.owner, tags=tuple(args.tag), title=args.title)
     with _connect(Settings()) as conn:
-        rows = conversations(conn, args.since, args.limit)
+        rows = conversations(conn, args.since, args.limit, where)
     if args.json:
         print_json({"conversations": rows})
         return 0
@@ -143,7 +162,7 @@ def handle_conversations(args: argparse.Namespace) -> int:
         deleted = "  deleted" if row.deleted else ""
         print(
             f"{clip(row.conversation_id, 24):<24} {row.event_count:>7} {row.message_count:>8}"
-            f" {tokens:>9}  {_when(row.last_occurred_at)}{deleted}"
+            f" {tokens:>9}  {_when(row.last_occurred_at)}{deleted}{_labels(row)}"
         )
     print(f"{len(rows)} conversations")
     return 0

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from goaicore.records import ChatReply
 
 
 def register(subparsers: Any) -> None:
@@ -15,7 +18,10 @@ def register(subparsers: Any) -> None:
     say.add_argument("text", metavar="TEXT", help="the user's message")
     say.add_argument("--system", help="system prompt for this turn (never stored)")
     say.add_argument(
-        "--timeout", type=_positive, default=60.0, help="seconds to wait (default: %(default)s)"
+        "--timeout",
+        type=positive_seconds,
+        default=60.0,
+        help="seconds to wait (default: %(default)s)",
     )
     say.add_argument(
         "--request-id",
@@ -25,7 +31,7 @@ def register(subparsers: Any) -> None:
     say.set_defaults(handler=handle_say)
 
 
-def _positive(raw: str) -> float:
+def positive_seconds(raw: str) -> float:
     try:
         value = float(raw)
     except ValueError:
@@ -37,7 +43,6 @@ def _positive(raw: str) -> float:
 
 def handle_say(args: argparse.Namespace) -> int:
     from goaicore.clients import ChatClient, ReplyTimeout
-    from goaicore.records import ReplyStatus
 
     with ChatClient(source="cli") as client:
         try:
@@ -51,6 +56,13 @@ def handle_say(args: argparse.Namespace) -> int:
         except ReplyTimeout as err:
             print(f"goaicore: {err}", file=sys.stderr)
             return 1
+    return print_reply(reply)
+
+
+def print_reply(reply: ChatReply) -> int:
+    """Print a reply's text (exit 0), or its failure on stderr (exit 1)."""
+    from goaicore.records import ReplyStatus
+
     if reply.status is ReplyStatus.OK:
         print(reply.text or "")
         return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,6 +48,9 @@ class ConversationSummary:
     failed_turns: int
     compactions: int
     dead_letters: int
+    title: str | None = None
+    owner: str | None = None
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,12 @@ class ConversationFilter:
     has_failures: bool = False
     has_compactions: bool = False
     has_dead_letters: bool = False
+    owner: str | None = None
+    """Owned by exactly this owner (metadata)."""
+    tags: tuple[str, ...] = ()
+    """Tagged with every one of these tags."""
+    title: str | None = None
+    """Titled with this text somewhere in the title (any case)."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +90,8 @@ _SUMMARY = (
     "SELECT c.conversation_id, c.topic_partition, c.event_count, c.message_count,"
     " c.first_occurred_at, c.last_occurred_at, c.last_offset, s.last_offset, s.deleted,"
     " s.prompt_tokens, s.completion_tokens, s.cost_usd_nanos, c.failed_turns, c.compactions,"
-    " (SELECT count(*) FROM dead_letters d WHERE d.conversation_id = c.conversation_id)"
+    " (SELECT count(*) FROM dead_letters d WHERE d.conversation_id = c.conversation_id),"
+    " s.title, s.owner, s.tags"
     " FROM ({chosen}) c LEFT JOIN conversation_snapshots s USING (conversation_id)"
     " ORDER BY c.last_occurred_at DESC, c.conversation_id"
 )
@@ -118,6 +129,29 @@ def _conditions(where: ConversationFilter) -> tuple[list[str], list[Any]]:
         conditions.append(
             "EXISTS (SELECT 1 FROM dead_letters d WHERE d.conversation_id = c.conversation_id)"
         )
+    metadata, values = _metadata_conditions(where)
+    if metadata:
+        conditions.append(
+            "c.conversation_id IN (SELECT s.conversation_id FROM conversation_snapshots s"
+            f" WHERE {' AND '.join(metadata)})"
+        )
+        params += values
+    return conditions, params
+
+
+def _metadata_conditions(where: ConversationFilter) -> tuple[list[str], list[Any]]:
+    """Conditions on ``conversation_snapshots s``, which holds the metadata."""
+    conditions: list[str] = []
+    params: list[Any] = []
+    if where.owner is not None:
+        conditions.append("s.owner = %s")
+        params.append(clean(where.owner))
+    if where.tags:
+        conditions.append("s.tags @> %s")
+        params.append([clean(tag) for tag in where.tags])
+    if where.title is not None and where.title.strip():
+        conditions.append("strpos(lower(s.title), lower(%s)) > 0")
+        params.append(clean(where.title.strip()))
     return conditions, params
 
 
@@ -129,15 +163,26 @@ def _summaries(
         chosen += " LIMIT %s"
         params = [*params, limit]
     query = _SUMMARY.format(chosen=chosen)
-    return [ConversationSummary(*row) for row in conn.execute(query, params)]
+    return [_summary(row) for row in conn.execute(query, params)]
+
+
+def _summary(row: Any) -> ConversationSummary:
+    """A row of ``_SUMMARY``: the figures in field order, then the tags (a text array)."""
+    return dataclasses.replace(ConversationSummary(*row[:-1]), tags=tuple(row[-1] or ()))
 
 
 @raises_ours
 def conversations(
-    conn: Connection, since: datetime | None = None, limit: int | None = None
+    conn: Connection,
+    since: datetime | None = None,
+    limit: int | None = None,
+    where: ConversationFilter = ConversationFilter(),
 ) -> list[ConversationSummary]:
-    """Conversations active at or after ``since``, most recently active first."""
-    conditions, params = _conditions(ConversationFilter(active_from=since))
+    """Conversations matching ``where`` and active at or after ``since``, most recently
+    active first."""
+    if since is not None:
+        where = dataclasses.replace(where, active_from=since)
+    conditions, params = _conditions(where)
     return _summaries(conn, conditions, params, limit)
 
 

@@ -156,6 +156,17 @@ CREATE TABLE chat_replies (
 )
 """
 
+# Snapshots projected before these columns hold no metadata (schema v3 added it), so
+# nothing is backfilled: the defaults are what their snapshots say.
+_METADATA_COLUMNS = (
+    "ALTER TABLE conversation_snapshots"
+    " ADD COLUMN title text,"
+    " ADD COLUMN owner text,"
+    " ADD COLUMN tags text[] NOT NULL DEFAULT '{}',"
+    " ADD COLUMN attributes jsonb NOT NULL DEFAULT '{}',"
+    " ADD COLUMN forked_from text"
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -203,6 +214,17 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX chat_replies_by_conversation"
             " ON chat_replies (conversation_id, topic_partition, log_offset)",
             "CREATE INDEX chat_replies_by_request_id ON chat_replies (request_id)",
+        ),
+    ),
+    Migration(
+        3,
+        "conversation metadata: title, owner, tags, attributes, fork origin",
+        (
+            _METADATA_COLUMNS,
+            "CREATE INDEX conversation_snapshots_by_owner ON conversation_snapshots (owner)"
+            " WHERE owner IS NOT NULL",
+            "CREATE INDEX conversation_snapshots_by_tags"
+            " ON conversation_snapshots USING gin (tags)",
         ),
     ),
 )

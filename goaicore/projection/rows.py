@@ -8,6 +8,7 @@ the ``avro`` column keeps every record byte for byte, so nothing is lost.
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -138,6 +139,11 @@ class SnapshotRow(NamedTuple):
     updated_at: datetime | None
     source_partition: int
     source_offset: int
+    title: str | None
+    owner: str | None
+    tags: list[str]
+    attributes: str  # JSON text of the attributes
+    forked_from: str | None  # the source conversation of a fork
 
 
 SNAPSHOT_COLUMNS = SnapshotRow._fields
@@ -162,6 +168,11 @@ def snapshot_row(
         snapshot.updated_at,
         partition,
         offset,
+        clean_or_none(snapshot.title),
+        clean_or_none(snapshot.owner),
+        [clean(tag) for tag in snapshot.tags],
+        json.dumps({clean(k): clean(v) for k, v in snapshot.attributes.items()}),
+        clean(snapshot.forked_from.conversation_id) if snapshot.forked_from else None,
     )
 
 

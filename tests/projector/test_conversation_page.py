@@ -25,11 +25,18 @@ from goaicore.records import (
     ConversationEvent,
     EventBody,
     GameEvent,
+    MetadataSet,
     TurnFailed,
     UserMessage,
     new_event,
 )
-from tests.projector.helpers import produce_at, project, publish
+from tests.projector.helpers import (
+    fold_logged,
+    produce_at,
+    project,
+    publish,
+    publish_snapshots,
+)
 from tests.projector.sessions import START
 
 H = timedelta(hours=1)
@@ -213,3 +220,39 @@ def test_dead_letters_newest_first_by_conversation_and_in_pages(projection: Sett
             dead_letters(conn, before=(0, 999))
         with pytest.raises(InputError, match="a page holds 1 to 1000"):
             dead_letters(conn, limit=0)
+
+
+def test_metadata_is_listed_and_filters_the_list(projection: Settings) -> None:
+    """Metadata set by events reaches the projection with the snapshot that folded it."""
+    events = [
+        new_event("m1", MetadataSet(title="The Harrogate Run", owner="ada", tags=("beta", "eu"))),
+        new_event("m2", MetadataSet(title="Quiet night", owner="bob", tags=("eu",))),
+        new_event("m3", MetadataSet(attributes={"region": "eu"})),
+        new_event("m2", MetadataSet(tags=("eu", "vip"), attributes={"x\x00y": "nul\x00"})),
+    ]
+    publish_snapshots(projection, list(fold_logged(publish(projection, events)).values()))
+    project(projection)
+    cases = [
+        (ConversationFilter(owner="ada"), ["m1"]),
+        (ConversationFilter(tags=("eu",)), ["m1", "m2"]),
+        (ConversationFilter(tags=("eu", "vip")), ["m2"]),
+        (ConversationFilter(title="harrogate"), ["m1"]),
+        (ConversationFilter(owner="bob", tags=("beta",)), []),
+    ]
+    with connect(projection) as conn:
+        for where, expected in cases:
+            assert sorted(r.conversation_id for r in conversations(conn, where=where)) == expected
+        rows = {r.conversation_id: r for r in conversations(conn)}
+        attributes = dict(
+            conn.execute(
+                "SELECT conversation_id, attributes FROM conversation_snapshots"
+            ).fetchall()
+        )
+    assert (rows["m1"].title, rows["m1"].owner, rows["m1"].tags) == (
+        "The Harrogate Run",
+        "ada",
+        ("beta", "eu"),
+    )
+    assert (rows["m3"].title, rows["m3"].tags) == (None, ())
+    assert attributes["m3"] == {"region": "eu"}
+    assert attributes["m2"] == {"x\ufffdy": "nul\ufffd"}  # PostgreSQL text holds no NUL

@@ -1,0 +1,156 @@
+"""``goaicore undo | regenerate | rewind | fork | meta``: history operations, each an
+event appended to the log (nothing is removed from it)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from goaicore.cli.args import OFFSET, integer, moment
+from goaicore.cli.chat import positive_seconds, print_reply
+from goaicore.cli.output import add_json_option, print_json
+
+
+def register(subparsers: Any) -> None:
+    undo: argparse.ArgumentParser = subparsers.add_parser(
+        "undo", help="rewind a conversation to just before its last user message"
+    )
+    undo.add_argument("conversation", metavar="CONV")
+    add_json_option(undo)
+    undo.set_defaults(handler=handle_undo)
+
+    regenerate: argparse.ArgumentParser = subparsers.add_parser(
+        "regenerate", help="undo the last exchange and ask its user message again"
+    )
+    regenerate.add_argument("conversation", metavar="CONV")
+    regenerate.add_argument(
+        "--timeout", type=positive_seconds, default=60.0, help="seconds to wait for the reply"
+    )
+    regenerate.set_defaults(handler=handle_regenerate)
+
+    rewind: argparse.ArgumentParser = subparsers.add_parser(
+        "rewind", help="make a conversation's history what it was at a log offset"
+    )
+    rewind.add_argument("conversation", metavar="CONV")
+    rewind.add_argument(
+        "--to-offset",
+        type=integer(-1),
+        required=True,
+        metavar="N",
+        help="keep the conversation's events up to this offset (inclusive; -1: none)",
+    )
+    add_json_option(rewind)
+    rewind.set_defaults(handler=handle_rewind)
+
+    fork: argparse.ArgumentParser = subparsers.add_parser(
+        "fork", help="start a new conversation from another's history at an offset or time"
+    )
+    fork.add_argument("source", metavar="SRC")
+    fork.add_argument("--to", required=True, metavar="NEW", help="the new conversation's id")
+    at = fork.add_mutually_exclusive_group()
+    at.add_argument("--at", type=OFFSET, metavar="OFFSET", help="SRC's events below this offset")
+    at.add_argument(
+        "--as-of", type=moment, metavar="TIME", help="SRC's events up to the first after TIME"
+    )
+    add_json_option(fork)
+    fork.set_defaults(handler=handle_fork)
+
+    meta: argparse.ArgumentParser = subparsers.add_parser(
+        "meta", help="set a conversation's title, owner, tags or attributes"
+    )
+    meta.add_argument("conversation", metavar="CONV")
+    meta.add_argument("--title", help="the title ('' removes it)")
+    meta.add_argument("--owner", help="the owner ('' removes it)")
+    meta.add_argument(
+        "--tags", metavar="TAG,...", help="the tags, comma-separated, replacing them ('' clears)"
+    )
+    meta.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        type=_assignment,
+        metavar="KEY=VALUE",
+        help="set an attribute (repeatable)",
+    )
+    meta.add_argument(
+        "--unset", action="append", default=[], metavar="KEY", help="remove an attribute"
+    )
+    add_json_option(meta)
+    meta.set_defaults(handler=handle_meta)
+
+
+def _assignment(raw: str) -> tuple[str, str]:
+    key, sep, value = raw.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {raw!r}")
+    return key, value
+
+
+def handle_undo(args: argparse.Namespace) -> int:
+    from goaicore.clients import HistoryOperations
+
+    with HistoryOperations() as ops:
+        undone = ops.undo(args.conversation)
+    if args.json:
+        print_json({"conversation_id": args.conversation, "undone": undone})
+    else:
+        print(
+            f"rewound to offset {undone.until_offset} ({undone.messages} messages kept) "
+            f"at {undone.position}; undone: {undone.text!r}"
+        )
+    return 0
+
+
+def handle_regenerate(args: argparse.Namespace) -> int:
+    from goaicore.clients import ChatClient, HistoryOperations
+
+    with HistoryOperations() as ops, ChatClient(source="cli") as client:
+        reply = ops.regenerate(args.conversation, client, timeout=args.timeout)
+    return print_reply(reply)
+
+
+def handle_rewind(args: argparse.Namespace) -> int:
+    from goaicore.clients import HistoryOperations
+
+    with HistoryOperations() as ops:
+        rewound = ops.rewind(args.conversation, args.to_offset)
+    if args.json:
+        print_json({"conversation_id": args.conversation, "rewound": rewound})
+    else:
+        print(
+            f"rewound to offset {rewound.until_offset} ({rewound.messages} messages kept) "
+            f"at {rewound.position}"
+        )
+    return 0
+
+
+def handle_fork(args: argparse.Namespace) -> int:
+    from goaicore.clients import HistoryOperations
+
+    with HistoryOperations() as ops:
+        forked = ops.fork(args.source, args.to, before_offset=args.at, as_of=args.as_of)
+    if args.json:
+        print_json({"source": args.source, "conversation_id": args.to, "forked": forked})
+    else:
+        print(
+            f"forked {args.source} up to offset {forked.until_offset} into {args.to} "
+            f"({forked.messages} messages) at {forked.position}"
+        )
+    return 0
+
+
+def handle_meta(args: argparse.Namespace) -> int:
+    from goaicore.clients import HistoryOperations
+
+    tags = None if args.tags is None else [t.strip() for t in args.tags.split(",") if t.strip()]
+    attributes: dict[str, str | None] = {key: None for key in args.unset}
+    attributes.update(dict(args.set))
+    with HistoryOperations() as ops:
+        position = ops.set_metadata(
+            args.conversation, title=args.title, owner=args.owner, tags=tags, attributes=attributes
+        )
+    if args.json:
+        print_json({"conversation_id": args.conversation, "position": position})
+    else:
+        print(f"metadata set at {position}")
+    return 0
