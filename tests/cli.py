@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Mapping
+
+from goaicore.config import Settings
 
 
 def run_goaicore(
@@ -18,3 +21,18 @@ def run_goaicore(
         text=True,
         timeout=timeout,
     )
+
+
+def goaicore(
+    settings: Settings, *args: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``python -m goaicore ARGS`` on ``settings``' broker and topics (no database)."""
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
+        "KAFKA_BOOTSTRAP_SERVERS": settings.require_bootstrap(),
+        "GOAICORE_BROKER_PROFILE": settings.broker_profile or "standard",
+        "GOAICORE_TOPIC_PREFIX": settings.topic_prefix,
+        "GOAICORE_PARTITIONS": str(settings.partitions),
+        "GOAICORE_DATA_DIR": str(settings.data_dir),
+    }
+    return run_goaicore(*args, env=env, timeout=timeout)

@@ -39,6 +39,15 @@ if TYPE_CHECKING:
 SOURCE = "goaicore.history-ops"
 
 
+class ConversationNotFound(InvalidInputError):
+    """The conversation has no events the fold takes."""
+
+
+class OperationRefused(InvalidInputError):
+    """The conversation's state does not allow the operation (deleted, nothing to undo,
+    a point inside a tool chain, a fork target that has events)."""
+
+
 @dataclass(frozen=True)
 class Rewound:
     """A rewind appended: where, to which offset, and how many messages the history kept."""
@@ -80,10 +89,9 @@ class HistoryOperations(Closing):
 
     def rewind(self, conversation_id: str, until_offset: int, reason: str = "rewind") -> Rewound:
         """Make the history what it was after the event at ``until_offset`` (-1: empty)."""
-        log = self._log(conversation_id)
         if until_offset < -1:
             raise InvalidInputError(f"until_offset must be -1 or more, got {until_offset}")
-        return self._rewind(conversation_id, log, until_offset, reason)
+        return self._rewind(conversation_id, self._log(conversation_id), until_offset, reason)
 
     def undo(self, conversation_id: str) -> Undone:
         """Rewind to just before the last user message still in the history."""
@@ -91,10 +99,10 @@ class HistoryOperations(Closing):
         current = log[-1].snapshot
         user = next((m for m in reversed(current.messages) if m.role == "user"), None)
         if user is None:
-            raise InvalidInputError(f"nothing to undo: {conversation_id!r} has no user message")
+            raise OperationRefused(f"nothing to undo: {conversation_id!r} has no user message")
         offsets = _offsets_by_event_id(log)
         if user.event_id not in offsets:
-            raise InvalidInputError(
+            raise OperationRefused(
                 f"the last user message of {conversation_id!r} came with its fork: undo cannot "
                 "go back past a fork (fork the source again at an earlier offset)"
             )
@@ -122,11 +130,11 @@ class HistoryOperations(Closing):
             raise InvalidInputError("give before_offset or as_of, not both")
         check_conversation_id(new_id)
         if new_id == source_id:
-            raise InvalidInputError("a fork needs a new conversation id, not the source's")
+            raise OperationRefused("a fork needs a new conversation id, not the source's")
+        if before_offset is not None and before_offset < 0:
+            raise InvalidInputError(f"before_offset must be 0 or more, got {before_offset}")
         log = self._log(source_id)
         if before_offset is not None:
-            if before_offset < 0:
-                raise InvalidInputError(f"before_offset must be 0 or more, got {before_offset}")
             until = before_offset - 1
         elif as_of is not None:
             later = [a.record.position.offset for a in log if a.event.occurred_at > as_of]
@@ -134,7 +142,7 @@ class HistoryOperations(Closing):
         else:
             until = log[-1].record.position.offset
         if any(True for _ in self._reader.records(new_id)):
-            raise InvalidInputError(f"{new_id!r} already has events: fork into a new conversation")
+            raise OperationRefused(f"{new_id!r} already has events: fork into a new conversation")
         then = self._valid_history_at(source_id, log, until)
         body = ConversationForked(
             source_conversation_id=source_id,
@@ -178,9 +186,9 @@ class HistoryOperations(Closing):
         records = self._reader.records(conversation_id)
         log = [o for o in fold_records(records, self.policy) if isinstance(o, Applied)]
         if not log:
-            raise InvalidInputError(f"no events for conversation {conversation_id!r}")
+            raise ConversationNotFound(f"no events for conversation {conversation_id!r}")
         if log[-1].snapshot.deleted:
-            raise InvalidInputError(f"conversation {conversation_id!r} was deleted")
+            raise OperationRefused(f"conversation {conversation_id!r} was deleted")
         return log
 
     def _rewind(
@@ -217,7 +225,7 @@ class HistoryOperations(Closing):
             before = max((o for o in valid if o < until_offset), default=-1)
             after = min((o for o in valid if o > until_offset), default=None)
             nearest = f"{before}" + (f" or {after}" if after is not None else "")
-            raise InvalidInputError(
+            raise OperationRefused(
                 f"offset {until_offset} of {conversation_id!r} is between a tool call and its "
                 f"results, where the history is not valid to send; the nearest offsets that "
                 f"are: {nearest}"

@@ -44,7 +44,13 @@ from goaicore_store.chat.turns import TurnSettings
 from goaicore_store.chat.watermarks import HighWatermarks
 from goaicore_store.codecs import CODEC, SNAPSHOT_CODEC, register
 from goaicore_store.fold_agent import FOLD_BATCH, apply_batch
-from goaicore_store.http import BearerTokens, bearer_auth, json_errors, register_views
+from goaicore_store.http import (
+    BearerTokens,
+    bearer_auth,
+    json_errors,
+    register_history_views,
+    register_views,
+)
 from goaicore_store.http.server import ApiApp
 from goaicore_store.metrics import PREFIX, StoreMetrics
 from goaicore_store.topology import ChatServices, StoreApp, app_id
@@ -198,6 +204,7 @@ def create_app(
 
     app.on_before_shutdown.connect(stop_watermarks)  # type: ignore[arg-type]
     register_views(store)
+    register_history_views(store)
     return store
 
 

@@ -3,6 +3,7 @@ folded by the worker, replayed and verified from the log alone."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from goaicore.records.validation import InvalidInputError
 from goaicore.replay.verify import verify_snapshot
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, snapshot_when
+from tests.cli import goaicore
 
 
 def _prompt_of(llm: OpenAIServer, question: str) -> list[Any]:
@@ -160,3 +162,47 @@ def test_operations_on_what_cannot_take_them_are_refused_with_the_reason(
             ops.rewind("only-game", -2)
         with pytest.raises(InvalidInputError, match="new conversation id"):
             ops.fork("only-game", "only-game")
+
+
+def test_the_command_line_undoes_regenerates_rewinds_forks_and_sets_metadata(
+    topics: Settings, worker: ChatWorker, llm: OpenAIServer
+) -> None:
+    assert goaicore(topics, "say", "cli-ops", "first").stdout == "echo: first\n"
+    assert goaicore(topics, "say", "cli-ops", "second").returncode == 0
+    regenerated = goaicore(topics, "regenerate", "cli-ops")
+    assert (regenerated.returncode, regenerated.stdout) == (0, "echo: second\n"), regenerated.stderr
+    undone = goaicore(topics, "undo", "cli-ops", "--json")
+    assert undone.returncode == 0, undone.stderr
+    assert json.loads(undone.stdout)["undone"]["text"] == "second"
+    rewound = goaicore(topics, "rewind", "cli-ops", "--to-offset", "-1")
+    assert rewound.returncode == 0, rewound.stderr
+    assert "(0 messages kept)" in rewound.stdout
+    with HistoryReader(topics) as history:
+        first_turn_end = [e.offset for e in history.logged_events("cli-ops")][1]
+    forked = goaicore(
+        topics, "fork", "cli-ops", "--at", str(first_turn_end + 1), "--to", "cli-fork"
+    )
+    assert forked.returncode == 0, forked.stderr
+    assert "(2 messages)" in forked.stdout
+    meta = goaicore(
+        topics, "meta", "cli-fork", "--title", "Branch", "--tags", "x, y", "--set", "k=v"
+    )
+    assert meta.returncode == 0, meta.stderr
+    snapshot = snapshot_when(topics, "cli-fork", lambda s: s.event_count == 2)
+    assert (_texts(snapshot), snapshot.title, snapshot.tags) == (
+        ["first", "echo: first"],
+        "Branch",
+        ("x", "y"),
+    )
+    assert snapshot.attributes == {"k": "v"}
+    listed = goaicore(topics, "history", "cli-ops").stdout
+    assert "rewound[undo] to offset" in listed
+    assert "rewound[rewind] to offset -1: 0 messages" in listed
+    refused = goaicore(topics, "fork", "cli-ops", "--to", "cli-fork")
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        "goaicore: 'cli-fork' already has events: fork into a new conversation"
+    )
+    bad = goaicore(topics, "meta", "cli-fork", "--set", "novalue")
+    assert bad.returncode == 2
+    assert "expected KEY=VALUE" in bad.stderr

@@ -3,32 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 from goaicore.config import Settings
+from tests.cli import goaicore
 from tests.clients.scripted_responder import ScriptedResponder
-
-
-def goaicore(
-    settings: Settings, *args: str, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
-        "KAFKA_BOOTSTRAP_SERVERS": settings.require_bootstrap(),
-        "GOAICORE_BROKER_PROFILE": settings.broker_profile or "standard",
-        "GOAICORE_TOPIC_PREFIX": settings.topic_prefix,
-        "GOAICORE_PARTITIONS": str(settings.partitions),
-        "GOAICORE_DATA_DIR": str(settings.data_dir),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "goaicore", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def test_publish_event_then_history_and_tail(topics: Settings) -> None:

@@ -147,3 +147,61 @@ def test_oversized_bodies_unknown_routes_methods_and_conversations(
     status, answer = call("DELETE", f"{url}/v1/conversations/web-big")
     assert (status, answer["error"]["type"]) == (405, "method_not_allowed")
     assert "GET" in answer["error"]["message"]
+
+
+def test_history_operations_through_either_worker(pair: Pair, llm: OpenAIServer) -> None:
+    first, second = pair
+    base = "/v1/conversations/web-ops"
+    for n, question in enumerate(["one", "two"]):
+        status, reply = call("POST", f"{pair[n % 2].url}{base}/messages", {"text": question})
+        assert (status, reply["text"]) == (200, f"echo: {question}")
+    status, regenerated = call("POST", f"{second.url}{base}/regenerate", {"timeout": 30})
+    assert (status, regenerated["text"]) == (200, "echo: two"), regenerated
+    status, undone = call("POST", f"{first.url}{base}/undo")
+    assert (status, undone["text"], undone["messages"]) == (200, "two", 2), undone
+    status, forked = call(
+        "POST", f"{second.url}{base}/fork", {"to": "web-ops-fork", "before_offset": 0}
+    )
+    assert (status, forked["conversation_id"], forked["messages"]) == (201, "web-ops-fork", 0)
+    status, answer = call("POST", f"{first.url}{base}/fork", {"to": "web-ops-fork"})
+    assert (status, answer["error"]["type"]) == (409, "conflict"), answer
+    status, position = call(
+        "PATCH",
+        f"{first.url}{base}/metadata",
+        {"title": "Ops", "tags": ["x"], "attributes": {"k": "v", "gone": None}},
+    )
+    assert status == 200, position
+    assert position["offset"] >= 0
+    status, rewound = call("POST", f"{second.url}{base}/rewind", {"until_offset": -1})
+    assert (status, rewound["messages"]) == (200, 0), rewound
+    deadline = time.monotonic() + 60
+    while True:
+        status, snapshot = call("GET", f"{second.url}{base}")
+        if status == 200 and snapshot["events_by_type"].get("ConversationRewound") == 3:
+            break
+        assert time.monotonic() < deadline, snapshot
+        time.sleep(0.3)
+    assert (snapshot["messages"], snapshot["title"], snapshot["tags"]) == ([], "Ops", ["x"])
+    assert snapshot["attributes"] == {"k": "v"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "field"),
+    [
+        ("POST", "never-asked/undo", None, 404, None),
+        ("POST", "web-ops/rewind", {}, 400, "until_offset"),
+        ("POST", "web-ops/rewind", {"until_offset": "3"}, 400, "until_offset"),
+        ("POST", "web-ops/fork", {"to": " "}, 400, "to"),
+        ("POST", "web-ops/fork", {"to": "x", "as_of": "yesterday"}, 400, "as_of"),
+        ("POST", "web-ops/fork", {"to": "x", "as_of": "2026-01-01T00:00:00"}, 400, "as_of"),
+        ("PATCH", "web-ops/metadata", {"tags": "x"}, 400, "tags"),
+        ("PATCH", "web-ops/metadata", {"title": "t" * 201}, 400, None),
+        ("PATCH", "web-ops/metadata", {"colour": "red"}, 400, "colour"),
+    ],
+)
+def test_history_operations_refuse_bad_input_with_the_reason(
+    pair: Pair, method: str, path: str, body: Any, status: int, field: str | None
+) -> None:
+    answer_status, answer = call(method, f"{pair[0].url}/v1/conversations/{path}", body)
+    assert answer_status == status, answer
+    assert answer["error"].get("field") == field

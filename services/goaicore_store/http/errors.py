@@ -22,6 +22,7 @@ ERROR_TYPES: Mapping[int, str] = {
     401: "unauthorized",
     404: "not_found",
     405: "method_not_allowed",
+    409: "conflict",
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "rejected",

@@ -88,7 +88,7 @@ def readiness(app: Any) -> str | None:
     return None
 
 
-def _json(data: Any, status: int = 200) -> web.Response:
+def json_answer(data: Any, status: int = 200) -> web.Response:
     return cast(web.Response, aioweb.json_response(data, status=status))
 
 
@@ -102,7 +102,7 @@ def register_views(store: StoreApp) -> None:
         """Liveness: the process and its event loop answer (a crashed Faust app exits)."""
 
         async def get(self, request: web.Request) -> web.Response:
-            return _json({"status": "ok"})
+            return json_answer({"status": "ok"})
 
     @app.page(READY_PATH)
     class Ready(web.View):
@@ -111,8 +111,8 @@ def register_views(store: StoreApp) -> None:
         async def get(self, request: web.Request) -> web.Response:
             reason = readiness(app)
             if reason is not None:
-                return _json({"status": "not ready", "reason": reason}, status=503)
-            return _json({"status": "ready"})
+                return json_answer({"status": "not ready", "reason": reason}, status=503)
+            return json_answer({"status": "ready"})
 
     @app.page(METRICS_PATH)
     class Metrics(web.View):
@@ -129,34 +129,34 @@ def register_views(store: StoreApp) -> None:
         """This API's OpenAPI 3.1 description."""
 
         async def get(self, request: web.Request) -> web.Response:
-            return _json(openapi_document())
+            return json_answer(openapi_document())
 
     @app.page(CONVERSATION_PATH)
     class Conversation(web.View):
         """The snapshot of one conversation, from the worker that owns it."""
 
         async def get(self, request: web.Request, conversation_id: str) -> web.Response:
-            conversation_id = _conversation(conversation_id)
+            conversation_id = valid_conversation(conversation_id)
             forwarded = await forward_to_owner(store, request, conversation_id, b"")
             if forwarded is not None:
                 return forwarded
             snapshot = store.table.get(conversation_id.encode())
             if snapshot is None:
                 raise ApiError(404, f"no conversation {conversation_id!r}")
-            return _json(jsonable(snapshot))
+            return json_answer(jsonable(snapshot))
 
     @app.page(f"{CONVERSATION_PATH}/events")
     class Events(web.View):
         """Append a game event or a user message to a conversation's log."""
 
         async def post(self, request: web.Request, conversation_id: str) -> web.Response:
-            conversation_id = _conversation(conversation_id)
+            conversation_id = valid_conversation(conversation_id)
             body = bodies.json_object(await read_body(request, limit), bodies.EVENT_FIELDS)
             event = new_event(conversation_id, event_body(body), source="http")
             payload = _fitting("event", lambda: encode_event(event), limit)
             sent = await store.events.send(key=conversation_id.encode(), value=payload, force=True)
             metadata = await sent
-            return _json(
+            return json_answer(
                 {
                     "event_id": event.event_id,
                     "partition": metadata.partition,
@@ -170,7 +170,7 @@ def register_views(store: StoreApp) -> None:
         """Ask: publish a chat request and answer with its reply."""
 
         async def post(self, request: web.Request, conversation_id: str) -> web.Response:
-            conversation_id = _conversation(conversation_id)
+            conversation_id = valid_conversation(conversation_id)
             raw = await read_body(request, limit)
             forwarded = await forward_to_owner(store, request, conversation_id, raw)
             if forwarded is not None:
@@ -192,11 +192,13 @@ async def read_body(faust_request: web.Request, limit: int) -> bytes:
     return raw
 
 
-def _conversation(raw: str) -> str:
+def valid_conversation(raw: str, field: str | None = None) -> str:
+    """A conversation id from a path (or the body's ``field``), or a 400 saying why not."""
     try:
         return check_conversation_id(raw)
     except InputError as err:
-        raise ApiError(400, str(err)) from None
+        extra = {"field": field} if field else {}
+        raise ApiError(400, str(err), **extra) from None
 
 
 def _fitting(what: str, encode: Any, limit: int) -> bytes:
@@ -240,10 +242,10 @@ async def ask(store: StoreApp, conversation_id: str, body: dict[str, Any]) -> we
         ) from None
     finally:
         waiters.forget(request.request_id)
-    return _json(reply_json(reply), status=HTTP_STATUS.get(reply.status, 502))
+    return json_answer(replyjson_answer(reply), status=HTTP_STATUS.get(reply.status, 502))
 
 
-def reply_json(reply: ChatReply) -> dict[str, Any]:
+def replyjson_answer(reply: ChatReply) -> dict[str, Any]:
     """An ok reply as it is; any other as an error object, with the whole reply beside it."""
     data: dict[str, Any] = jsonable(reply)
     if reply.status is ReplyStatus.OK:

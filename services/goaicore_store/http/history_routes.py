@@ -1,0 +1,230 @@
+"""History operations over HTTP (``goaicore.clients.history_ops``), each an event in the log:
+
+- ``POST /v1/conversations/{id}/undo``: rewind to just before the last user message;
+- ``POST /v1/conversations/{id}/regenerate`` ``{"timeout"?}``: undo, then ask that
+  message again (answered like ``/messages``, by the worker that owns the conversation);
+- ``POST /v1/conversations/{id}/rewind`` ``{"until_offset"}``: the history as it was
+  after that offset of the conversation's partition (-1: empty);
+- ``POST /v1/conversations/{id}/fork`` ``{"to", "before_offset"? | "as_of"?}``: start
+  ``to`` with this conversation's history;
+- ``PATCH /v1/conversations/{id}/metadata`` ``{"title"?, "owner"?, "tags"?,
+  "attributes"?}``: change the metadata (an attribute set to null is removed).
+
+The operations read the conversation from the log with kafka-python: they run in a
+thread, one at a time per worker (they are rare, and each reads a partition).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from faust import web
+
+from goaicore.clients.history_ops import ConversationNotFound, HistoryOperations, OperationRefused
+from goaicore.errors import InputError
+from goaicore.records.jsonable import jsonable
+from goaicore_store.http import bodies
+from goaicore_store.http.errors import ApiError
+from goaicore_store.http.routes import (
+    CONVERSATION_PATH,
+    ask,
+    forward_to_owner,
+    json_answer,
+    read_body,
+    valid_conversation,
+)
+
+if TYPE_CHECKING:
+    from goaicore_store.topology import StoreApp
+
+T = TypeVar("T")
+
+REWIND_FIELDS = ("until_offset",)
+FORK_FIELDS = ("to", "before_offset", "as_of")
+METADATA_FIELDS = ("title", "owner", "tags", "attributes")
+REGENERATE_FIELDS = ("timeout",)
+
+
+class _Operations:
+    """One HistoryOperations per worker, opened on first use, used by one call at a time."""
+
+    def __init__(self, store: StoreApp) -> None:
+        self.store = store
+        self._ops: HistoryOperations | None = None
+        self._lock = threading.Lock()
+
+    async def run(self, operation: Callable[[HistoryOperations], T]) -> T:
+        return await asyncio.to_thread(self._run, operation)
+
+    def _run(self, operation: Callable[[HistoryOperations], T]) -> T:
+        with self._lock:
+            if self._ops is None:
+                self._ops = HistoryOperations(self.store.settings)
+            try:
+                return operation(self._ops)
+            except ConversationNotFound as err:
+                raise ApiError(404, str(err)) from None
+            except OperationRefused as err:
+                raise ApiError(409, str(err)) from None
+            except InputError as err:
+                raise ApiError(400, str(err)) from None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._ops is not None:
+                self._ops.close()
+                self._ops = None
+
+
+def register_history_views(store: StoreApp) -> None:
+    """Add the history operations' views to the store app's web server."""
+    app = store.app
+    limit = store.settings.max_record_bytes
+    operations = _Operations(store)
+
+    async def close_operations(sender: Any, *args: Any, **kwargs: Any) -> None:
+        await asyncio.to_thread(operations.close)
+
+    app.on_before_shutdown.connect(close_operations)  # type: ignore[arg-type]
+
+    @app.page(f"{CONVERSATION_PATH}/undo")
+    class Undo(web.View):
+        """Rewind to just before the last user message."""
+
+        async def post(self, request: web.Request, conversation_id: str) -> web.Response:
+            conversation_id = valid_conversation(conversation_id)
+            bodies.json_object(await read_body(request, limit) or b"{}", ())
+            undone = await operations.run(lambda ops: ops.undo(conversation_id))
+            return json_answer(jsonable(undone))
+
+    @app.page(f"{CONVERSATION_PATH}/regenerate")
+    class Regenerate(web.View):
+        """Undo the last exchange and ask its user message again."""
+
+        async def post(self, request: web.Request, conversation_id: str) -> web.Response:
+            conversation_id = valid_conversation(conversation_id)
+            raw = await read_body(request, limit) or b"{}"
+            body = bodies.json_object(raw, REGENERATE_FIELDS)
+            forwarded = await forward_to_owner(store, request, conversation_id, raw)
+            if forwarded is not None:
+                return forwarded
+            undone = await operations.run(lambda ops: ops.undo(conversation_id))
+            return await ask(store, conversation_id, {**body, "text": undone.text})
+
+    @app.page(f"{CONVERSATION_PATH}/rewind")
+    class Rewind(web.View):
+        """The history as it was after an offset of the conversation's partition."""
+
+        async def post(self, request: web.Request, conversation_id: str) -> web.Response:
+            conversation_id = valid_conversation(conversation_id)
+            body = bodies.json_object(await read_body(request, limit), REWIND_FIELDS)
+            until = _whole(body, "until_offset", required=True)
+            assert until is not None
+            rewound = await operations.run(lambda ops: ops.rewind(conversation_id, until))
+            return json_answer(jsonable(rewound))
+
+    @app.page(f"{CONVERSATION_PATH}/fork")
+    class Fork(web.View):
+        """Start a new conversation from this one's history."""
+
+        async def post(self, request: web.Request, conversation_id: str) -> web.Response:
+            conversation_id = valid_conversation(conversation_id)
+            body = bodies.json_object(await read_body(request, limit), FORK_FIELDS)
+            new_id = valid_conversation(bodies.text(body, "to"), field="to")
+            before = _whole(body, "before_offset")
+            as_of = _moment(body, "as_of")
+            forked = await operations.run(
+                lambda ops: ops.fork(conversation_id, new_id, before_offset=before, as_of=as_of)
+            )
+            return json_answer({"conversation_id": new_id, **jsonable(forked)}, status=201)
+
+    @app.page(f"{CONVERSATION_PATH}/metadata")
+    class Metadata(web.View):
+        """Change the conversation's title, owner, tags or attributes."""
+
+        async def patch(self, request: web.Request, conversation_id: str) -> web.Response:
+            conversation_id = valid_conversation(conversation_id)
+            body = bodies.json_object(await read_body(request, limit), METADATA_FIELDS)
+            title = bodies.optional_text(body, "title")
+            owner = bodies.optional_text(body, "owner")
+            tags = _tags(body)
+            attributes = _nullable_attributes(body)
+            position = await operations.run(
+                lambda ops: ops.set_metadata(
+                    conversation_id, title=title, owner=owner, tags=tags, attributes=attributes
+                )
+            )
+            return json_answer(
+                {"partition": position.partition, "offset": position.offset}, status=200
+            )
+
+
+def _whole(body: dict[str, Any], name: str, required: bool = False) -> int | None:
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise ApiError(400, f"{name} is missing", field=name)
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON's 74.0 is the integer 74
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError(400, f"{name} must be a whole number", field=name)
+    if not -(2**63) <= value < 2**63:
+        raise ApiError(400, f"{name} is out of range", field=name)
+    return value
+
+
+def _moment(body: dict[str, Any], name: str) -> datetime | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ApiError(400, f"{name} must be an ISO 8601 time", field=name)
+    try:
+        when = _rfc3339(value)
+    except ValueError:
+        shown = value[:60]
+        raise ApiError(400, f"{name} must be an ISO 8601 time, got {shown!r}", field=name) from None
+    if when.tzinfo is None:
+        raise ApiError(400, f"{name} needs a time zone (e.g. Z)", field=name)
+    return when
+
+
+def _rfc3339(text: str) -> datetime:
+    """An RFC 3339 time as Python takes it: any case of T and Z, more than microsecond
+    digits cut to microseconds, a leap second read as the second before."""
+    normal = text.upper()
+    match = re.fullmatch(r"(.{19})(\.\d+)?(Z|[+-]\d\d:\d\d)?", normal)
+    if match is None:
+        return datetime.fromisoformat(normal)
+    whole, fraction, zone = match.groups()
+    if whole.endswith(":60"):
+        whole = whole[:-2] + "59"
+    return datetime.fromisoformat(whole + (fraction or "")[:7] + (zone or ""))
+
+
+def _tags(body: dict[str, Any]) -> list[str] | None:
+    value = body.get("tags")
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
+        raise ApiError(400, "tags must be a list of strings", field="tags")
+    return value
+
+
+def _nullable_attributes(body: dict[str, Any]) -> dict[str, str | None]:
+    value = body.get("attributes")
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(v, str) or v is None for v in value.values()
+    ):
+        raise ApiError(
+            400, "attributes must map names to strings (or null to remove)", field="attributes"
+        )
+    return value
