@@ -17,8 +17,12 @@ from goaicore.records import (
     ChatReply,
     CompactionApplied,
     ConversationEvent,
+    ConversationForked,
+    ConversationRewound,
     GameEvent,
+    MetadataSet,
     ReplyStatus,
+    SnapshotMessage,
     ToolCall,
     ToolResult,
     TurnFailed,
@@ -32,6 +36,9 @@ from tests.projector.helpers import fold_logged, produce, project, publish, publ
 
 QUEST = "quest <1>"
 TAMPERED = "tampered"
+OPS = "ops <2>"
+FORK = "fork <3>"
+OPS_TITLE = "The <ops> run"
 BULK = [f"bulk-{n:02d}" for n in range(55)]
 SCRIPT = "<script>alert('pwned')</script> where is the <b>tavern</b>?"
 TOOL_ARGUMENTS = '{"place": "<tavern>"}'
@@ -124,6 +131,23 @@ def quest_events() -> list[ConversationEvent]:
     ]
 
 
+def ops_events() -> list[ConversationEvent]:
+    """A conversation with every history operation, and a fork of it."""
+    kept = SnapshotMessage(role="user", text="keep <this>", event_id="e-1")
+    return [
+        new_event(OPS, UserMessage(text="keep <this>"), event_id="e-1"),
+        new_event(OPS, UserMessage(text="regret <that>")),
+        new_event(OPS, MetadataSet(title=OPS_TITLE, tags=("beta", "<x>"), attributes={"k": "v"})),
+        new_event(OPS, ConversationRewound(until_offset=0, messages=(kept,), reason="undo")),
+        new_event(
+            FORK,
+            ConversationForked(
+                source_conversation_id=OPS, source_partition=0, until_offset=0, messages=(kept,)
+            ),
+        ),
+    ]
+
+
 def replies() -> list[ChatReply]:
     usage = Usage(prompt_tokens=240, completion_tokens=60, total_tokens=300, llm_calls=2)
     return [
@@ -150,6 +174,7 @@ def log_and_project(settings: Settings) -> Audited:
     events = quest_events()
     events += [new_event(TAMPERED, UserMessage(text=f"tampered {n}")) for n in range(3)]
     events += [new_event(conversation, UserMessage(text="hello")) for conversation in BULK]
+    events += ops_events()
     logged = publish(settings, events)
     snapshots = fold_logged(logged)
     snapshots[TAMPERED] = replace(snapshots[TAMPERED], event_count=99)

@@ -18,7 +18,10 @@ from tests.console.conftest import TOKEN
 from tests.console.data import (
     ANSWER,
     BULK,
+    FORK,
     GAME_TEXT,
+    OPS,
+    OPS_TITLE,
     QUEST,
     SCRIPT,
     SUMMARY,
@@ -115,7 +118,8 @@ async def test_the_list_pages_through_every_conversation_once(
     second = await page(client, cursor.group(1).replace("&amp;", "&"))
     seen += re.findall(r'<a href="/conversations/([^"]+)">', second)
     assert 'data-testid="next-page"' not in second
-    assert sorted(seen) == sorted(quote(c, safe="") for c in [*BULK, QUEST, TAMPERED])
+    listed = [*BULK, QUEST, TAMPERED, OPS, FORK]
+    assert sorted(seen) == sorted(quote(c, safe="") for c in listed)
 
 
 @pytest.mark.parametrize(
@@ -339,3 +343,22 @@ async def test_verify_all_asked_at_once_runs_one_job(audited: Audited) -> None:
             await asyncio.sleep(0.1)
         assert started[0].report is not None
         assert started[0].checked == started[0].total == audited.conversations
+
+
+async def test_history_operations_are_on_the_timeline_and_metadata_on_the_pages(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    text = await page(client, _path(OPS))
+    types = re.findall(r'data-testid="entry" data-type="([^"]+)"', text)
+    assert types == ["UserMessage", "UserMessage", "MetadataSet", "ConversationRewound"]
+    assert "<b>undo</b>: the history went back to offset 0, 1 message kept" in text
+    assert _escaped("keep <this>") in text  # the history it went back to
+    assert f"<b>{_escaped(OPS_TITLE)}</b>" in text  # the labels under the title
+    assert '<span class="tag">&lt;x&gt;</span>' in text
+    assert "<ops>" not in text
+    forked = await page(client, _path(FORK))
+    link = f'<a href="/conversations/{quote(OPS, safe="")}">{_escaped(OPS)}</a>'
+    assert f"Forked from {link}: its events up to 0:0, 1 message." in forked
+    assert f"forked from {link} at" in forked
+    listed = await page(client, "/conversations?q=regret")
+    assert f'<span class="muted">{_escaped(OPS_TITLE)}</span>' in listed
