@@ -22,6 +22,8 @@ from goaicore.replay.verify import verify_snapshot
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, snapshot_when
 from tests.cli import goaicore
+from tests.readme import python_blocks
+from tests.store.workers import worker_env
 
 
 def _prompt_of(llm: OpenAIServer, question: str) -> list[Any]:
@@ -206,3 +208,21 @@ def test_the_command_line_undoes_regenerates_rewinds_forks_and_sets_metadata(
     bad = goaicore(topics, "meta", "cli-fork", "--set", "novalue")
     assert bad.returncode == 2
     assert "expected KEY=VALUE" in bad.stderr
+
+
+def test_the_readme_example_runs_as_written(
+    topics: Settings,
+    worker: ChatWorker,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in worker_env(topics).items():
+        monkeypatch.setenv(name, value)
+    [block] = python_blocks("History operations: undo, rewind, fork, metadata")
+    exec(compile(block, "README:History operations", "exec"), {"__name__": "readme"})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        "undone: Sing me a song",
+        "ok echo: Where is the tavern?",
+        "forked 2 messages",
+    ]
