@@ -50,3 +50,11 @@ def moment(raw: str) -> datetime:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an ISO time, got {raw!r}") from None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def key_value(raw: str) -> tuple[str, str]:
+    """``KEY=VALUE`` (the value may be empty or hold ``=``)."""
+    key, sep, value = raw.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {raw!r}")
+    return key, value

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from goaicore.cli.args import key_value
 from goaicore.cli.audit import add_history_options, history_from_db
 from goaicore.cli.output import add_json_option, print_json
 from goaicore.cli.render import describe_event
@@ -22,7 +23,7 @@ def register(subparsers: Any) -> None:
         "--attr",
         action="append",
         default=[],
-        type=_attribute,
+        type=key_value,
         metavar="KEY=VALUE",
         help="an attribute (repeatable)",
     )
@@ -35,13 +36,6 @@ def register(subparsers: Any) -> None:
     add_history_options(history)
     add_json_option(history)
     history.set_defaults(handler=handle_history)
-
-
-def _attribute(raw: str) -> tuple[str, str]:
-    key, sep, value = raw.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {raw!r}")
-    return key, value
 
 
 def handle_publish(args: argparse.Namespace) -> int:

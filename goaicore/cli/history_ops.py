@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from goaicore.cli.args import OFFSET, integer, moment
+from goaicore.cli.args import OFFSET, integer, key_value, moment
 from goaicore.cli.chat import positive_seconds, print_reply
 from goaicore.cli.output import add_json_option, print_json
 
@@ -68,7 +68,7 @@ def register(subparsers: Any) -> None:
         "--set",
         action="append",
         default=[],
-        type=_assignment,
+        type=key_value,
         metavar="KEY=VALUE",
         help="set an attribute (repeatable)",
     )
@@ -77,13 +77,6 @@ def register(subparsers: Any) -> None:
     )
     add_json_option(meta)
     meta.set_defaults(handler=handle_meta)
-
-
-def _assignment(raw: str) -> tuple[str, str]:
-    key, sep, value = raw.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {raw!r}")
-    return key, value
 
 
 def handle_undo(args: argparse.Namespace) -> int:

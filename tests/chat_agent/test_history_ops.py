@@ -22,7 +22,7 @@ from goaicore.replay.verify import verify_snapshot
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, snapshot_when
 from tests.cli import goaicore
-from tests.readme import python_blocks
+from tests.readme import run_blocks
 from tests.store.workers import worker_env
 
 
@@ -216,10 +216,8 @@ def test_the_readme_example_runs_as_written(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for name, value in worker_env(topics).items():
-        monkeypatch.setenv(name, value)
-    [block] = python_blocks("History operations: undo, rewind, fork, metadata")
-    exec(compile(block, "README:History operations", "exec"), {"__name__": "readme"})
+    section = "History operations: undo, rewind, fork, metadata"
+    assert run_blocks(section, worker_env(topics), monkeypatch) == 1
     printed = capsys.readouterr().out.splitlines()
     assert printed == [
         "undone: Sing me a song",

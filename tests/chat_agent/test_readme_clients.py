@@ -6,7 +6,7 @@ import pytest
 
 from goaicore.config import Settings
 from tests.chat_agent.helpers import ChatWorker
-from tests.readme import python_blocks
+from tests.readme import run_blocks
 from tests.store.workers import worker_env
 
 
@@ -16,12 +16,7 @@ def test_the_kafka_client_examples_run_as_written(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for name, value in worker_env(topics).items():
-        monkeypatch.setenv(name, value)
-    blocks = python_blocks("Kafka clients")
-    assert len(blocks) >= 3
-    for block in blocks:
-        exec(compile(block, "README:Kafka clients", "exec"), {"__name__": "readme"})
+    assert run_blocks("Kafka clients", worker_env(topics), monkeypatch) >= 3
     printed = capsys.readouterr().out
     assert "ok echo: What's my score?" in printed
     assert "ok echo: Plan my route" in printed
