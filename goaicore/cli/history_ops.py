@@ -4,11 +4,14 @@ event appended to the log (nothing is removed from it)."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goaicore.cli.args import OFFSET, integer, key_value, moment
 from goaicore.cli.chat import positive_seconds, print_reply
 from goaicore.cli.output import add_json_option, print_json
+
+if TYPE_CHECKING:
+    from goaicore.clients.history_ops import Rewound
 
 
 def register(subparsers: Any) -> None:
@@ -84,14 +87,7 @@ def handle_undo(args: argparse.Namespace) -> int:
 
     with HistoryOperations() as ops:
         undone = ops.undo(args.conversation)
-    if args.json:
-        print_json({"conversation_id": args.conversation, "undone": undone})
-    else:
-        print(
-            f"rewound to offset {undone.until_offset} ({undone.messages} messages kept) "
-            f"at {undone.position}; undone: {undone.text!r}"
-        )
-    return 0
+    return _print_rewound(args, "undone", undone, f"; undone: {undone.text!r}")
 
 
 def handle_regenerate(args: argparse.Namespace) -> int:
@@ -107,12 +103,16 @@ def handle_rewind(args: argparse.Namespace) -> int:
 
     with HistoryOperations() as ops:
         rewound = ops.rewind(args.conversation, args.to_offset)
+    return _print_rewound(args, "rewound", rewound)
+
+
+def _print_rewound(args: argparse.Namespace, key: str, rewound: Rewound, more: str = "") -> int:
     if args.json:
-        print_json({"conversation_id": args.conversation, "rewound": rewound})
+        print_json({"conversation_id": args.conversation, key: rewound})
     else:
         print(
             f"rewound to offset {rewound.until_offset} ({rewound.messages} messages kept) "
-            f"at {rewound.position}"
+            f"at {rewound.position}{more}"
         )
     return 0
 

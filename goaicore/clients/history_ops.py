@@ -1,9 +1,15 @@
 """History operations: undo, rewind, fork and metadata, each an event appended to the log.
 
 Nothing is removed from the log. A rewind or a fork carries the history it restores,
-folded here from the log under the bound the worker folds with, so the fold takes it
-as it is and a replay of the log alone reproduces it (``goaicore.fold``). A point
-between a tool call and its results is refused: the history there is not valid to send.
+folded here from the log under the conversation's own bound (its stored snapshot's, as
+replay and verify use), so the fold takes it as it is and a replay of the log alone
+reproduces it (``goaicore.fold``). A point between a tool call and its results is
+refused: the history there is not valid to send.
+
+Every operation reads the log again after appending its event and says whether the
+fold applied it: a rewind names the last event of the history it was computed from
+(``basis_event_id``), so an event that landed in between makes it an anomaly, never a
+silent loss, and the caller is told to try again (:class:`OperationRefused`).
 
 Offsets are those of the conversation's partition of ``events`` (``goaicore history``
 shows them); ``until_offset`` is inclusive, as in ``goaicore replay --until-offset``.
@@ -11,24 +17,30 @@ shows them); ``until_offset`` is inclusive, as in ``goaicore replay --until-offs
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from goaicore.clients.publisher import EventPublisher, TopicPosition
+from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.fold.carried import history_problem
 from goaicore.fold.metadata import metadata_problem
-from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
+from goaicore.fold.pending import unanswered_calls
+from goaicore.fold.policy import FoldPolicy, policy_for_record_limit, policy_of
 from goaicore.fold.records import Applied, fold_records
 from goaicore.lifecycle import Closing
 from goaicore.records import (
+    ConversationEvent,
     ConversationForked,
     ConversationRewound,
     ConversationSnapshot,
     MetadataSet,
+    UserMessage,
+    new_event,
 )
+from goaicore.records.types import EventBody
 from goaicore.records.validation import InvalidInputError, check_conversation_id
 from goaicore.replay.reader import HistoryReader
 
@@ -45,7 +57,7 @@ class ConversationNotFound(InvalidInputError):
 
 class OperationRefused(InvalidInputError):
     """The conversation's state does not allow the operation (deleted, nothing to undo,
-    a point inside a tool chain, a fork target that has events)."""
+    a point inside a tool chain, a fork target that has events), or the fold refused it."""
 
 
 @dataclass(frozen=True)
@@ -74,46 +86,61 @@ class Forked:
     messages: int
 
 
+@dataclass
+class _Scan:
+    """What one read of a conversation's events gives, without keeping every snapshot."""
+
+    latest: ConversationSnapshot
+    partition: int
+    last_offset: int
+    kept: ConversationSnapshot | None = None
+    """The snapshot just before the first event ``stop`` held for (None: before the first
+    event); the latest when it held for none."""
+    kept_until: int = -1
+    """The offset ``kept`` is as of."""
+    valid_offsets: list[int] = field(default_factory=list)
+    """Offsets after which no tool call waits for its result."""
+    events_by_id: dict[str, tuple[int, ConversationEvent]] = field(default_factory=dict)
+    """Each event id's first offset and event (a later copy is a duplicate)."""
+
+
 class HistoryOperations(Closing):
     """Undo, rewind, fork and set metadata on conversations (see the module docstring).
 
     Every call reads what it needs from the log and appends one event, or raises
-    :class:`InvalidInputError` (appending nothing) when the operation cannot apply.
+    :class:`InvalidInputError` and appends nothing when the operation cannot apply; when
+    the fold refused the appended event (the conversation changed meanwhile), it raises
+    :class:`OperationRefused` saying so, and the event changed nothing.
     """
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
-        self.policy: FoldPolicy = policy_for_record_limit(self.settings.max_record_bytes)
         self._reader = HistoryReader(self.settings)
+        self._snapshots = SnapshotReader(self.settings)
         self._publisher = EventPublisher(self.settings, source=SOURCE)
 
     def rewind(self, conversation_id: str, until_offset: int, reason: str = "rewind") -> Rewound:
         """Make the history what it was after the event at ``until_offset`` (-1: empty)."""
         if until_offset < -1:
             raise InvalidInputError(f"until_offset must be -1 or more, got {until_offset}")
-        return self._rewind(conversation_id, self._log(conversation_id), until_offset, reason)
+        policy = self._policy(conversation_id)
+        scan = self._scan(
+            conversation_id, policy, lambda a: a.record.position.offset > until_offset
+        )
+        return self._rewind(conversation_id, scan, until_offset, reason, policy)
 
-    def undo(self, conversation_id: str) -> Undone:
-        """Rewind to just before the last user message still in the history."""
-        log = self._log(conversation_id)
-        current = log[-1].snapshot
-        user = next((m for m in reversed(current.messages) if m.role == "user"), None)
-        if user is None:
-            raise OperationRefused(f"nothing to undo: {conversation_id!r} has no user message")
-        offsets = _offsets_by_event_id(log)
-        if user.event_id not in offsets:
-            raise OperationRefused(
-                f"the last user message of {conversation_id!r} came with its fork: undo cannot "
-                "go back past a fork (fork the source again at an earlier offset)"
-            )
-        rewound = self._rewind(conversation_id, log, offsets[user.event_id] - 1, "undo")
-        return Undone(rewound.position, rewound.until_offset, rewound.messages, user.text)
+    def undo(self, conversation_id: str, ask_again: bool = False) -> Undone:
+        """Rewind to just before the last user message still in the history (the events
+        after it, game events included, leave the history with it). ``ask_again``:
+        refuse, before anything is appended, a message a chat request cannot carry again
+        (multimodal content)."""
+        return self._undo(conversation_id, ask_again)
 
     def regenerate(
         self, conversation_id: str, client: ChatClient, timeout: float = 60.0
     ) -> ChatReply:
-        """Undo the last exchange, then ask its user message again."""
-        undone = self.undo(conversation_id)
+        """Undo the last exchange, then ask its user message again (as the log holds it)."""
+        undone = self._undo(conversation_id, ask_again=True)
         return client.ask(conversation_id, undone.text, timeout=timeout)
 
     def fork(
@@ -128,31 +155,30 @@ class HistoryOperations(Closing):
         of the two; neither: all of them). Later events of the source never reach it."""
         if before_offset is not None and as_of is not None:
             raise InvalidInputError("give before_offset or as_of, not both")
+        if before_offset is not None and before_offset < 0:
+            raise InvalidInputError(f"before_offset must be 0 or more, got {before_offset}")
         check_conversation_id(new_id)
         if new_id == source_id:
             raise OperationRefused("a fork needs a new conversation id, not the source's")
-        if before_offset is not None and before_offset < 0:
-            raise InvalidInputError(f"before_offset must be 0 or more, got {before_offset}")
-        log = self._log(source_id)
+        stop: Callable[[Applied], bool] | None = None
         if before_offset is not None:
-            until = before_offset - 1
+            stop = lambda a: _offset(a) >= before_offset  # noqa: E731
         elif as_of is not None:
-            later = [a.record.position.offset for a in log if a.event.occurred_at > as_of]
-            until = (min(later) if later else log[-1].record.position.offset + 1) - 1
-        else:
-            until = log[-1].record.position.offset
+            stop = lambda a: a.event.occurred_at > as_of  # noqa: E731
+        scan = self._scan(source_id, self._policy(source_id), stop)
+        until = before_offset - 1 if before_offset is not None else scan.kept_until
         if any(True for _ in self._reader.records(new_id)):
             raise OperationRefused(f"{new_id!r} already has events: fork into a new conversation")
-        then = self._valid_history_at(source_id, log, until)
+        then = self._valid_at(source_id, scan, until, shift=1, option="before_offset")
         body = ConversationForked(
             source_conversation_id=source_id,
-            source_partition=log[0].record.position.partition,
+            source_partition=scan.partition,
             until_offset=until,
             messages=then.messages if then else (),
             summary=then.summary if then else None,
         )
-        position = self._publisher.publish(new_id, body)
-        return Forked(position, body.source_partition, until, len(body.messages))
+        position = self._append(new_id, body, self._policy(new_id))
+        return Forked(position, scan.partition, until, len(body.messages))
 
     def set_metadata(
         self,
@@ -163,7 +189,8 @@ class HistoryOperations(Closing):
         attributes: Mapping[str, str | None] | None = None,
     ) -> TopicPosition:
         """Change the title, owner, tags (replacing them) or attributes (None removes one);
-        what is left None stays as it is, and an empty title or owner removes it."""
+        what is left None stays as it is, and an empty title or owner removes it. A
+        conversation without events yet starts with its metadata."""
         check_conversation_id(conversation_id)
         change = MetadataSet(
             title=title,
@@ -171,85 +198,135 @@ class HistoryOperations(Closing):
             tags=None if tags is None else tuple(tags),
             attributes=dict(attributes or {}),
         )
-        problem = metadata_problem(None, change)
+        policy = self._policy(conversation_id)
+        problem = metadata_problem(None, change, policy.max_bytes)
         if problem is not None:
             raise InvalidInputError(f"metadata not set: {problem}")
-        return self._publisher.publish(conversation_id, change)
+        return self._append(conversation_id, change, policy)
 
     def close(self) -> None:
         self._reader.close()
+        self._snapshots.close()
         self._publisher.close()
 
-    def _log(self, conversation_id: str) -> list[Applied]:
-        """What folding each of the conversation's records gave (those the fold takes)."""
+    def _policy(self, conversation_id: str) -> FoldPolicy:
+        """The bound the worker folds this conversation under (its stored snapshot's)."""
+        stored = self._snapshots.get(conversation_id)
+        if stored is not None:
+            return policy_of(stored)
+        return policy_for_record_limit(self.settings.max_record_bytes)
+
+    def _undo(self, conversation_id: str, ask_again: bool) -> Undone:
+        policy = self._policy(conversation_id)
+        scan = self._scan(conversation_id, policy)
+        message = next((m for m in reversed(scan.latest.messages) if m.role == "user"), None)
+        if message is None:
+            raise OperationRefused(f"nothing to undo: {conversation_id!r} has no user message")
+        found = scan.events_by_id.get(message.event_id or "")
+        if found is None or not isinstance(found[1].body, UserMessage):
+            raise OperationRefused(
+                f"the last user message of {conversation_id!r} came with its fork: undo cannot "
+                "go back past a fork (fork the source again at an earlier offset)"
+            )
+        offset, user = found[0], found[1].body
+        if ask_again and (user.content_json is not None or not user.text.strip()):
+            raise OperationRefused(
+                "the last user message has multimodal content or no text, which a chat "
+                "request cannot carry: undo it, then ask again"
+            )
+        then = self._scan(conversation_id, policy, lambda a: _offset(a) >= offset)
+        rewound = self._rewind(conversation_id, then, offset - 1, "undo", policy)
+        return Undone(rewound.position, rewound.until_offset, rewound.messages, user.text)
+
+    def _scan(
+        self,
+        conversation_id: str,
+        policy: FoldPolicy,
+        stop: Callable[[Applied], bool] | None = None,
+    ) -> _Scan:
+        """Fold the conversation's events, keeping the snapshot just before the first
+        event ``stop`` holds for."""
         check_conversation_id(conversation_id)
-        records = self._reader.records(conversation_id)
-        log = [o for o in fold_records(records, self.policy) if isinstance(o, Applied)]
-        if not log:
+        scan: _Scan | None = None
+        stopped = False
+        for outcome in fold_records(self._reader.records(conversation_id), policy):
+            if not isinstance(outcome, Applied):
+                continue
+            offset = outcome.record.position.offset
+            if scan is None:
+                scan = _Scan(outcome.snapshot, outcome.record.position.partition, offset)
+            stopped = stopped or (stop is not None and stop(outcome))
+            if not stopped:
+                scan.kept, scan.kept_until = outcome.snapshot, offset
+            scan.latest, scan.last_offset = outcome.snapshot, offset
+            scan.events_by_id.setdefault(outcome.event.event_id, (offset, outcome.event))
+            if not unanswered_calls(outcome.snapshot.messages):
+                scan.valid_offsets.append(offset)
+        if scan is None:
             raise ConversationNotFound(f"no events for conversation {conversation_id!r}")
-        if log[-1].snapshot.deleted:
+        if scan.latest.deleted:
             raise OperationRefused(f"conversation {conversation_id!r} was deleted")
-        return log
+        return scan
 
     def _rewind(
         self,
         conversation_id: str,
-        log: Sequence[Applied],
+        scan: _Scan,
         until_offset: int,
         reason: str,
+        policy: FoldPolicy,
     ) -> Rewound:
-        then = self._valid_history_at(conversation_id, log, until_offset)
+        then = self._valid_at(conversation_id, scan, until_offset)
+        ids = scan.latest.recent_event_ids
         body = ConversationRewound(
             until_offset=until_offset,
             messages=then.messages if then else (),
             summary=then.summary if then else None,
             reason=reason,
+            basis_event_id=ids[-1] if ids else None,
         )
-        position = self._publisher.publish(conversation_id, body)
+        position = self._append(conversation_id, body, policy)
         return Rewound(position, until_offset, len(body.messages))
 
-    def _valid_history_at(
+    def _valid_at(
         self,
         conversation_id: str,
-        log: Sequence[Applied],
+        scan: _Scan,
         until_offset: int,
+        shift: int = 0,
+        option: str = "until_offset",
     ) -> ConversationSnapshot | None:
-        """The conversation as of ``until_offset``; refused where no history may stop."""
-        then = _as_of(log, until_offset)
-        if then is not None and history_problem(then.messages) is not None:
-            valid = [
-                a.record.position.offset
-                for a in log
-                if history_problem(a.snapshot.messages) is None
-            ]
-            before = max((o for o in valid if o < until_offset), default=-1)
-            after = min((o for o in valid if o > until_offset), default=None)
-            nearest = f"{before}" + (f" or {after}" if after is not None else "")
-            raise OperationRefused(
-                f"offset {until_offset} of {conversation_id!r} is between a tool call and its "
-                f"results, where the history is not valid to send; the nearest offsets that "
-                f"are: {nearest}"
-            )
-        return then
+        """The conversation as of ``until_offset`` (``scan.kept``); refused where no history
+        may stop. The error names the nearest points that work, as the caller's ``option``
+        counts them (``shift``: 1 for an exclusive offset)."""
+        then = scan.kept
+        if then is None or history_problem(then.messages) is None:
+            return then
+        before = max((o for o in scan.valid_offsets if o < until_offset), default=-1)
+        after = min((o for o in scan.valid_offsets if o > until_offset), default=None)
+        nearest = f"{before + shift}" + (f" or {after + shift}" if after is not None else "")
+        raise OperationRefused(
+            f"offset {until_offset} of {conversation_id!r} is between a tool call and its "
+            f"results, where the history is not valid to send; the nearest {option} that "
+            f"work: {nearest}"
+        )
+
+    def _append(self, conversation_id: str, body: EventBody, policy: FoldPolicy) -> TopicPosition:
+        """Append ``body``, then fold the log up to it: refused if the fold did not apply it."""
+        event = new_event(conversation_id, body, source=SOURCE)
+        position = self._publisher.publish(conversation_id, event)
+        records = self._reader.records(conversation_id, until_offset=position.offset)
+        for outcome in fold_records(records, policy):
+            if isinstance(outcome, Applied) and outcome.event.event_id == event.event_id:
+                note = f"event {event.event_id} "
+                refused = [a for a in outcome.snapshot.anomalies if a.startswith(note)]
+                if refused:
+                    raise OperationRefused(
+                        f"appended at {position}, but the fold did not apply it: "
+                        f"{refused[-1].split(': ', 1)[-1]}; nothing changed (try again)"
+                    )
+        return position
 
 
-def _as_of(log: Sequence[Applied], until_offset: int) -> ConversationSnapshot | None:
-    """The snapshot after the last event at or below ``until_offset`` (None: before the first)."""
-    then = None
-    for applied in log:
-        if applied.record.position.offset > until_offset:
-            break
-        then = applied.snapshot
-    return then
-
-
-def _stops_validly(applied: Applied) -> bool:
-    return history_problem(applied.snapshot.messages) is None
-
-
-def _offsets_by_event_id(log: Sequence[Applied]) -> dict[str | None, int]:
-    """Each event id's first offset (a republished copy later is a duplicate)."""
-    offsets: dict[str | None, int] = {}
-    for applied in log:
-        offsets.setdefault(applied.event.event_id, applied.record.position.offset)
-    return offsets
+def _offset(applied: Applied) -> int:
+    return applied.record.position.offset

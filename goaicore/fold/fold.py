@@ -130,6 +130,11 @@ def _problem(
         pending = unanswered_calls(snapshot.messages)
         if pending and isinstance(body, UserMessage | AssistantTurn):
             return f"{type(body).__name__} while tool calls {sorted(pending)} are unanswered"
+    if isinstance(body, ConversationRewound) and body.basis_event_id is not None:
+        latest = snapshot.recent_event_ids[-1] if snapshot.recent_event_ids else None
+        if latest != body.basis_event_id:
+            basis = _short(body.basis_event_id, policy)
+            return f"ConversationRewound computed on a history since changed (basis {basis!r})"
     if isinstance(body, ConversationRewound | ConversationForked):
         carried = history_problem(body.messages)
         if carried is not None:
@@ -140,7 +145,7 @@ def _problem(
         if len(body.source_conversation_id.encode()) > MAX_CONVERSATION_ID_BYTES:
             return "ConversationForked from a conversation id too long for a snapshot"
     if isinstance(body, MetadataSet):
-        return metadata_problem(snapshot, body)
+        return metadata_problem(snapshot, body, policy.max_bytes)
     return None
 
 
@@ -203,7 +208,17 @@ def _apply(
     if isinstance(body, ConversationReset):
         return evolve(snapshot, messages=(), summary=None)
     if isinstance(body, ConversationDeleted):
-        return evolve(snapshot, messages=(), summary=None, deleted=True)
+        # The metadata may name a person (a title, an owner): it goes with the history.
+        return evolve(
+            snapshot,
+            messages=(),
+            summary=None,
+            deleted=True,
+            title=None,
+            owner=None,
+            tags=(),
+            attributes={},
+        )
     if isinstance(body, ConversationRewound):
         # The log keeps what came after until_offset; the history is as it stood then.
         return evolve(snapshot, messages=body.messages, summary=body.summary)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from goaicore.fold.evolve import evolve
+from goaicore.fold.size import metadata_bytes
 from goaicore.records import ConversationSnapshot, MetadataSet
 
 MAX_TITLE_CHARS = 200
@@ -22,8 +23,15 @@ MAX_ATTRIBUTE_KEY_CHARS = 64
 MAX_ATTRIBUTE_VALUE_CHARS = 1024
 
 
-def metadata_problem(snapshot: ConversationSnapshot | None, change: MetadataSet) -> str | None:
-    """Why ``change`` cannot be applied to ``snapshot`` (None: a new conversation), or None."""
+METADATA_SHARE = 8
+"""The metadata takes at most 1/8 of a snapshot's byte bound (as the latest summary)."""
+
+
+def metadata_problem(
+    snapshot: ConversationSnapshot | None, change: MetadataSet, max_bytes: int | None
+) -> str | None:
+    """Why ``change`` cannot be applied to ``snapshot`` (None: a new conversation) under a
+    snapshot bound of ``max_bytes`` (None: fold version 1, no bound), or None."""
     if change.title is not None and len(change.title) > MAX_TITLE_CHARS:
         return f"a title of {len(change.title)} characters (at most {MAX_TITLE_CHARS})"
     if change.owner is not None and len(change.owner) > MAX_OWNER_CHARS:
@@ -43,10 +51,14 @@ def metadata_problem(snapshot: ConversationSnapshot | None, change: MetadataSet)
                 f"attribute {key!r} of {len(value)} characters "
                 f"(at most {MAX_ATTRIBUTE_VALUE_CHARS})"
             )
-    kept = snapshot.attributes if snapshot is not None else {}
-    count = len(_patched(kept, change))
-    if count > MAX_ATTRIBUTES:
-        return f"{count} attributes (at most {MAX_ATTRIBUTES})"
+    after = with_metadata(snapshot or ConversationSnapshot(conversation_id=""), change)
+    if len(after.attributes) > MAX_ATTRIBUTES:
+        return f"{len(after.attributes)} attributes (at most {MAX_ATTRIBUTES})"
+    if max_bytes is not None and metadata_bytes(after) > max_bytes // METADATA_SHARE:
+        return (
+            f"metadata of {metadata_bytes(after):,} encoded bytes, over 1/{METADATA_SHARE} "
+            f"of the snapshot bound ({max_bytes:,} bytes)"
+        )
     return None
 
 

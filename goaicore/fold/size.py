@@ -211,11 +211,11 @@ def bookkeeping_bytes(snapshot: ConversationSnapshot) -> int:
         + 1
         + 2 * _LONG  # dropped_before
         + _LONG  # truncated_messages
-        + _metadata_bytes(snapshot)
+        + metadata_bytes(snapshot)
     )
 
 
-def _metadata_bytes(snapshot: ConversationSnapshot) -> int:
+def metadata_bytes(snapshot: ConversationSnapshot) -> int:
     """The title, owner, tags, attributes and fork origin (schema v3)."""
     attributes = snapshot.attributes
     origin = snapshot.forked_from

@@ -201,6 +201,7 @@ class ConversationRewound:
     messages: tuple[SnapshotMessage, ...] = ()
     summary: str | None = None
     reason: str = ""
+    basis_event_id: str | None = None
 
     def __post_init__(self) -> None:
         _freeze(self, "messages", self.messages)

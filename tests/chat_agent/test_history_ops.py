@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from goaicore.clients import ChatClient, EventPublisher, HistoryOperations, HistoryReader
+from goaicore.clients.history_ops import OperationRefused
 from goaicore.config import Settings
 from goaicore.records import (
     ConversationRewound,
@@ -99,7 +100,7 @@ def test_rewind_to_an_offset_and_a_refused_point_inside_a_tool_chain(
     with HistoryOperations(topics) as ops:
         with pytest.raises(InvalidInputError, match="between a tool call and its results") as err:
             ops.rewind("rewind-1", result_at - 1)
-        assert f"{offsets[2]} or {result_at}" in str(err.value)  # the nearest valid points
+        assert f"nearest until_offset that work: {offsets[2]} or {result_at}" in str(err.value)
         rewound = ops.rewind("rewind-1", offsets[1])
     assert rewound.messages == 2
     snapshot = snapshot_when(
@@ -224,3 +225,27 @@ def test_the_readme_example_runs_as_written(
         "ok echo: Where is the tavern?",
         "forked 2 messages",
     ]
+
+
+def test_a_change_the_fold_refuses_is_reported_and_changes_nothing(
+    topics: Settings, worker: ChatWorker
+) -> None:
+    """After appending, the operation folds the log up to its event: a refusal is an error."""
+    with HistoryOperations(topics) as ops, EventPublisher(topics) as publisher:
+        ops.set_metadata("refused-1", attributes={f"a{n}": "x" for n in range(20)})
+        with pytest.raises(OperationRefused, match="33 attributes"):
+            ops.set_metadata("refused-1", attributes={f"b{n}": "y" for n in range(13)})
+        publisher.user_message("refused-1", "hello")
+        first = publisher.user_message("refused-1", "again")
+        # A rewind computed before "again" landed: its basis is not the latest event.
+        with HistoryReader(topics) as history:
+            stale_basis = [e.event.event_id for e in history.logged_events("refused-1")][-2]
+        publisher.publish(
+            "refused-1",
+            ConversationRewound(until_offset=first.offset - 2, basis_event_id=stale_basis),
+        )
+    snapshot = snapshot_when(topics, "refused-1", lambda s: s.event_count == 5)
+    assert _texts(snapshot) == ["hello", "again"]
+    assert len(snapshot.attributes) == 20
+    assert "computed on a history since changed" in snapshot.anomalies[-1]
+    _verified(topics, snapshot)

@@ -76,6 +76,7 @@ def log_with_history_ops(draw: st.DrawFn, conversation_id: str = "c") -> Log:
                     messages=then.messages if then else (),
                     summary=then.summary if then else None,
                     reason="undo",
+                    basis_event_id=log[-1][0].event_id if log else None,
                 )
             ]
         elif kind == "metadata":
@@ -262,3 +263,46 @@ def test_metadata_over_its_limits_is_an_anomaly_and_changes_nothing(change: Meta
     after = run(change, snapshot=before)
     assert (after.title, after.tags, after.attributes) == ("kept", (), {"a": "1"})
     assert after.anomalies
+
+
+def test_a_rewind_computed_on_a_history_that_changed_since_is_an_anomaly() -> None:
+    before = run(UserMessage(text="one"), AssistantTurn(text="echo: one"))
+    basis = before.recent_event_ids[-1]
+    moved = run(UserMessage(text="landed in between"), snapshot=before)
+    stale = run(
+        ConversationRewound(until_offset=-1, reason="undo", basis_event_id=basis), snapshot=moved
+    )
+    assert stale.messages == moved.messages
+    assert "computed on a history since changed" in stale.anomalies[-1]
+    fresh = run(
+        ConversationRewound(until_offset=-1, basis_event_id=stale.recent_event_ids[-1]),
+        snapshot=stale,
+    )
+    assert fresh.messages == ()
+
+
+def test_deleting_a_conversation_clears_its_metadata_too() -> None:
+    deleted = run(
+        MetadataSet(title="Ada's quest", owner="ada", tags=("x",), attributes={"email": "a@b"}),
+        ConversationDeleted(reason="asked"),
+    )
+    assert (deleted.title, deleted.owner, deleted.tags, deleted.attributes) == (None, None, (), {})
+
+
+def test_metadata_over_an_eighth_of_a_small_snapshot_bound_is_an_anomaly() -> None:
+    small = FoldPolicy(max_bytes=32 * 1024)
+    values = {f"k{n}": "v" * 1000 for n in range(5)}  # about 5 KB: over 4 KB
+    snapshot = fold(
+        None,
+        _event("c", 0, MetadataSet(attributes=values)),
+        LogPosition(partition=0, offset=0),
+        small,
+    )
+    assert snapshot.attributes == {}
+    assert "over 1/8 of the snapshot bound" in snapshot.anomalies[-1]
+    assert (
+        fold(
+            None, _event("c", 0, MetadataSet(attributes=values)), LogPosition(partition=0, offset=0)
+        ).attributes
+        == values
+    )

@@ -108,8 +108,8 @@ def test_an_installed_wheel_encodes_and_decodes_every_record_type(
         from goaicore.fold import fold
         from goaicore.records import (
             EVENT_BODY_TYPES, AssistantTurn, CompactionApplied, ConversationDeleted,
-            ConversationReset, GameEvent, LogPosition, ToolCall, ToolResult, TurnFailed,
-            UserMessage,
+            ConversationForked, ConversationReset, ConversationRewound, GameEvent, LogPosition,
+            MetadataSet, SnapshotMessage, ToolCall, ToolResult, TurnFailed, UserMessage,
         )
         from goaicore.records.avro.schemas import schemas_dir
 
@@ -122,7 +122,13 @@ def test_an_installed_wheel_encodes_and_decodes_every_record_type(
             GameEvent(kind="check-in", text="Player checked in", attributes={"venue": "York"}),
             CompactionApplied(strategy="keep-last", first_index=0, last_index=0),
             TurnFailed(request_id="r1", kind="timeout"),
+            MetadataSet(title="Quest", tags=("a",), attributes={"k": "v"}),
+            ConversationRewound(until_offset=-1, reason="undo"),
             ConversationReset(reason="test"),
+            ConversationForked(
+                source_conversation_id="conv-0", source_partition=0, until_offset=3,
+                messages=(SnapshotMessage(role="user", text="hi"),),
+            ),
             ConversationDeleted(reason="test"),
         ]
         assert {type(b) for b in bodies} == set(EVENT_BODY_TYPES), EVENT_BODY_TYPES
@@ -142,7 +148,7 @@ def test_an_installed_wheel_encodes_and_decodes_every_record_type(
     )
     result = _run(installed, "-c", script, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip() == "records ok 11"
+    assert result.stdout.strip() == "records ok 14"
 
 
 def test_a_missing_extra_is_named(installed: Path, tmp_path: Path) -> None:

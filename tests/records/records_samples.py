@@ -161,6 +161,7 @@ EVENT_SAMPLES: dict[str, ConversationEvent] = {
             ),
             summary="Earlier: the player arrived.",
             reason="undo",
+            basis_event_id=f"{11:032x}",
         ),
     ),
     "rewound_to_start": _event(13, ConversationRewound(until_offset=-1)),

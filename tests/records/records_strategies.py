@@ -101,6 +101,7 @@ bodies: st.SearchStrategy[EventBody] = st.one_of(
         messages=st.lists(messages, max_size=3),
         summary=opt_text,
         reason=text,
+        basis_event_id=st.none() | ids,
     ),
     st.builds(
         ConversationForked,

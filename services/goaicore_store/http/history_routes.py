@@ -33,6 +33,7 @@ from goaicore_store.http.errors import ApiError
 from goaicore_store.http.routes import (
     CONVERSATION_PATH,
     ask,
+    ask_timeout,
     forward_to_owner,
     json_answer,
     read_body,
@@ -110,10 +111,11 @@ def register_history_views(store: StoreApp) -> None:
             conversation_id = valid_conversation(conversation_id)
             raw = await read_body(request, limit) or b"{}"
             body = bodies.json_object(raw, REGENERATE_FIELDS)
+            ask_timeout(body)  # checked before anything is undone
             forwarded = await forward_to_owner(store, request, conversation_id, raw)
             if forwarded is not None:
                 return forwarded
-            undone = await operations.run(lambda ops: ops.undo(conversation_id))
+            undone = await operations.run(lambda ops: ops.undo(conversation_id, ask_again=True))
             return await ask(store, conversation_id, {**body, "text": undone.text})
 
     @app.page(f"{CONVERSATION_PATH}/rewind")

@@ -209,13 +209,19 @@ def _fitting(what: str, encode: Any, limit: int) -> bytes:
         raise ApiError(400, str(err)) from None
 
 
-async def ask(store: StoreApp, conversation_id: str, body: dict[str, Any]) -> web.Response:
-    """Publish the request, wait for the reply this worker's chat agent publishes."""
+def ask_timeout(body: dict[str, Any]) -> float:
+    """How long an ask waits for its reply: the body's ``timeout``, checked."""
     timeout = bodies.number(body, "timeout", DEFAULT_TIMEOUT)
     if not 0 < timeout <= MAX_TIMEOUT:
         raise ApiError(
             400, f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds", field="timeout"
         )
+    return timeout
+
+
+async def ask(store: StoreApp, conversation_id: str, body: dict[str, Any]) -> web.Response:
+    """Publish the request, wait for the reply this worker's chat agent publishes."""
+    timeout = ask_timeout(body)
     request = new_chat_request(
         conversation_id,
         bodies.text(body, "text"),
@@ -242,10 +248,10 @@ async def ask(store: StoreApp, conversation_id: str, body: dict[str, Any]) -> we
         ) from None
     finally:
         waiters.forget(request.request_id)
-    return json_answer(replyjson_answer(reply), status=HTTP_STATUS.get(reply.status, 502))
+    return json_answer(reply_json(reply), status=HTTP_STATUS.get(reply.status, 502))
 
 
-def replyjson_answer(reply: ChatReply) -> dict[str, Any]:
+def reply_json(reply: ChatReply) -> dict[str, Any]:
     """An ok reply as it is; any other as an error object, with the whole reply beside it."""
     data: dict[str, Any] = jsonable(reply)
     if reply.status is ReplyStatus.OK:
