@@ -13,7 +13,7 @@ import pytest
 from goaicore.cli import main
 from goaicore.config import Settings
 from goaicore.projection import connect
-from goaicore.records import UserMessage, new_event
+from goaicore.records import MetadataSet, UserMessage, new_event
 from goaicore.records.avro.api import decode_snapshot, encode_snapshot
 from tests.projector.helpers import (
     ProjectorProcess,
@@ -242,3 +242,31 @@ def test_store_worker_and_projector_agree(
     finally:
         worker.stop()
         assert projector.stop() == 0, projector.log()
+
+
+def test_conversations_are_listed_with_their_metadata_and_filtered_by_it(
+    cli: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logged = publish(
+        cli,
+        [
+            new_event("m1", MetadataSet(title="Tavern hunt", owner="ada", tags=("quest", "eu"))),
+            new_event("m2", MetadataSet(owner="bob", tags=("eu",))),
+            new_event("m3", UserMessage(text="no metadata here")),
+        ],
+    )
+    publish_snapshots(cli, list(fold_logged(logged).values()))
+    project(cli)
+    code, lines = run(capsys, "conversations", "--tag", "eu")
+    assert code == 0
+    shown = {line.split()[0]: line for line in lines[1:-1]}
+    assert set(shown) == {"m1", "m2"}
+    assert shown["m1"].endswith("'Tavern hunt' owner ada #eu #quest")
+    assert shown["m2"].endswith("owner bob #eu")
+    assert lines[-1] == "2 conversations"
+    code, lines = run(capsys, "conversations", "--owner", "ada", "--title", "TAVERN")
+    assert [line.split()[0] for line in lines[1:-1]] == ["m1"]
+    listed = _json(capsys, "conversations", "--tag", "quest")["conversations"]
+    assert [(c["title"], c["owner"], c["tags"]) for c in listed] == [
+        ("Tavern hunt", "ada", ["eu", "quest"])
+    ]
