@@ -26,6 +26,7 @@ from goaicore.clients.publisher import EventPublisher, TopicPosition
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.fold.carried import history_problem
+from goaicore.fold.fold import refusal
 from goaicore.fold.metadata import metadata_problem
 from goaicore.fold.pending import unanswered_calls
 from goaicore.fold.policy import FoldPolicy, policy_for_record_limit, policy_of
@@ -316,15 +317,19 @@ class HistoryOperations(Closing):
         event = new_event(conversation_id, body, source=SOURCE)
         position = self._publisher.publish(conversation_id, event)
         records = self._reader.records(conversation_id, until_offset=position.offset)
+        before: ConversationSnapshot | None = None
         for outcome in fold_records(records, policy):
-            if isinstance(outcome, Applied) and outcome.event.event_id == event.event_id:
-                note = f"event {event.event_id} "
-                refused = [a for a in outcome.snapshot.anomalies if a.startswith(note)]
-                if refused:
+            if not isinstance(outcome, Applied):
+                continue
+            if outcome.event.event_id == event.event_id:
+                problem = refusal(before, event, policy)
+                if problem is not None:
                     raise OperationRefused(
-                        f"appended at {position}, but the fold did not apply it: "
-                        f"{refused[-1].split(': ', 1)[-1]}; nothing changed (try again)"
+                        f"appended at {position}, but the fold did not apply it: {problem}; "
+                        "nothing changed (try again)"
                     )
+                break
+            before = outcome.snapshot
         return position
 
 

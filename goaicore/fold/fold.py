@@ -62,7 +62,7 @@ def fold(
             snapshot, last_position=position, duplicate_count=snapshot.duplicate_count + 1
         )
     seen = _seen(snapshot, event, position, policy)
-    problem = _problem(snapshot, event, policy)
+    problem = refusal(snapshot, event, policy)
     if problem is None:
         try:
             applied = _apply(seen, event, position, policy)
@@ -109,10 +109,15 @@ def _seen(
     )
 
 
-def _problem(
-    snapshot: ConversationSnapshot, event: ConversationEvent, policy: FoldPolicy
+def refusal(
+    snapshot: ConversationSnapshot | None, event: ConversationEvent, policy: FoldPolicy
 ) -> str | None:
-    """Why ``event`` cannot be applied to ``snapshot``, or None when it can."""
+    """Why the fold records ``event`` as an anomaly instead of applying it to ``snapshot``
+    (None: a new conversation), or None when it applies it. A writer that must know
+    whether its event took effect asks this, never the notes (an applied event may
+    leave a size-policy note too). A compaction can also fail while being applied."""
+    if snapshot is None:
+        snapshot = ConversationSnapshot(conversation_id=event.conversation_id)
     if event.conversation_id != snapshot.conversation_id:
         other = _short(event.conversation_id, policy)
         return f"event of conversation {other!r} in this conversation's fold"

@@ -23,6 +23,7 @@ from goaicore.replay.verify import verify_snapshot
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, snapshot_when
 from tests.cli import goaicore
+from tests.fold.conversations import fold_all
 from tests.readme import run_blocks
 from tests.store.workers import worker_env
 
@@ -249,3 +250,21 @@ def test_a_change_the_fold_refuses_is_reported_and_changes_nothing(
     assert len(snapshot.attributes) == 20
     assert "computed on a history since changed" in snapshot.anomalies[-1]
     _verified(topics, snapshot)
+
+
+def test_a_change_applied_with_a_size_note_is_not_taken_for_a_refusal(topics: Settings) -> None:
+    """Metadata that pushes a full history over its bound is applied, the oldest message
+    leaving with a size-policy note about that event: the operation succeeded."""
+    with EventPublisher(topics) as publisher:
+        for n in range(9):
+            publisher.user_message("near-bound", f"{n} " + "x" * 96_000)
+    attributes = {f"k{n:02d}": "v" * 1024 for n in range(32)}
+    with HistoryOperations(topics) as ops:
+        position = ops.set_metadata("near-bound", attributes=attributes)
+    with HistoryReader(topics) as history:
+        logged = list(history.logged_events("near-bound"))
+    assert logged[-1].offset == position.offset
+    snapshot = fold_all([(e.event, e.position) for e in logged])
+    assert snapshot is not None
+    assert snapshot.attributes == attributes
+    assert "size policy dropped the oldest" in snapshot.anomalies[-1]
