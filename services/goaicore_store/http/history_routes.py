@@ -17,10 +17,8 @@ thread, one at a time per worker (they are rare, and each reads a partition).
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from faust import web
@@ -125,7 +123,7 @@ def register_history_views(store: StoreApp) -> None:
         async def post(self, request: web.Request, conversation_id: str) -> web.Response:
             conversation_id = valid_conversation(conversation_id)
             body = bodies.json_object(await read_body(request, limit), REWIND_FIELDS)
-            until = _whole(body, "until_offset", required=True)
+            until = bodies.whole(body, "until_offset", required=True)
             assert until is not None
             rewound = await operations.run(lambda ops: ops.rewind(conversation_id, until))
             return json_answer(jsonable(rewound))
@@ -138,8 +136,8 @@ def register_history_views(store: StoreApp) -> None:
             conversation_id = valid_conversation(conversation_id)
             body = bodies.json_object(await read_body(request, limit), FORK_FIELDS)
             new_id = valid_conversation(bodies.text(body, "to"), field="to")
-            before = _whole(body, "before_offset")
-            as_of = _moment(body, "as_of")
+            before = bodies.whole(body, "before_offset")
+            as_of = bodies.moment(body, "as_of")
             forked = await operations.run(
                 lambda ops: ops.fork(conversation_id, new_id, before_offset=before, as_of=as_of)
             )
@@ -154,8 +152,8 @@ def register_history_views(store: StoreApp) -> None:
             body = bodies.json_object(await read_body(request, limit), METADATA_FIELDS)
             title = bodies.optional_text(body, "title")
             owner = bodies.optional_text(body, "owner")
-            tags = _tags(body)
-            attributes = _nullable_attributes(body)
+            tags = bodies.optional_strings(body, "tags")
+            attributes = bodies.nullable_attributes(body, "attributes")
             position = await operations.run(
                 lambda ops: ops.set_metadata(
                     conversation_id, title=title, owner=owner, tags=tags, attributes=attributes
@@ -164,69 +162,3 @@ def register_history_views(store: StoreApp) -> None:
             return json_answer(
                 {"partition": position.partition, "offset": position.offset}, status=200
             )
-
-
-def _whole(body: dict[str, Any], name: str, required: bool = False) -> int | None:
-    value = body.get(name)
-    if value is None:
-        if required:
-            raise ApiError(400, f"{name} is missing", field=name)
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)  # JSON's 74.0 is the integer 74
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ApiError(400, f"{name} must be a whole number", field=name)
-    if not -(2**63) <= value < 2**63:
-        raise ApiError(400, f"{name} is out of range", field=name)
-    return value
-
-
-def _moment(body: dict[str, Any], name: str) -> datetime | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ApiError(400, f"{name} must be an ISO 8601 time", field=name)
-    try:
-        when = _rfc3339(value)
-    except ValueError:
-        shown = value[:60]
-        raise ApiError(400, f"{name} must be an ISO 8601 time, got {shown!r}", field=name) from None
-    if when.tzinfo is None:
-        raise ApiError(400, f"{name} needs a time zone (e.g. Z)", field=name)
-    return when
-
-
-def _rfc3339(text: str) -> datetime:
-    """An RFC 3339 time as Python takes it: any case of T and Z, more than microsecond
-    digits cut to microseconds, a leap second read as the second before."""
-    normal = text.upper()
-    match = re.fullmatch(r"(.{19})(\.\d+)?(Z|[+-]\d\d:\d\d)?", normal)
-    if match is None:
-        return datetime.fromisoformat(normal)
-    whole, fraction, zone = match.groups()
-    if whole.endswith(":60"):
-        whole = whole[:-2] + "59"
-    return datetime.fromisoformat(whole + (fraction or "")[:7] + (zone or ""))
-
-
-def _tags(body: dict[str, Any]) -> list[str] | None:
-    value = body.get("tags")
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
-        raise ApiError(400, "tags must be a list of strings", field="tags")
-    return value
-
-
-def _nullable_attributes(body: dict[str, Any]) -> dict[str, str | None]:
-    value = body.get("attributes")
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(
-        isinstance(v, str) or v is None for v in value.values()
-    ):
-        raise ApiError(
-            400, "attributes must map names to strings (or null to remove)", field="attributes"
-        )
-    return value
