@@ -29,7 +29,7 @@ from goaicore.fold.carried import history_problem
 from goaicore.fold.fold import refusal
 from goaicore.fold.metadata import metadata_problem
 from goaicore.fold.pending import unanswered_calls
-from goaicore.fold.policy import FoldPolicy, policy_for_record_limit, policy_of
+from goaicore.fold.policy import PolicyTimeline, policy_for_record_limit, timeline_of
 from goaicore.fold.records import Applied, fold_records
 from goaicore.lifecycle import Closing
 from goaicore.records import (
@@ -200,7 +200,7 @@ class HistoryOperations(Closing):
             attributes=dict(attributes or {}),
         )
         policy = self._policy(conversation_id)
-        problem = metadata_problem(None, change, policy.max_bytes)
+        problem = metadata_problem(None, change, policy.latest.max_bytes)
         if problem is not None:
             raise InvalidInputError(f"metadata not set: {problem}")
         return self._append(conversation_id, change, policy)
@@ -210,12 +210,12 @@ class HistoryOperations(Closing):
         self._snapshots.close()
         self._publisher.close()
 
-    def _policy(self, conversation_id: str) -> FoldPolicy:
-        """The bound the worker folds this conversation under (its stored snapshot's)."""
+    def _policy(self, conversation_id: str) -> PolicyTimeline:
+        """The bounds the worker folded this conversation under (its stored snapshot's)."""
         stored = self._snapshots.get(conversation_id)
         if stored is not None:
-            return policy_of(stored)
-        return policy_for_record_limit(self.settings.max_record_bytes)
+            return timeline_of(stored)
+        return PolicyTimeline(policy_for_record_limit(self.settings.max_record_bytes))
 
     def _undo(self, conversation_id: str, ask_again: bool) -> Undone:
         policy = self._policy(conversation_id)
@@ -242,7 +242,7 @@ class HistoryOperations(Closing):
     def _scan(
         self,
         conversation_id: str,
-        policy: FoldPolicy,
+        policy: PolicyTimeline,
         stop: Callable[[Applied], bool] | None = None,
     ) -> _Scan:
         """Fold the conversation's events, keeping the snapshot just before the first
@@ -275,7 +275,7 @@ class HistoryOperations(Closing):
         scan: _Scan,
         until_offset: int,
         reason: str,
-        policy: FoldPolicy,
+        policy: PolicyTimeline,
     ) -> Rewound:
         then = self._valid_at(conversation_id, scan, until_offset)
         ids = scan.latest.recent_event_ids
@@ -312,7 +312,9 @@ class HistoryOperations(Closing):
             f"work: {nearest}"
         )
 
-    def _append(self, conversation_id: str, body: EventBody, policy: FoldPolicy) -> TopicPosition:
+    def _append(
+        self, conversation_id: str, body: EventBody, policy: PolicyTimeline
+    ) -> TopicPosition:
         """Append ``body``, then fold the log up to it: refused if the fold did not apply it."""
         event = new_event(conversation_id, body, source=SOURCE)
         position = self._publisher.publish(conversation_id, event)
@@ -322,7 +324,7 @@ class HistoryOperations(Closing):
             if not isinstance(outcome, Applied):
                 continue
             if outcome.event.event_id == event.event_id:
-                problem = refusal(before, event, policy)
+                problem = refusal(before, event, policy.at(outcome.record.position))
                 if problem is not None:
                     raise OperationRefused(
                         f"appended at {position}, but the fold did not apply it: {problem}; "

@@ -3,8 +3,10 @@
 The oldest whole exchanges leave first; the newest message never does. A cut
 is made only where a history may start (a user or context message, never
 between a tool call and its results), so what is left is still valid to send.
-When the newest exchange alone is over the byte bound, its largest messages are
-cut down, each with a marker the model and the reader see. The log keeps
+From fold version 3 a cut leaves room: the history drops to 7/8 of the bound it
+was over, so a long conversation is not cut again on every event. When the
+newest exchange alone is over the byte bound, its largest messages are cut
+down, each with a marker the model and the reader see. The log keeps
 everything: the snapshot counts what left and says up to which position.
 """
 
@@ -55,9 +57,15 @@ def bounded(
         )
     messages = snapshot.messages
     budget = policy.max_bytes - bookkeeping_bytes(snapshot) - _NOTE_ROOM
-    if len(messages) <= policy.max_messages and messages_bytes(messages) <= budget and not notes:
+    over = len(messages) > policy.max_messages or messages_bytes(messages) > budget
+    if not over and not notes:
         return snapshot
-    cut = _first_fitting_cut(messages, policy.max_messages, budget)
+    cut = 0
+    if over or policy.version < 3:  # version 2 cut an exchange for a long summary alone
+        eighths = policy.kept_eighths
+        cut = _first_fitting_cut(
+            messages, policy.max_messages * eighths // 8, budget * eighths // 8
+        )
     if cut:
         notes.append(f"size policy dropped the oldest {cut} messages")
         kept = messages[cut:]

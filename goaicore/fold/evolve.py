@@ -15,7 +15,13 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol, TypedDict, Unpack
 
-from goaicore.records import ConversationSnapshot, ForkOrigin, LogPosition, SnapshotMessage
+from goaicore.records import (
+    ConversationSnapshot,
+    FoldBounds,
+    ForkOrigin,
+    LogPosition,
+    SnapshotMessage,
+)
 
 
 class SnapshotChanges(TypedDict, total=False):
@@ -47,6 +53,7 @@ class SnapshotChanges(TypedDict, total=False):
     tags: tuple[str, ...]
     attributes: Mapping[str, str]
     forked_from: ForkOrigin | None
+    earlier_bounds: tuple[FoldBounds, ...]
 
 
 def _evolver(cls: type[Any]) -> Callable[..., Any]:

@@ -22,7 +22,7 @@ from goaicore.fold.compaction import CompactionMismatch, apply_compaction_record
 from goaicore.fold.evolve import evolve
 from goaicore.fold.metadata import metadata_problem, with_metadata
 from goaicore.fold.pending import note_appended, pending_caller, unanswered_calls
-from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy
+from goaicore.fold.policy import DEFAULT_POLICY, MAX_EARLIER_BOUNDS, FoldPolicy
 from goaicore.fold.size import note_inserted, note_window_slid
 from goaicore.records import (
     AssistantTurn,
@@ -33,6 +33,7 @@ from goaicore.records import (
     ConversationReset,
     ConversationRewound,
     ConversationSnapshot,
+    FoldBounds,
     ForkOrigin,
     GameEvent,
     LogPosition,
@@ -77,11 +78,22 @@ def fold(
 
 
 def _under(snapshot: ConversationSnapshot, policy: FoldPolicy) -> ConversationSnapshot:
-    """``snapshot`` marked with the fold version and size bound it is folded under from now on."""
+    """``snapshot`` marked with the fold version and size bound it is folded under from now
+    on; the bounds its events so far were folded under are remembered for a replay."""
     max_bytes = policy.max_bytes or 0
     if snapshot.format_version == policy.version and snapshot.max_bytes == max_bytes:
         return snapshot
-    return evolve(snapshot, format_version=policy.version, max_bytes=max_bytes)
+    earlier = snapshot.earlier_bounds
+    if snapshot.last_position is not None:
+        stretch = FoldBounds(
+            format_version=snapshot.format_version,
+            max_bytes=snapshot.max_bytes,
+            until=snapshot.last_position,
+        )
+        earlier = (*earlier, stretch)[-MAX_EARLIER_BOUNDS:]
+    return evolve(
+        snapshot, format_version=policy.version, max_bytes=max_bytes, earlier_bounds=earlier
+    )
 
 
 def _seen(

@@ -5,15 +5,19 @@ replay produces. Version 1 bounded the history in characters, which let a
 snapshot outgrow the record limit; version 2 bounds the whole snapshot in
 encoded bytes, derived from the record limit and recorded in the snapshot
 (``max_bytes``), so a replay applies the bound the snapshot was folded under.
+Version 3 cuts with headroom: past a bound, the history drops to 7/8 of it at
+once, so a long conversation pays for a cut every few dozen messages instead of
+on every event. A snapshot also records the bounds of its earlier stretches
+(``earlier_bounds``): a replay folds each stretch under its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from goaicore.records import ConversationSnapshot
+from goaicore.records import ConversationSnapshot, FoldBounds, LogPosition
 
-FOLD_VERSION = 2
+FOLD_VERSION = 3
 
 SNAPSHOT_MARGIN = 16 * 1024
 """Bytes of the record limit a snapshot leaves free (a safety margin under the limit)."""
@@ -45,11 +49,18 @@ class FoldPolicy:
     """Longest event id applied (version 2): a longer one is an anomaly, never remembered."""
 
     def __post_init__(self) -> None:
-        if self.version == 2 and (self.max_bytes is None or self.max_bytes < MIN_SNAPSHOT_BYTES):
+        if self.version >= 2 and (self.max_bytes is None or self.max_bytes < MIN_SNAPSHOT_BYTES):
             raise ValueError(
                 f"a snapshot bound of {self.max_bytes} bytes is below the {MIN_SNAPSHOT_BYTES} "
                 "the fold needs"
             )
+
+    @property
+    def kept_eighths(self) -> int:
+        """A cut keeps at most this many eighths of each bound it was over: 7 from
+        version 3 on; 8 before, when a cut kept all that fitted, so a full history was
+        cut again on every event."""
+        return 7 if self.version >= 3 else 8
 
 
 VERSION_1_POLICY = FoldPolicy(
@@ -57,17 +68,44 @@ VERSION_1_POLICY = FoldPolicy(
 )
 """The bounds of fold version 1, kept so snapshots written under it still verify."""
 
+MAX_EARLIER_BOUNDS = 16
+"""Earlier stretches a snapshot remembers; a conversation whose bounds changed more
+often replays its oldest stretches under the oldest bounds remembered."""
+
 
 def policy_for_record_limit(record_limit: int) -> FoldPolicy:
     """The current fold's policy for records of at most ``record_limit`` encoded bytes."""
     return FoldPolicy(max_bytes=max(record_limit - SNAPSHOT_MARGIN, MIN_SNAPSHOT_BYTES))
 
 
-def policy_of(snapshot: ConversationSnapshot) -> FoldPolicy:
-    """The policy ``snapshot`` was folded under: what a replay must use to reproduce it."""
+def policy_of(snapshot: ConversationSnapshot | FoldBounds) -> FoldPolicy:
+    """The policy ``snapshot`` (or a stretch of its log) was folded under last."""
     if snapshot.format_version <= 1:
         return VERSION_1_POLICY
     return FoldPolicy(version=snapshot.format_version, max_bytes=snapshot.max_bytes)
+
+
+@dataclass(frozen=True)
+class PolicyTimeline:
+    """The policies a conversation was folded under, stretch by stretch: what a replay
+    must apply, event by event, to reproduce its snapshot."""
+
+    latest: FoldPolicy
+    earlier: tuple[tuple[LogPosition, FoldPolicy], ...] = ()
+    """Each earlier stretch's last position (inclusive) and policy, oldest first."""
+
+    def at(self, position: LogPosition) -> FoldPolicy:
+        """The policy the event at ``position`` was folded under."""
+        for until, policy in self.earlier:
+            if position.partition == until.partition and position.offset <= until.offset:
+                return policy
+        return self.latest
+
+
+def timeline_of(snapshot: ConversationSnapshot) -> PolicyTimeline:
+    """Every policy ``snapshot`` was folded under, for a replay that reproduces it."""
+    earlier = tuple((bounds.until, policy_of(bounds)) for bounds in snapshot.earlier_bounds)
+    return PolicyTimeline(policy_of(snapshot), earlier)
 
 
 DEFAULT_POLICY = FoldPolicy()

@@ -16,7 +16,7 @@ from typing import Any
 
 from goaicore.fold.admission import Unfoldable, admit
 from goaicore.fold.fold import fold
-from goaicore.fold.policy import FoldPolicy
+from goaicore.fold.policy import FoldPolicy, PolicyTimeline
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
 
 log = logging.getLogger(__name__)
@@ -53,16 +53,17 @@ class Rejected:
 
 def fold_records(
     records: Iterable[LogRecord],
-    policy: FoldPolicy,
+    policy: FoldPolicy | PolicyTimeline,
     current: Callable[[bytes], ConversationSnapshot | None] = lambda key: None,
     keep: Callable[[ConversationEvent], bool] | None = None,
-    own_policy: Callable[[bytes], FoldPolicy | None] = lambda key: None,
+    own_policy: Callable[[bytes], FoldPolicy | PolicyTimeline | None] = lambda key: None,
 ) -> Iterator[Applied | Rejected]:
     """Fold ``records`` in order onto the snapshots ``current`` returns (none by default).
 
     ``keep`` leaves out admitted events it returns False for (an as-of replay);
     ``own_policy`` gives a conversation bounds of its own (a stored snapshot's, when
-    verify folds many conversations in one pass), else ``policy`` applies.
+    verify folds many conversations in one pass), else ``policy`` applies. A timeline
+    applies each stretch's own policy (a replay of a snapshot whose bounds changed).
     """
     latest: dict[bytes, ConversationSnapshot | None] = {}
     for record in records:
@@ -75,7 +76,10 @@ def fold_records(
         key = event.conversation_id.encode()
         before = latest[key] if key in latest else current(key)
         try:
-            after = fold(before, event, record.position, own_policy(key) or policy)
+            bounds = own_policy(key) or policy
+            if isinstance(bounds, PolicyTimeline):
+                bounds = bounds.at(record.position)
+            after = fold(before, event, record.position, bounds)
         except Exception as err:  # a bug in the fold must cost one record, not the loop
             log.exception("fold failed at %s", record.position)
             yield Rejected(record, "fold-failed", f"{type(err).__name__}: {err}")

@@ -212,6 +212,7 @@ def bookkeeping_bytes(snapshot: ConversationSnapshot) -> int:
         + 2 * _LONG  # dropped_before
         + _LONG  # truncated_messages
         + metadata_bytes(snapshot)
+        + _array(len(snapshot.earlier_bounds), len(snapshot.earlier_bounds) * 4 * _LONG)
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from goaicore.errors import raises_ours
-from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy, policy_of
+from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy, PolicyTimeline, timeline_of
 from goaicore.fold.records import Applied, LogRecord, fold_records
 from goaicore.projection.db import Connection
 from goaicore.records import ConversationSnapshot, LogPosition
@@ -37,7 +37,7 @@ def refold(
     conversation_id: str,
     partition: int,
     until_offset: int,
-    policy: FoldPolicy = DEFAULT_POLICY,
+    policy: FoldPolicy | PolicyTimeline = DEFAULT_POLICY,
 ) -> ConversationSnapshot | None:
     """The fold of a conversation's stored events in one partition up to an offset.
 
@@ -98,7 +98,7 @@ def verify_db(
             report.pending.append(conversation_id)
             continue
         replayed = (
-            refold(conn, conversation_id, last.partition, last.offset, policy_of(snapshot))
+            refold(conn, conversation_id, last.partition, last.offset, timeline_of(snapshot))
             if last is not None
             else None
         )

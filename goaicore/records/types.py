@@ -357,6 +357,16 @@ class ForkOrigin:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FoldBounds:
+    """The fold version and byte bound a stretch of a conversation's log was folded under,
+    up to and including ``until``: a replay folds that stretch under them again."""
+
+    format_version: int
+    max_bytes: int
+    until: LogPosition
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ConversationSnapshot:
     """A conversation's state folded from its events (derived: a replay reproduces it)."""
 
@@ -386,6 +396,7 @@ class ConversationSnapshot:
     tags: tuple[str, ...] = ()
     attributes: Mapping[str, str] = field(default_factory=dict)
     forked_from: ForkOrigin | None = None
+    earlier_bounds: tuple[FoldBounds, ...] = ()
 
     def __post_init__(self) -> None:
         _freeze(self, "messages", self.messages)
@@ -394,6 +405,7 @@ class ConversationSnapshot:
         _freeze(self, "anomalies", self.anomalies)
         _freeze(self, "tags", self.tags)
         _freeze_map(self, "attributes", self.attributes)
+        _freeze(self, "earlier_bounds", self.earlier_bounds)
 
 
 Record: TypeAlias = ConversationEvent | ChatRequest | ChatReply | ConversationSnapshot

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy
+from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy, PolicyTimeline
 from goaicore.fold.records import Rejected, fold_records
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
 from goaicore.replay.reader import HistoryReader
@@ -28,7 +28,7 @@ def replay(
     conversation_id: str,
     until_offset: int | None = None,
     as_of: datetime | None = None,
-    policy: FoldPolicy = DEFAULT_POLICY,
+    policy: FoldPolicy | PolicyTimeline = DEFAULT_POLICY,
 ) -> Replay:
     """Fold a conversation's events up to an offset (inclusive) or a time (inclusive).
 

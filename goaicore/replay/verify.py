@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from goaicore.fold.policy import DEFAULT_POLICY, policy_of
+from goaicore.fold.policy import DEFAULT_POLICY, timeline_of
 from goaicore.fold.records import LogRecord, Rejected, fold_records
 from goaicore.records import ConversationSnapshot, LogPosition
 from goaicore.replay.log import replay
@@ -69,7 +69,7 @@ class VerifyReport:
 def verify_snapshot(reader: HistoryReader, stored: ConversationSnapshot) -> list[Difference]:
     """Replay ``stored``'s conversation up to its last position, under its bounds, and compare."""
     until = stored.last_position.offset if stored.last_position else -1
-    replayed = replay(reader, stored.conversation_id, until, policy=policy_of(stored)).snapshot
+    replayed = replay(reader, stored.conversation_id, until, policy=timeline_of(stored)).snapshot
     return compare(stored.conversation_id, stored, replayed)
 
 
@@ -88,7 +88,7 @@ def verify_log(
     wanted = list(dict.fromkeys(conversation_ids)) or sorted(stored)
     keys = {conversation_id.encode(): conversation_id for conversation_id in wanted}
     until = {key: _last_position(stored.get(c)) for key, c in keys.items()}
-    policies = {key: policy_of(s) for key, c in keys.items() if (s := stored.get(c))}
+    policies = {key: timeline_of(s) for key, c in keys.items() if (s := stored.get(c))}
     replayed: dict[bytes, ConversationSnapshot] = {}
 
     def wanted_records() -> Iterator[LogRecord]:

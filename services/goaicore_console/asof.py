@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from goaicore.errors import raises_ours
-from goaicore.fold.policy import DEFAULT_POLICY, policy_of
+from goaicore.fold.policy import DEFAULT_POLICY, timeline_of
 from goaicore.projection.db import Connection
 from goaicore.projection.verify import refold, stored_snapshots
 from goaicore.records import ConversationSnapshot
@@ -79,6 +79,6 @@ def as_of(
     snapshot = None
     if at is not None:
         stored = stored_snapshots(conn, [conversation_id]).get(conversation_id)
-        policy = policy_of(stored) if stored is not None else DEFAULT_POLICY
+        policy = timeline_of(stored) if stored is not None else DEFAULT_POLICY
         snapshot = refold(conn, conversation_id, at.partition, at.offset, policy)
     return AsOf(conversation_id, points, at, snapshot, call)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from goaicore.fold.policy import FoldPolicy
+from goaicore.fold.policy import FoldPolicy, PolicyTimeline
 from goaicore.fold.records import Applied, LogRecord, fold_records
 from goaicore.projection.events import StoredEvent
 from goaicore.projection.rows import ReplyRow
@@ -38,7 +38,9 @@ class Entry:
 
 
 def timeline(
-    events: Sequence[StoredEvent], replies: Sequence[ReplyRow], policy: FoldPolicy
+    events: Sequence[StoredEvent],
+    replies: Sequence[ReplyRow],
+    policy: FoldPolicy | PolicyTimeline,
 ) -> list[Entry]:
     """Events in log order; each reply right after the last event of its request (a
     reply whose request left no event comes at the end, in the replies' order)."""
@@ -93,7 +95,7 @@ def _reply_entry(reply: ReplyRow) -> Entry:
 
 
 def _replaced_by_compactions(
-    events: Sequence[StoredEvent], policy: FoldPolicy
+    events: Sequence[StoredEvent], policy: FoldPolicy | PolicyTimeline
 ) -> dict[tuple[int, int], tuple[SnapshotMessage, ...]]:
     if not any(e.body_type == "CompactionApplied" for e in events):
         return {}

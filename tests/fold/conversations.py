@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import strategies as st
 
 from goaicore.fold import DEFAULT_POLICY, FoldPolicy, fold
+from goaicore.fold.policy import PolicyTimeline
 from goaicore.records import (
     AssistantTurn,
     ConversationEvent,
@@ -84,10 +85,12 @@ def conversation_log(
 def fold_all(
     events: Sequence[tuple[ConversationEvent, LogPosition]],
     snapshot: ConversationSnapshot | None = None,
-    policy: FoldPolicy = DEFAULT_POLICY,
+    policy: FoldPolicy | PolicyTimeline = DEFAULT_POLICY,
 ) -> ConversationSnapshot | None:
     """The fold of decoded events in order: the pure fold alone, without the record loop's
-    decoding and key checks (those have their own tests)."""
+    decoding and key checks (those have their own tests); a timeline gives each event
+    its stretch's policy."""
     for event, position in events:
-        snapshot = fold(snapshot, event, position, policy)
+        bounds = policy.at(position) if isinstance(policy, PolicyTimeline) else policy
+        snapshot = fold(snapshot, event, position, bounds)
     return snapshot

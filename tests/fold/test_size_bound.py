@@ -1,7 +1,8 @@
-"""Fold version 2: every snapshot fits its byte bound, newest message first to stay."""
+"""Fold versions 2 and 3: every snapshot fits its byte bound, newest message first to stay."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import timedelta
 
@@ -13,11 +14,13 @@ from goaicore.conversation.snapshot_messages import to_chat_messages
 from goaicore.conversation.validation import validate_history
 from goaicore.fold import fold
 from goaicore.fold.policy import (
+    FOLD_VERSION,
     MIN_SNAPSHOT_BYTES,
     VERSION_1_POLICY,
     FoldPolicy,
     policy_for_record_limit,
     policy_of,
+    timeline_of,
 )
 from goaicore.fold.size import snapshot_bytes
 from goaicore.records import (
@@ -25,6 +28,7 @@ from goaicore.records import (
     ConversationEvent,
     ConversationSnapshot,
     EventBody,
+    FoldBounds,
     GameEvent,
     LogPosition,
     ToolCall,
@@ -137,7 +141,8 @@ def test_game_events_alone_leave_oldest_first_and_say_so() -> None:
     policy = policy_for_record_limit(900_000)
     snapshot = fold_checked(log_of(bodies), policy)
     assert policy.max_bytes is not None
-    assert policy.max_bytes - 8000 < len(encode_snapshot(snapshot)) <= policy.max_bytes
+    # a cut leaves 7/8 of the room: the history grew back from there, one event at a time
+    assert policy.max_bytes * 7 // 8 - 8000 < len(encode_snapshot(snapshot)) <= policy.max_bytes
     assert snapshot.dropped_messages == 400 - len(snapshot.messages) > 100
     assert snapshot.messages[-1].event_id == "c-399"
     assert snapshot.messages[0].event_id == f"c-{snapshot.dropped_messages}"
@@ -194,7 +199,7 @@ def test_a_replay_uses_the_bound_the_snapshot_was_folded_under() -> None:
     log = log_of([GameEvent(kind="world", text="w" * 3000) for _ in range(40)])
     stored = fold_all(log, policy=SMALL)
     assert stored is not None
-    assert stored.format_version == 2
+    assert stored.format_version == FOLD_VERSION
     assert stored.max_bytes == MIN_SNAPSHOT_BYTES
     assert policy_of(stored) == SMALL
     assert fold_all(log, policy=policy_of(stored)) == stored
@@ -211,14 +216,43 @@ def test_version_1_snapshots_still_replay_under_version_1_rules() -> None:
     assert fold_all(log, policy=policy_of(old)) == old
 
 
-def test_a_version_1_snapshot_is_folded_on_under_version_2() -> None:
+def test_a_version_1_snapshot_is_folded_on_under_the_current_version() -> None:
     log = log_of([GameEvent(kind="world", text="w" * 3000) for _ in range(40)])
     old = fold_all(log[:5], policy=VERSION_1_POLICY)  # within the new bound, as v1 ones were
     upgraded = fold_all(log[5:], snapshot=old, policy=SMALL)
     assert upgraded is not None
-    assert (upgraded.format_version, upgraded.max_bytes) == (2, MIN_SNAPSHOT_BYTES)
+    assert (upgraded.format_version, upgraded.max_bytes) == (FOLD_VERSION, MIN_SNAPSHOT_BYTES)
     assert upgraded.dropped_messages > 0
-    assert upgraded == fold_all(log, policy=SMALL)  # nothing was cut under v1: paths agree
+    assert upgraded.earlier_bounds == (FoldBounds(format_version=1, max_bytes=0, until=log[4][1]),)
+    # nothing was cut under v1: the paths agree on everything but that memory
+    assert dataclasses.replace(upgraded, earlier_bounds=()) == fold_all(log, policy=SMALL)
+    assert fold_all(log, policy=timeline_of(upgraded)) == upgraded
+
+
+def test_a_full_history_is_cut_with_headroom_from_version_3() -> None:
+    """Past 500 messages a version 3 cut keeps 7/8 of them (437), so the next cut comes
+    64 events later; version 2 cut one message on every event."""
+    log = log_of([GameEvent(kind="world", text=f"tick {n}") for n in range(600)])
+    current = fold_all(log, policy=policy_for_record_limit(900_000))
+    assert current is not None
+    assert (len(current.messages), current.dropped_messages) == (600 - 128, 128)
+    version_2 = fold_all(log, policy=FoldPolicy(version=2))
+    assert version_2 is not None
+    assert (len(version_2.messages), version_2.dropped_messages) == (500, 100)
+
+
+def test_a_conversation_over_its_bound_replays_across_a_change_of_version() -> None:
+    """A version 2 snapshot past its cap folded on under version 3: each stretch replays
+    under its own rules, and under the latest alone it would not reproduce."""
+    log = log_of([GameEvent(kind="world", text=f"tick {n}") for n in range(700)])
+    old = fold_all(log[:550], policy=FoldPolicy(version=2))
+    upgraded = fold_all(log[550:], snapshot=old, policy=FoldPolicy())
+    assert upgraded is not None
+    assert upgraded.earlier_bounds == (
+        FoldBounds(format_version=2, max_bytes=upgraded.max_bytes, until=log[549][1]),
+    )
+    assert fold_all(log, policy=timeline_of(upgraded)) == upgraded
+    assert fold_all(log, policy=policy_of(upgraded)) != upgraded
 
 
 def test_a_bound_below_the_minimum_is_refused() -> None:
@@ -268,3 +302,42 @@ def test_folding_with_the_size_caches_forgotten_at_every_event_gives_the_same_sn
             cache.clear()
         forgotten = fold(forgotten, event, position, SMALL)
         assert remembered == forgotten
+
+
+BOUNDS_BY_TURN = [
+    VERSION_1_POLICY,
+    FoldPolicy(version=2, max_bytes=MIN_SNAPSHOT_BYTES),
+    SMALL,
+    FoldPolicy(version=2, max_bytes=2 * MIN_SNAPSHOT_BYTES),
+    FoldPolicy(max_bytes=3 * MIN_SNAPSHOT_BYTES),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(heavy_log(), st.lists(st.tuples(st.integers(0, 200), st.sampled_from(BOUNDS_BY_TURN))))
+def test_a_log_folded_under_changing_bounds_replays_to_its_snapshot(
+    log: Log, changes: list[tuple[int, FoldPolicy]]
+) -> None:
+    """Whatever bounds the worker folded each stretch under (its record limit changed, it
+    was upgraded or rolled back), a replay under the snapshot's timeline reproduces it."""
+    at = dict(changes)
+    policy, snapshot = SMALL, None
+    for index, (event, position) in enumerate(log):
+        policy = at.get(index, policy)
+        snapshot = fold(snapshot, event, position, policy)
+    assert snapshot is not None
+    if len(snapshot.earlier_bounds) < 16:  # every change remembered
+        assert fold_all(log, policy=timeline_of(snapshot)) == snapshot
+    assert len(encode_snapshot(snapshot)) <= snapshot_bytes(snapshot)
+
+
+def test_a_snapshot_remembers_its_latest_16_earlier_bounds() -> None:
+    log = log_of([UserMessage(text=f"q {n}") for n in range(40)])
+    snapshot = None
+    for index, (event, position) in enumerate(log):
+        policy = SMALL if index % 2 else FoldPolicy(max_bytes=2 * MIN_SNAPSHOT_BYTES)
+        snapshot = fold(snapshot, event, position, policy)
+    assert snapshot is not None
+    assert len(snapshot.earlier_bounds) == 16
+    assert snapshot.earlier_bounds[-1].until == log[-2][1]
+    assert fold_all(log, policy=timeline_of(snapshot)) == snapshot  # nothing cut: same histories

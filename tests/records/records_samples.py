@@ -22,6 +22,7 @@ from goaicore.records import (
     ConversationRewound,
     ConversationSnapshot,
     EventBody,
+    FoldBounds,
     ForkOrigin,
     GameEvent,
     LogPosition,
@@ -292,6 +293,20 @@ SNAPSHOT_SAMPLES: dict[str, ConversationSnapshot] = {
         tags=("beta", "quest"),
         attributes={"region": "eu"},
         forked_from=ForkOrigin(conversation_id="player-42", partition=3, until_offset=1_234_000),
+    ),
+    "earlier_bounds": ConversationSnapshot(  # schema v4: the bounds of earlier stretches
+        conversation_id="player-79",
+        format_version=3,
+        messages=(SnapshotMessage(role="user", text="Back again", event_id=f"{91:032x}"),),
+        last_position=LogPosition(partition=4, offset=2_000),
+        event_count=1_200,
+        max_bytes=1_032_576,
+        earlier_bounds=(
+            FoldBounds(format_version=1, max_bytes=0, until=LogPosition(partition=4, offset=10)),
+            FoldBounds(
+                format_version=2, max_bytes=884_000, until=LogPosition(partition=4, offset=1_500)
+            ),
+        ),
     ),
 }
 

@@ -19,6 +19,7 @@ from goaicore.records import (
     ConversationRewound,
     ConversationSnapshot,
     EventBody,
+    FoldBounds,
     ForkOrigin,
     GameEvent,
     LogPosition,
@@ -181,6 +182,15 @@ snapshots = st.builds(
     attributes=st.dictionaries(text, text, max_size=3),
     forked_from=st.none()
     | st.builds(ForkOrigin, conversation_id=text, partition=INT, until_offset=LONG),
+    earlier_bounds=st.lists(
+        st.builds(
+            FoldBounds,
+            format_version=INT,
+            max_bytes=LONG,
+            until=st.builds(LogPosition, partition=INT, offset=LONG),
+        ),
+        max_size=3,
+    ),
 )
 
 records = st.one_of(events, chat_requests, chat_replies, snapshots)

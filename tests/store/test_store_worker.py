@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
@@ -10,11 +11,13 @@ from kafka import KafkaProducer
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
+from goaicore.fold import FOLD_VERSION
+from goaicore.fold.policy import policy_of
 from goaicore.kafka import ensure_topics
 from goaicore.records import AssistantTurn, GameEvent, ToolCall, ToolResult, UserMessage
 from goaicore.records.avro.api import encode_snapshot
 from goaicore.replay.log import replay
-from goaicore.replay.verify import verify_snapshot
+from goaicore.replay.verify import verify_log, verify_snapshot
 from tests.cli import run_goaicore
 from tests.store.workers import (
     StoreWorker,
@@ -132,7 +135,7 @@ def test_a_conversation_of_megabytes_folds_within_the_record_limit(
     stored = wait_folded(topics, {"big": sent[-1].offset, "small": after.offset}, workers=(worker,))
     big = stored["big"]
     assert len(encode_snapshot(big)) <= topics.max_record_bytes - 16 * 1024
-    assert big.format_version == 2
+    assert big.format_version == FOLD_VERSION
     assert big.max_bytes == topics.max_record_bytes - 16 * 1024
     assert big.event_count == 400
     assert big.dropped_messages + len(big.messages) == 400
@@ -141,6 +144,44 @@ def test_a_conversation_of_megabytes_folds_within_the_record_limit(
     with HistoryReader(topics) as history:
         assert verify_snapshot(history, big) == []
     assert worker.alive()
+
+
+def test_a_conversation_verifies_after_the_record_limit_changed_under_it(
+    topics: Settings,
+) -> None:
+    """The worker folded a long conversation under one record limit, then restarted under a
+    smaller one: the snapshot remembers the earlier bound, and a replay folds each stretch
+    under its own (under the latest alone, the history would differ)."""
+    with EventPublisher(topics) as publisher:
+        sent = publisher.publish_many(
+            ("long", GameEvent(kind="world", text=f"{n:04d} " + "w" * 2000)) for n in range(300)
+        )
+    first = StoreWorker(topics, "first").start()
+    try:
+        wait_folded(topics, {"long": sent[-1].offset}, workers=(first,))
+    finally:
+        assert first.stop() == 0
+    smaller = dataclasses.replace(topics, max_record_bytes=topics.max_record_bytes // 2)
+    second = StoreWorker(smaller, "second").start()
+    try:
+        with EventPublisher(topics) as publisher:
+            more = publisher.publish_many(
+                ("long", GameEvent(kind="world", text=f"later {n} " + "w" * 2000))
+                for n in range(20)
+            )
+        stored = wait_folded(topics, {"long": more[-1].offset}, workers=(second,))["long"]
+    finally:
+        second.stop()
+    assert stored.max_bytes == smaller.max_record_bytes - 16 * 1024
+    assert [(b.max_bytes, b.until.offset) for b in stored.earlier_bounds] == [
+        (topics.max_record_bytes - 16 * 1024, sent[-1].offset)
+    ]
+    with HistoryReader(topics) as history:
+        assert verify_snapshot(history, stored) == []
+        assert verify_log(history, {"long": stored}).differences == []
+        alone = replay(history, "long", policy=policy_of(stored)).snapshot
+    assert alone is not None
+    assert alone.messages != stored.messages
 
 
 def test_oversized_and_unfoldable_records_become_dead_letters_that_fit(

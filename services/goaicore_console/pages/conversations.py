@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from goaicore.fold.policy import DEFAULT_POLICY, policy_of
+from goaicore.fold.policy import DEFAULT_POLICY, timeline_of
 from goaicore.projection.conversations import ConversationFilter, conversation_page
 from goaicore.projection.db import Connection
 from goaicore.projection.events import history
@@ -76,7 +76,7 @@ def _load(conn: Connection, conversation_id: str) -> _Conversation:
     events = history(conn, conversation_id)
     replies = replies_of(conn, conversation_id)
     snapshot = stored_snapshots(conn, [conversation_id]).get(conversation_id)
-    policy = policy_of(snapshot) if snapshot is not None else DEFAULT_POLICY
+    policy = timeline_of(snapshot) if snapshot is not None else DEFAULT_POLICY
     return _Conversation(
         len(events),
         len(replies),
