@@ -11,6 +11,7 @@ from goaicore.records import (
     ChatRequest,
     CompactionApplied,
     ConversationDeleted,
+    ConversationErased,
     ConversationEvent,
     ConversationForked,
     ConversationReset,
@@ -63,6 +64,8 @@ def describe_body(body: EventBody) -> str:
             return f"forked from {clip(source, 80)} at {p}@{until}: {len(m)} messages"
         case MetadataSet():
             return f"metadata: {describe_metadata(body)}"
+        case ConversationErased(reason=reason):
+            return f"erased: {reason}"
     return type(body).__name__
 
 

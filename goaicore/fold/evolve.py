@@ -20,6 +20,7 @@ from goaicore.records import (
     FoldBounds,
     ForkOrigin,
     LogPosition,
+    Sealed,
     SnapshotMessage,
 )
 
@@ -54,6 +55,8 @@ class SnapshotChanges(TypedDict, total=False):
     attributes: Mapping[str, str]
     forked_from: ForkOrigin | None
     earlier_bounds: tuple[FoldBounds, ...]
+    erased_before: LogPosition | None
+    sealed: Sealed | None
 
 
 def _evolver(cls: type[Any]) -> Callable[..., Any]:

@@ -28,6 +28,7 @@ from goaicore.records import (
     AssistantTurn,
     CompactionApplied,
     ConversationDeleted,
+    ConversationErased,
     ConversationEvent,
     ConversationForked,
     ConversationReset,
@@ -135,7 +136,7 @@ def refusal(
         return f"event of conversation {other!r} in this conversation's fold"
     if policy.max_id_chars is not None and len(event.event_id) > policy.max_id_chars:
         return f"an event id of {len(event.event_id)} characters (at most {policy.max_id_chars})"
-    if snapshot.deleted:
+    if snapshot.deleted and not isinstance(event.body, ConversationErased):
         return f"{type(event.body).__name__} after the conversation was deleted"
     body = event.body
     if isinstance(body, ToolResult):
@@ -248,7 +249,30 @@ def _apply(
         return evolve(snapshot, messages=body.messages, summary=body.summary, forked_from=origin)
     if isinstance(body, MetadataSet):
         return with_metadata(snapshot, body)
+    if isinstance(body, ConversationErased):
+        return _erased(snapshot, position)
     return with_anomaly(snapshot, f"{_where(event, position, policy)}: unknown body", policy)
+
+
+def _erased(snapshot: ConversationSnapshot, position: LogPosition) -> ConversationSnapshot:
+    """Everything derived from content leaves: the history, the summary, the metadata, and
+    the notes and size counts (they depend on the content's size). A replay whose sealed
+    content can no longer be opened folds to this same snapshot; the counts, ids, times,
+    tokens and costs stay."""
+    return evolve(
+        snapshot,
+        messages=(),
+        summary=None,
+        anomalies=(),
+        dropped_messages=0,
+        dropped_before=None,
+        truncated_messages=0,
+        title=None,
+        owner=None,
+        tags=(),
+        attributes={},
+        erased_before=position,
+    )
 
 
 def _append(snapshot: ConversationSnapshot, message: SnapshotMessage) -> ConversationSnapshot:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from goaicore.records import ConversationSnapshot, SnapshotMessage, ToolCall
+from goaicore.records import ConversationSnapshot, Sealed, SnapshotMessage, ToolCall
 from goaicore.records.avro.framing import HEADER_SIZE
 from goaicore.records.truncate import utf8_size
 
@@ -213,7 +213,17 @@ def bookkeeping_bytes(snapshot: ConversationSnapshot) -> int:
         + _LONG  # truncated_messages
         + metadata_bytes(snapshot)
         + _array(len(snapshot.earlier_bounds), len(snapshot.earlier_bounds) * 4 * _LONG)
+        + 1
+        + 2 * _LONG  # erased_before
+        + _sealed(snapshot.sealed)
     )
+
+
+def _sealed(sealed: Sealed | None) -> int:
+    """A snapshot is sealed on its way out (the fold's are in the clear: one byte)."""
+    if sealed is None:
+        return 1
+    return 1 + string_bytes(sealed.key_id) + _varint(len(sealed.data)) + len(sealed.data)
 
 
 def metadata_bytes(snapshot: ConversationSnapshot) -> int:

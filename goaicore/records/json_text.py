@@ -10,6 +10,7 @@ the two equal for every record.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import types
@@ -71,7 +72,9 @@ class _Compiler:
     def __init__(self, text: Text) -> None:
         self.text = text
         self.within: set[type] = set()  # the record types whose code is being emitted
-        self.source = Source({"_quote": _quote, "_text": text, "_int": int.__repr__})
+        self.source = Source(
+            {"_quote": _quote, "_text": text, "_int": int.__repr__, "_b64": base64.b64encode}
+        )
 
     def compile(self, record_type: type) -> Write | None:
         try:
@@ -103,6 +106,12 @@ class _Compiler:
                 indent,
                 f"if type({value}) is not int: raise NotDirect('not an int')",
                 f"out.append(_int({value}))",
+            )
+        elif hint is bytes:
+            add(
+                indent,
+                f"if type({value}) is not bytes: raise NotDirect('not bytes')",
+                f"out.append('\"' + _b64({value}).decode() + '\"')",
             )
         elif hint is datetime:
             add(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -20,7 +21,8 @@ _PLAIN = frozenset({int, float, bool, type(None)})
 
 
 def jsonable(value: Any, text: Callable[[str], str] = _same) -> Any:
-    """Dataclasses as objects, times in ISO form, enums by value; every string through ``text``.
+    """Dataclasses as objects, times in ISO form, enums by value, bytes in base64; every
+    string through ``text``.
 
     Raises ``TypeError`` for a value with no JSON form.
     """
@@ -47,6 +49,8 @@ def _jsonable_other(value: Any, text: Callable[[str], str]) -> Any:
         return jsonable(value.value, text)
     if isinstance(value, datetime):
         return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()  # sealed content: opaque, kept whole
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = tuple(f.name for f in dataclasses.fields(value))
         _FIELD_NAMES[type(value)] = names

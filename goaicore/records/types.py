@@ -90,6 +90,15 @@ NO_USAGE = Usage(llm_calls=0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Sealed:
+    """A record sealed under its conversation's data key: the whole record as written,
+    encrypted (see ``goaicore.sealing``); beside it, only the record's skeleton."""
+
+    key_id: str
+    data: bytes = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UserMessage:
     """A message written by the human participant."""
 
@@ -237,6 +246,14 @@ class MetadataSet:
         _freeze_map(self, "attributes", self.attributes)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationErased:
+    """The conversation's content was erased: its data key is destroyed, so every sealed
+    copy of its text is unreadable; ids, types, times, token counts and costs stay."""
+
+    reason: str = ""
+
+
 EventBody: TypeAlias = (
     UserMessage
     | AssistantTurn
@@ -249,6 +266,7 @@ EventBody: TypeAlias = (
     | ConversationRewound
     | ConversationForked
     | MetadataSet
+    | ConversationErased
 )
 
 # In the order of the schema's union; new body types are appended, never inserted.
@@ -264,6 +282,7 @@ EVENT_BODY_TYPES: tuple[type[EventBody], ...] = (
     ConversationRewound,
     ConversationForked,
     MetadataSet,
+    ConversationErased,
 )
 
 
@@ -280,6 +299,7 @@ class ConversationEvent:
     source: str = ""
     causation_id: str | None = None
     body: EventBody
+    sealed: Sealed | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -318,6 +338,7 @@ class ChatReply:
     error: str | None = None
     usage: Usage | None = None
     latency_ms: int = 0
+    sealed: Sealed | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -397,6 +418,8 @@ class ConversationSnapshot:
     attributes: Mapping[str, str] = field(default_factory=dict)
     forked_from: ForkOrigin | None = None
     earlier_bounds: tuple[FoldBounds, ...] = ()
+    erased_before: LogPosition | None = None
+    sealed: Sealed | None = None
 
     def __post_init__(self) -> None:
         _freeze(self, "messages", self.messages)

@@ -108,6 +108,7 @@ def test_an_installed_wheel_encodes_and_decodes_every_record_type(
         from goaicore.fold import fold
         from goaicore.records import (
             EVENT_BODY_TYPES, AssistantTurn, CompactionApplied, ConversationDeleted,
+            ConversationErased,
             ConversationForked, ConversationReset, ConversationRewound, GameEvent, LogPosition,
             MetadataSet, SnapshotMessage, ToolCall, ToolResult, TurnFailed, UserMessage,
         )
@@ -130,6 +131,7 @@ def test_an_installed_wheel_encodes_and_decodes_every_record_type(
                 messages=(SnapshotMessage(role="user", text="hi"),),
             ),
             ConversationDeleted(reason="test"),
+            ConversationErased(reason="test"),
         ]
         assert {type(b) for b in bodies} == set(EVENT_BODY_TYPES), EVENT_BODY_TYPES
         snapshot = None
@@ -148,7 +150,7 @@ def test_an_installed_wheel_encodes_and_decodes_every_record_type(
     )
     result = _run(installed, "-c", script, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip() == "records ok 14"
+    assert result.stdout.strip() == "records ok 15"
 
 
 def test_a_missing_extra_is_named(installed: Path, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ sample of the same name. So: never change or remove a sample; add new ones inste
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
 from goaicore.records import (
@@ -16,6 +17,7 @@ from goaicore.records import (
     CompactedRange,
     CompactionApplied,
     ConversationDeleted,
+    ConversationErased,
     ConversationEvent,
     ConversationForked,
     ConversationReset,
@@ -29,6 +31,7 @@ from goaicore.records import (
     MetadataSet,
     Record,
     ReplyStatus,
+    Sealed,
     SnapshotMessage,
     ToolCall,
     ToolResult,
@@ -185,6 +188,11 @@ EVENT_SAMPLES: dict[str, ConversationEvent] = {
         ),
     ),
     "metadata_unchanged": _event(16, MetadataSet()),
+    "erased": _event(17, ConversationErased(reason="player request")),
+    "sealed": dataclasses.replace(  # event schema v4: the body's content sealed
+        _event(18, UserMessage(text="")),
+        sealed=Sealed(key_id="a" * 32, data=bytes(range(40))),
+    ),
 }
 
 CHAT_REQUEST_SAMPLES: dict[str, ChatRequest] = {
@@ -224,6 +232,13 @@ CHAT_REPLY_SAMPLES: dict[str, ChatReply] = {
         conversation_id="player-7",
         status=ReplyStatus.REJECTED,
         error="unknown tool 'teleport'",
+    ),
+    "sealed": ChatReply(  # reply schema v2: the worker's stored copy, sealed
+        request_id="1" * 32,
+        conversation_id="player-7",
+        status=ReplyStatus.OK,
+        latency_ms=120,
+        sealed=Sealed(key_id="b" * 32, data=bytes(range(50))),
     ),
 }
 
@@ -307,6 +322,13 @@ SNAPSHOT_SAMPLES: dict[str, ConversationSnapshot] = {
                 format_version=2, max_bytes=884_000, until=LogPosition(partition=4, offset=1_500)
             ),
         ),
+        erased_before=LogPosition(partition=4, offset=1_990),
+    ),
+    "sealed": ConversationSnapshot(  # schema v4: all but its position sealed
+        conversation_id="player-80",
+        format_version=3,
+        last_position=LogPosition(partition=0, offset=77),
+        sealed=Sealed(key_id="c" * 32, data=bytes(range(60))),
     ),
 }
 

@@ -13,6 +13,7 @@ from goaicore.records import (
     CompactedRange,
     CompactionApplied,
     ConversationDeleted,
+    ConversationErased,
     ConversationEvent,
     ConversationForked,
     ConversationReset,
@@ -25,6 +26,7 @@ from goaicore.records import (
     LogPosition,
     MetadataSet,
     ReplyStatus,
+    Sealed,
     SnapshotMessage,
     ToolCall,
     ToolResult,
@@ -44,6 +46,7 @@ instants = st.datetimes(
     min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
 ).map(utc_millis)
 opt_instants = st.none() | instants
+seals = st.none() | st.builds(Sealed, key_id=ids, data=st.binary(max_size=64))
 tool_calls = st.lists(st.builds(ToolCall, id=ids, name=text, arguments=text), max_size=3)
 usages = st.builds(
     Usage, prompt_tokens=LONG, completion_tokens=LONG, total_tokens=LONG, llm_calls=INT
@@ -119,6 +122,7 @@ bodies: st.SearchStrategy[EventBody] = st.one_of(
         tags=st.none() | st.lists(text, max_size=3),
         attributes=st.dictionaries(text, opt_text, max_size=3),
     ),
+    st.builds(ConversationErased, reason=text),
 )
 
 events = st.builds(
@@ -129,6 +133,7 @@ events = st.builds(
     source=text,
     causation_id=st.none() | ids,
     body=bodies,
+    sealed=seals,
 )
 
 chat_requests = st.builds(
@@ -151,6 +156,7 @@ chat_replies = st.builds(
     error=opt_text,
     usage=st.none() | usages,
     latency_ms=LONG,
+    sealed=seals,
 )
 
 snapshots = st.builds(
@@ -191,6 +197,8 @@ snapshots = st.builds(
         ),
         max_size=3,
     ),
+    erased_before=st.none() | st.builds(LogPosition, partition=INT, offset=LONG),
+    sealed=seals,
 )
 
 records = st.one_of(events, chat_requests, chat_replies, snapshots)

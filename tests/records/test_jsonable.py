@@ -42,5 +42,9 @@ def test_the_stored_form_has_no_nul_and_differs_only_there(record: Any) -> None:
 
 
 def test_a_value_without_a_json_form_is_a_type_error() -> None:
-    with pytest.raises(TypeError, match="bytes"):
-        jsonable({"raw": b"\x00"})
+    with pytest.raises(TypeError, match="complex"):
+        jsonable({"raw": 1j})
+
+
+def test_bytes_are_base64_text() -> None:
+    assert jsonable({"sealed": b"\x00\xff"}) == {"sealed": "AP8="}

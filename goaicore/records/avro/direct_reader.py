@@ -93,13 +93,14 @@ class _Compiler(SchemaCompiler):
                 f"{target} = {target} == 1",
             )
         self._long(target, indent)
-        if kind == "string":
+        if kind in ("string", "bytes"):
             end = out.var()
+            decoded = ".decode('utf-8')" if kind == "string" else ""
             out.add(
                 indent,
                 f"{end} = p + {target}",
-                f"if {target} < 0 or {end} > len(b): raise NotDirect('a string past the end')",
-                f"{target} = b[p:{end}].decode('utf-8')",
+                f"if {target} < 0 or {end} > len(b): raise NotDirect('a {kind} past the end')",
+                f"{target} = b[p:{end}]{decoded}",
                 f"p = {end}",
             )
         return None

@@ -100,6 +100,13 @@ class _Compiler(SchemaCompiler):
                 f"out.append(varint(len({encoded})))",
                 f"out.append({encoded})",
             )
+        if kind == "bytes":
+            return out.add(
+                indent,
+                f"if type({value}) is not bytes: raise NotDirect('not bytes')",
+                f"out.append(varint(len({value})))",
+                f"out.append({value})",
+            )
         low, high = _INT if kind == "int" else _LONG
         return out.add(
             indent,

@@ -12,7 +12,7 @@ import dataclasses
 import typing
 from typing import Any
 
-PRIMITIVES = ("null", "boolean", "int", "long", "string")
+PRIMITIVES = ("null", "boolean", "int", "long", "string", "bytes")
 
 
 class NotDirect(Exception):
