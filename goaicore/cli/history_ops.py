@@ -1,5 +1,5 @@
-"""``goaicore undo | regenerate | rewind | fork | meta``: history operations, each an
-event appended to the log (nothing is removed from it)."""
+"""``goaicore undo | regenerate | rewind | fork | meta | delete``: history operations,
+each an event appended to the log (nothing is removed from it)."""
 
 from __future__ import annotations
 
@@ -81,6 +81,16 @@ def register(subparsers: Any) -> None:
     add_json_option(meta)
     meta.set_defaults(handler=handle_meta)
 
+    delete: argparse.ArgumentParser = subparsers.add_parser(
+        "delete",
+        help="delete a conversation: its history and metadata leave the snapshot "
+        "(the log keeps its events)",
+    )
+    delete.add_argument("conversation", metavar="CONV")
+    delete.add_argument("--reason", default="", help="why, kept in the log")
+    add_json_option(delete)
+    delete.set_defaults(handler=handle_delete)
+
 
 def handle_undo(args: argparse.Namespace) -> int:
     from goaicore.clients import HistoryOperations
@@ -146,4 +156,16 @@ def handle_meta(args: argparse.Namespace) -> int:
         print_json({"conversation_id": args.conversation, "position": position})
     else:
         print(f"metadata set at {position}")
+    return 0
+
+
+def handle_delete(args: argparse.Namespace) -> int:
+    from goaicore.clients import HistoryOperations
+
+    with HistoryOperations() as ops:
+        position = ops.delete(args.conversation, args.reason)
+    if args.json:
+        print_json({"conversation_id": args.conversation, "deleted": position})
+    else:
+        print(f"deleted {args.conversation} at {position}")
     return 0

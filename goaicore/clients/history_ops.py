@@ -1,4 +1,5 @@
-"""History operations: undo, rewind, fork and metadata, each an event appended to the log.
+"""History operations: undo, rewind, fork, metadata and deletion, each an event appended
+to the log.
 
 Nothing is removed from the log. A rewind or a fork carries the history it restores,
 folded here from the log under the conversation's own bound (its stored snapshot's, as
@@ -33,6 +34,7 @@ from goaicore.fold.policy import PolicyTimeline, policy_for_record_limit, timeli
 from goaicore.fold.records import Applied, fold_records
 from goaicore.lifecycle import Closing
 from goaicore.records import (
+    ConversationDeleted,
     ConversationEvent,
     ConversationForked,
     ConversationRewound,
@@ -204,6 +206,14 @@ class HistoryOperations(Closing):
         if problem is not None:
             raise InvalidInputError(f"metadata not set: {problem}")
         return self._append(conversation_id, change, policy)
+
+    def delete(self, conversation_id: str, reason: str = "") -> TopicPosition:
+        """Delete the conversation: its history and metadata leave the snapshot (the log
+        keeps its events), and the fold takes nothing after it. Refused for a conversation
+        without events or already deleted."""
+        policy = self._policy(conversation_id)
+        self._scan(conversation_id, policy)  # not found, or deleted: refused here
+        return self._append(conversation_id, ConversationDeleted(reason=reason), policy)
 
     def close(self) -> None:
         self._reader.close()

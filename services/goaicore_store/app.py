@@ -46,6 +46,7 @@ from goaicore_store.codecs import CODEC, SNAPSHOT_CODEC, register
 from goaicore_store.fold_agent import FOLD_BATCH, apply_batch
 from goaicore_store.http import (
     BearerTokens,
+    OperationRunner,
     bearer_auth,
     json_errors,
     register_history_views,
@@ -203,8 +204,9 @@ def create_app(
         await watermarks.stop()
 
     app.on_before_shutdown.connect(stop_watermarks)  # type: ignore[arg-type]
-    register_views(store)
-    register_history_views(store)
+    operations = OperationRunner(store)
+    register_views(store, operations)
+    register_history_views(store, operations)
     return store
 
 

@@ -166,6 +166,8 @@ def test_operations_on_what_cannot_take_them_are_refused_with_the_reason(
             ops.rewind("only-game", -2)
         with pytest.raises(InvalidInputError, match="new conversation id"):
             ops.fork("only-game", "only-game")
+        with pytest.raises(InvalidInputError, match="no events"):
+            ops.delete("never-seen")
 
 
 def test_the_command_line_undoes_regenerates_rewinds_forks_and_sets_metadata(
@@ -210,6 +212,15 @@ def test_the_command_line_undoes_regenerates_rewinds_forks_and_sets_metadata(
     bad = goaicore(topics, "meta", "cli-fork", "--set", "novalue")
     assert bad.returncode == 2
     assert "expected KEY=VALUE" in bad.stderr
+    deleted = goaicore(topics, "delete", "cli-fork", "--reason", "player asked")
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.startswith("deleted cli-fork at ")
+    snapshot = snapshot_when(topics, "cli-fork", lambda s: s.deleted)
+    assert (snapshot.messages, snapshot.title, snapshot.tags) == ((), None, ())
+    again = goaicore(topics, "delete", "cli-fork")
+    assert again.returncode == 2
+    assert "was deleted" in again.stderr
+    assert "deleted: player asked" in goaicore(topics, "history", "cli-fork").stdout
 
 
 def test_the_readme_example_runs_as_written(
@@ -218,7 +229,7 @@ def test_the_readme_example_runs_as_written(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    section = "History operations: undo, rewind, fork, metadata"
+    section = "History operations: undo, rewind, fork, metadata, deletion"
     assert run_blocks(section, worker_env(topics), monkeypatch) == 1
     printed = capsys.readouterr().out.splitlines()
     assert printed == [

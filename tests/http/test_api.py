@@ -144,9 +144,10 @@ def test_oversized_bodies_unknown_routes_methods_and_conversations(
         status, answer = call("GET", f"{url}{old}")
         assert (status, answer["error"]["type"]) == (404, "not_found"), old
         assert "/v1" in answer["error"]["message"]
-    status, answer = call("DELETE", f"{url}/v1/conversations/web-big")
+    status, answer = call("PUT", f"{url}/v1/conversations/web-big")
     assert (status, answer["error"]["type"]) == (405, "method_not_allowed")
     assert "GET" in answer["error"]["message"]
+    assert "DELETE" in answer["error"]["message"]
 
 
 def test_history_operations_through_either_worker(pair: Pair, llm: OpenAIServer) -> None:
@@ -183,6 +184,20 @@ def test_history_operations_through_either_worker(pair: Pair, llm: OpenAIServer)
         time.sleep(0.3)
     assert (snapshot["messages"], snapshot["title"], snapshot["tags"]) == ([], "Ops", ["x"])
     assert snapshot["attributes"] == {"k": "v"}
+    fork = "/v1/conversations/web-ops-fork"
+    status, position = call("DELETE", f"{second.url}{fork}", {"reason": "player asked"})
+    assert status == 200, position
+    status, answer = call("DELETE", f"{first.url}{fork}")
+    assert (status, answer["error"]["type"]) == (409, "conflict"), answer
+    assert "deleted" in answer["error"]["message"]
+    deadline = time.monotonic() + 60
+    while True:
+        status, snapshot = call("GET", f"{first.url}{fork}")
+        if status == 200 and snapshot["deleted"]:
+            break
+        assert time.monotonic() < deadline, snapshot
+        time.sleep(0.3)
+    assert snapshot["messages"] == []
 
 
 @pytest.mark.parametrize(
@@ -197,6 +212,9 @@ def test_history_operations_through_either_worker(pair: Pair, llm: OpenAIServer)
         ("PATCH", "web-ops/metadata", {"tags": "x"}, 400, "tags"),
         ("PATCH", "web-ops/metadata", {"title": "t" * 201}, 400, None),
         ("PATCH", "web-ops/metadata", {"colour": "red"}, 400, "colour"),
+        ("DELETE", "never-asked", None, 404, None),
+        ("DELETE", "web-ops", {"reason": 3}, 400, "reason"),
+        ("DELETE", "web-ops", {"why": "x"}, 400, "why"),
     ],
 )
 def test_history_operations_refuse_bad_input_with_the_reason(

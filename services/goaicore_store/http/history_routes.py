@@ -8,26 +8,23 @@
 - ``POST /v1/conversations/{id}/fork`` ``{"to", "before_offset"? | "as_of"?}``: start
   ``to`` with this conversation's history;
 - ``PATCH /v1/conversations/{id}/metadata`` ``{"title"?, "owner"?, "tags"?,
-  "attributes"?}``: change the metadata (an attribute set to null is removed).
+  "attributes"?}``: change the metadata (an attribute set to null is removed);
+- and, beside the snapshot's ``GET`` (``routes``), ``DELETE /v1/conversations/{id}``
+  ``{"reason"?}``: delete the conversation (its history and metadata leave the
+  snapshot; the log keeps its events).
 
-The operations read the conversation from the log with kafka-python: they run in a
-thread, one at a time per worker (they are rare, and each reads a partition).
+They run through the worker's :class:`OperationRunner` (``operations``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 from faust import web
 
-from goaicore.clients.history_ops import ConversationNotFound, HistoryOperations, OperationRefused
-from goaicore.errors import InputError
 from goaicore.records.jsonable import jsonable
 from goaicore_store.http import bodies
-from goaicore_store.http.errors import ApiError
+from goaicore_store.http.operations import OperationRunner
 from goaicore_store.http.routes import (
     CONVERSATION_PATH,
     ask,
@@ -41,55 +38,16 @@ from goaicore_store.http.routes import (
 if TYPE_CHECKING:
     from goaicore_store.topology import StoreApp
 
-T = TypeVar("T")
-
 REWIND_FIELDS = ("until_offset",)
 FORK_FIELDS = ("to", "before_offset", "as_of")
 METADATA_FIELDS = ("title", "owner", "tags", "attributes")
 REGENERATE_FIELDS = ("timeout",)
 
 
-class _Operations:
-    """One HistoryOperations per worker, opened on first use, used by one call at a time."""
-
-    def __init__(self, store: StoreApp) -> None:
-        self.store = store
-        self._ops: HistoryOperations | None = None
-        self._lock = threading.Lock()
-
-    async def run(self, operation: Callable[[HistoryOperations], T]) -> T:
-        return await asyncio.to_thread(self._run, operation)
-
-    def _run(self, operation: Callable[[HistoryOperations], T]) -> T:
-        with self._lock:
-            if self._ops is None:
-                self._ops = HistoryOperations(self.store.settings)
-            try:
-                return operation(self._ops)
-            except ConversationNotFound as err:
-                raise ApiError(404, str(err)) from None
-            except OperationRefused as err:
-                raise ApiError(409, str(err)) from None
-            except InputError as err:
-                raise ApiError(400, str(err)) from None
-
-    def close(self) -> None:
-        with self._lock:
-            if self._ops is not None:
-                self._ops.close()
-                self._ops = None
-
-
-def register_history_views(store: StoreApp) -> None:
+def register_history_views(store: StoreApp, operations: OperationRunner) -> None:
     """Add the history operations' views to the store app's web server."""
     app = store.app
     limit = store.settings.max_record_bytes
-    operations = _Operations(store)
-
-    async def close_operations(sender: Any, *args: Any, **kwargs: Any) -> None:
-        await asyncio.to_thread(operations.close)
-
-    app.on_before_shutdown.connect(close_operations)  # type: ignore[arg-type]
 
     @app.page(f"{CONVERSATION_PATH}/undo")
     class Undo(web.View):

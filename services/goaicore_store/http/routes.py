@@ -6,6 +6,9 @@
 - ``POST /v1/conversations/{id}/events`` ``{"text", "type"?: "game"|"user", "kind"?,
   "attributes"?}``: appends an event and answers with its log position;
 - ``GET /v1/conversations/{id}``: the conversation's snapshot;
+- ``DELETE /v1/conversations/{id}`` ``{"reason"?}``: delete the conversation (a
+  ConversationDeleted event: its history and metadata leave the snapshot, the log
+  keeps its events);
 - ``GET /health`` (liveness) and ``GET /ready`` (partitions assigned, tables
   recovered): open without a token, for probes;
 - ``GET /metrics``: Prometheus metrics (a token, like the API).
@@ -43,6 +46,7 @@ from goaicore.records.validation import check_conversation_id, check_size
 from goaicore_store.http import bodies
 from goaicore_store.http.auth import HEALTH_PATH, READY_PATH
 from goaicore_store.http.errors import ERROR_TYPES, ApiError, error_body
+from goaicore_store.http.operations import OperationRunner
 
 if TYPE_CHECKING:
     from goaicore_store.topology import StoreApp
@@ -92,7 +96,10 @@ def json_answer(data: Any, status: int = 200) -> web.Response:
     return cast(web.Response, aioweb.json_response(data, status=status))
 
 
-def register_views(store: StoreApp) -> None:
+DELETE_FIELDS = ("reason",)
+
+
+def register_views(store: StoreApp, operations: OperationRunner) -> None:
     """Add the views to the store app's web server."""
     app = store.app
     limit = store.settings.max_record_bytes
@@ -144,6 +151,13 @@ def register_views(store: StoreApp) -> None:
             if snapshot is None:
                 raise ApiError(404, f"no conversation {conversation_id!r}")
             return json_answer(jsonable(snapshot))
+
+        async def delete(self, request: web.Request, conversation_id: str) -> web.Response:
+            conversation_id = valid_conversation(conversation_id)
+            body = bodies.json_object(await read_body(request, limit) or b"{}", DELETE_FIELDS)
+            reason = bodies.optional_text(body, "reason") or ""
+            position = await operations.run(lambda ops: ops.delete(conversation_id, reason))
+            return json_answer({"partition": position.partition, "offset": position.offset})
 
     @app.page(f"{CONVERSATION_PATH}/events")
     class Events(web.View):
