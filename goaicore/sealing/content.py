@@ -56,14 +56,6 @@ class Kind(Enum):
     BODY = "body"  # an event's body: its own content
 
 
-_MESSAGE_FIELDS = {
-    "text": Kind.TEXT,
-    "tool_calls": Kind.CALLS,
-    "name": Kind.OPTIONAL_TEXT,
-    "content_json": Kind.EXTRA,
-    "raw_json": Kind.EXTRA,
-}
-
 FIELDS: dict[type[Any], dict[str, Kind]] = {
     UserMessage: {"text": Kind.TEXT, "content_json": Kind.EXTRA, "name": Kind.OPTIONAL_TEXT},
     AssistantTurn: {"text": Kind.TEXT, "tool_calls": Kind.CALLS, "raw_json": Kind.EXTRA},
@@ -85,7 +77,13 @@ FIELDS: dict[type[Any], dict[str, Kind]] = {
     ConversationEvent: {"body": Kind.BODY},
     ChatRequest: {"text": Kind.TEXT, "system": Kind.OPTIONAL_TEXT},
     ChatReply: {"text": Kind.OPTIONAL_TEXT, "error": Kind.OPTIONAL_TEXT},
-    SnapshotMessage: _MESSAGE_FIELDS,
+    SnapshotMessage: {
+        "text": Kind.TEXT,
+        "tool_calls": Kind.CALLS,
+        "name": Kind.OPTIONAL_TEXT,
+        "content_json": Kind.EXTRA,
+        "raw_json": Kind.EXTRA,
+    },
     ConversationSnapshot: {
         "messages": Kind.MESSAGES,
         "summary": Kind.OPTIONAL_TEXT,

@@ -20,16 +20,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from goaicore.errors import ConfigError
-from goaicore.extras import needs
-
-with needs("sealing"):
-    from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from goaicore.sealing.aead import bound_to, decrypt, encrypt
 
 KEY_BYTES = 32  # AES-256
-NONCE_BYTES = 12  # AES-GCM's standard nonce, random per encryption
 _KEY_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
-_WRAP_CONTEXT = b"goaicore data key v1\x00"
+_WRAP_LABEL = b"goaicore data key v1"
 
 
 class KeyUnusable(ConfigError):
@@ -87,10 +82,10 @@ class MasterKeys:
         GOAICORE_MASTER_KEYS. An error names the entry, never its key."""
         keys = []
         for number, entry in enumerate(filter(None, (e.strip() for e in text.split(","))), 1):
-            key_id, colon, encoded = entry.partition(":")
+            key_id, colon, encoded = (part.strip() for part in entry.partition(":"))
             if not colon:
                 raise KeyUnusable(f"master key {number}: expected id:base64")
-            keys.append(MasterKey(key_id.strip(), _base64(encoded.strip(), key_id, number)))
+            keys.append(MasterKey(key_id, _base64(encoded, key_id, number)))
         return cls(tuple(keys))
 
     @classmethod
@@ -107,7 +102,7 @@ def _base64(encoded: str, key_id: str, number: int) -> bytes:
     try:
         return base64.b64decode(encoded.replace("-", "+").replace("_", "/"), validate=True)
     except (binascii.Error, ValueError):
-        raise KeyUnusable(f"master key {number} ({key_id.strip()[:64]!r}): not base64") from None
+        raise KeyUnusable(f"master key {number} ({key_id[:64]!r}): not base64") from None
 
 
 @dataclass(frozen=True)
@@ -132,35 +127,26 @@ class WrappedKey:
     wrapped: bytes = field(repr=False)
 
 
-def _context(conversation_id: str, key_id: str) -> bytes:
-    return _WRAP_CONTEXT + conversation_id.encode() + b"\x00" + key_id.encode()
-
-
 def wrap(masters: MasterKeys, conversation_id: str, data_key: DataKey) -> WrappedKey:
     """``data_key`` sealed under the current master key, for ``conversation_id`` only."""
     master = masters.current
-    nonce = os.urandom(NONCE_BYTES)
-    sealed = AESGCM(master.material).encrypt(
-        nonce, data_key.material, _context(conversation_id, data_key.key_id)
-    )
-    return WrappedKey(conversation_id, data_key.key_id, master.key_id, nonce + sealed)
+    context = bound_to(_WRAP_LABEL, conversation_id, data_key.key_id)
+    sealed = encrypt(master.material, data_key.material, context)
+    return WrappedKey(conversation_id, data_key.key_id, master.key_id, sealed)
 
 
 def unwrap(masters: MasterKeys, wrapped: WrappedKey) -> DataKey:
     """The data key inside ``wrapped``; refused if it was altered or moved to another
     conversation, or its master key is not held."""
     master = masters.by_id(wrapped.master_key_id)
-    nonce, sealed = wrapped.wrapped[:NONCE_BYTES], wrapped.wrapped[NONCE_BYTES:]
-    try:
-        material = AESGCM(master.material).decrypt(
-            nonce, sealed, _context(wrapped.conversation_id, wrapped.key_id)
-        )
-    except InvalidTag:
+    context = bound_to(_WRAP_LABEL, wrapped.conversation_id, wrapped.key_id)
+    material = decrypt(master.material, wrapped.wrapped, context)
+    if material is None:
         raise KeyUnusable(
             f"data key {wrapped.key_id[:64]!r} of conversation "
             f"{wrapped.conversation_id[:80]!r} does not open under master key "
             f"{master.key_id!r}: altered, or wrapped for another conversation"
-        ) from None
+        )
     return DataKey(wrapped.key_id, material)
 
 

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from goaicore.sealing.cipher import OVERHEAD, SealBroken, open_seal, seal
+from goaicore.sealing.aead import OVERHEAD
+from goaicore.sealing.cipher import SealBroken, open_seal, seal
 from goaicore.sealing.keys import DataKey
 
 KEY = DataKey.generate()
