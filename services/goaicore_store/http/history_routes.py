@@ -31,6 +31,7 @@ from goaicore_store.http.routes import (
     ask_timeout,
     forward_to_owner,
     json_answer,
+    position_answer,
     read_body,
     valid_conversation,
 )
@@ -117,6 +118,4 @@ def register_history_views(store: StoreApp, operations: OperationRunner) -> None
                     conversation_id, title=title, owner=owner, tags=tags, attributes=attributes
                 )
             )
-            return json_answer(
-                {"partition": position.partition, "offset": position.offset}, status=200
-            )
+            return position_answer(position)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 from aiohttp import web as aioweb
 from faust import web
 
+from goaicore.clients.publisher import TopicPosition
 from goaicore.errors import InputError
 from goaicore.records import (
     ChatReply,
@@ -96,6 +97,11 @@ def json_answer(data: Any, status: int = 200) -> web.Response:
     return cast(web.Response, aioweb.json_response(data, status=status))
 
 
+def position_answer(position: TopicPosition) -> web.Response:
+    """Where an appended event landed (the document's EventPosition)."""
+    return json_answer({"partition": position.partition, "offset": position.offset})
+
+
 DELETE_FIELDS = ("reason",)
 
 
@@ -157,7 +163,7 @@ def register_views(store: StoreApp, operations: OperationRunner) -> None:
             body = bodies.json_object(await read_body(request, limit) or b"{}", DELETE_FIELDS)
             reason = bodies.optional_text(body, "reason") or ""
             position = await operations.run(lambda ops: ops.delete(conversation_id, reason))
-            return json_answer({"partition": position.partition, "offset": position.offset})
+            return position_answer(position)
 
     @app.page(f"{CONVERSATION_PATH}/events")
     class Events(web.View):
