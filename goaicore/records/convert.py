@@ -26,7 +26,13 @@ from functools import cache
 from typing import Any, TypeVar, cast
 
 from goaicore.errors import InputError
-from goaicore.records.types import ChatReply, ChatRequest, ConversationEvent, ConversationSnapshot
+from goaicore.records.types import (
+    ChatReply,
+    ChatRequest,
+    ConversationEvent,
+    ConversationKey,
+    ConversationSnapshot,
+)
 
 NAMESPACE = "goaicore"
 
@@ -186,7 +192,7 @@ def record_reader(record_type: type[R]) -> Callable[[Mapping[str, Any]], R]:
     return reader
 
 
-# -- the four records of the wire contract ----------------------------------------------
+# -- the five records of the wire contract ----------------------------------------------
 
 event_to_avro: Callable[[ConversationEvent], AvroDict] = record_writer(ConversationEvent)
 event_from_avro: Callable[[Mapping[str, Any]], ConversationEvent] = record_reader(ConversationEvent)
@@ -198,3 +204,5 @@ snapshot_to_avro: Callable[[ConversationSnapshot], AvroDict] = record_writer(Con
 snapshot_from_avro: Callable[[Mapping[str, Any]], ConversationSnapshot] = record_reader(
     ConversationSnapshot
 )
+key_to_avro: Callable[[ConversationKey], AvroDict] = record_writer(ConversationKey)
+key_from_avro: Callable[[Mapping[str, Any]], ConversationKey] = record_reader(ConversationKey)

@@ -303,6 +303,21 @@ class ConversationEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationKey:
+    """A conversation's data key as the keys topic holds it: wrapped under a master key.
+
+    ``wrapped`` opens only with that master key and only for this conversation and
+    ``key_id`` (``goaicore.sealing.keys``); a tombstone in its place means erased.
+    """
+
+    conversation_id: str
+    key_id: str
+    master_key_id: str
+    wrapped: bytes = field(repr=False)
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ChatRequest:
     """Ask for the assistant's next turn; answered by one ``ChatReply`` per ``request_id``."""
 
@@ -431,4 +446,6 @@ class ConversationSnapshot:
         _freeze(self, "earlier_bounds", self.earlier_bounds)
 
 
-Record: TypeAlias = ConversationEvent | ChatRequest | ChatReply | ConversationSnapshot
+Record: TypeAlias = (
+    ConversationEvent | ChatRequest | ChatReply | ConversationSnapshot | ConversationKey
+)

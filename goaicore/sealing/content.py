@@ -27,6 +27,7 @@ from goaicore.records import (
     ConversationErased,
     ConversationEvent,
     ConversationForked,
+    ConversationKey,
     ConversationReset,
     ConversationRewound,
     ConversationSnapshot,
@@ -84,6 +85,7 @@ FIELDS: dict[type[Any], dict[str, Kind]] = {
         "content_json": Kind.EXTRA,
         "raw_json": Kind.EXTRA,
     },
+    ConversationKey: {},  # ids and a wrapped key: nothing a person wrote
     ConversationSnapshot: {
         "messages": Kind.MESSAGES,
         "summary": Kind.OPTIONAL_TEXT,

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from goaicore.errors import ConfigError
+from goaicore.records import ConversationKey, utc_now
 from goaicore.sealing.aead import bound_to, decrypt, encrypt
 
 KEY_BYTES = 32  # AES-256
@@ -117,25 +119,21 @@ class DataKey:
         return cls(os.urandom(16).hex(), os.urandom(KEY_BYTES))
 
 
-@dataclass(frozen=True)
-class WrappedKey:
-    """A data key as stored: sealed under a master key, bound to its conversation."""
-
-    conversation_id: str
-    key_id: str
-    master_key_id: str
-    wrapped: bytes = field(repr=False)
-
-
-def wrap(masters: MasterKeys, conversation_id: str, data_key: DataKey) -> WrappedKey:
+def wrap(masters: MasterKeys, conversation_id: str, data_key: DataKey) -> ConversationKey:
     """``data_key`` sealed under the current master key, for ``conversation_id`` only."""
     master = masters.current
     context = bound_to(_WRAP_LABEL, conversation_id, data_key.key_id)
     sealed = encrypt(master.material, data_key.material, context)
-    return WrappedKey(conversation_id, data_key.key_id, master.key_id, sealed)
+    return ConversationKey(
+        conversation_id=conversation_id,
+        key_id=data_key.key_id,
+        master_key_id=master.key_id,
+        wrapped=sealed,
+        created_at=utc_now(),
+    )
 
 
-def unwrap(masters: MasterKeys, wrapped: WrappedKey) -> DataKey:
+def unwrap(masters: MasterKeys, wrapped: ConversationKey) -> DataKey:
     """The data key inside ``wrapped``; refused if it was altered or moved to another
     conversation, or its master key is not held."""
     master = masters.by_id(wrapped.master_key_id)
@@ -150,8 +148,9 @@ def unwrap(masters: MasterKeys, wrapped: WrappedKey) -> DataKey:
     return DataKey(wrapped.key_id, material)
 
 
-def rewrap(masters: MasterKeys, wrapped: WrappedKey) -> WrappedKey:
+def rewrap(masters: MasterKeys, wrapped: ConversationKey) -> ConversationKey:
     """``wrapped`` under the current master key (rotation); unchanged if it already is."""
     if wrapped.master_key_id == masters.current.key_id:
         return wrapped
-    return wrap(masters, wrapped.conversation_id, unwrap(masters, wrapped))
+    again = wrap(masters, wrapped.conversation_id, unwrap(masters, wrapped))
+    return dataclasses.replace(again, created_at=wrapped.created_at)

@@ -20,6 +20,7 @@ from goaicore.records import (
     ConversationErased,
     ConversationEvent,
     ConversationForked,
+    ConversationKey,
     ConversationReset,
     ConversationRewound,
     ConversationSnapshot,
@@ -332,11 +333,22 @@ SNAPSHOT_SAMPLES: dict[str, ConversationSnapshot] = {
     ),
 }
 
+KEY_SAMPLES: dict[str, ConversationKey] = {
+    "wrapped": ConversationKey(
+        conversation_id="player-42",
+        key_id="d" * 32,
+        master_key_id="k1",
+        wrapped=bytes(range(60)),
+        created_at=datetime(2026, 11, 24, 14, 0, tzinfo=UTC),
+    ),
+}
+
 SAMPLES_BY_SCHEMA: dict[str, dict[str, Record]] = {
     "ConversationEvent": dict(EVENT_SAMPLES),
     "ChatRequest": dict(CHAT_REQUEST_SAMPLES),
     "ChatReply": dict(CHAT_REPLY_SAMPLES),
     "ConversationSnapshot": dict(SNAPSHOT_SAMPLES),
+    "ConversationKey": dict(KEY_SAMPLES),
 }
 
 ALL_SAMPLES: list[tuple[str, Record]] = [

@@ -16,6 +16,7 @@ from goaicore.records import (
     ConversationErased,
     ConversationEvent,
     ConversationForked,
+    ConversationKey,
     ConversationReset,
     ConversationRewound,
     ConversationSnapshot,
@@ -201,4 +202,13 @@ snapshots = st.builds(
     sealed=seals,
 )
 
-records = st.one_of(events, chat_requests, chat_replies, snapshots)
+conversation_keys = st.builds(
+    ConversationKey,
+    conversation_id=text,
+    key_id=ids,
+    master_key_id=text,
+    wrapped=st.binary(max_size=80),
+    created_at=instants,
+)
+
+records = st.one_of(events, chat_requests, chat_replies, snapshots, conversation_keys)

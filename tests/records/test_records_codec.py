@@ -15,6 +15,7 @@ from goaicore.records import (
     CompactionApplied,
     ConversationDeleted,
     ConversationEvent,
+    ConversationKey,
     ConversationReset,
     GameEvent,
     ReplyStatus,
@@ -34,12 +35,14 @@ from goaicore.records.avro import (
     decode_chat_reply,
     decode_chat_request,
     decode_event,
+    decode_key,
     decode_snapshot,
     default_codecs,
     encode,
     encode_chat_reply,
     encode_chat_request,
     encode_event,
+    encode_key,
     encode_snapshot,
     payload_schema,
 )
@@ -71,6 +74,9 @@ def test_every_sample_round_trips_through_generic_and_typed_functions(
     elif isinstance(record, ChatReply):
         assert encode_chat_reply(record) == data
         assert decode_chat_reply(data) == record
+    elif isinstance(record, ConversationKey):
+        assert encode_key(record) == data
+        assert decode_key(data) == record
     else:
         assert encode_snapshot(record) == data
         assert decode_snapshot(data) == record

@@ -6,7 +6,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ConversationSnapshot
+from goaicore.records import (
+    ChatReply,
+    ChatRequest,
+    ConversationEvent,
+    ConversationKey,
+    ConversationSnapshot,
+)
 from goaicore.records.avro import (
     DECODE_REASONS,
     MAGIC,
@@ -15,16 +21,25 @@ from goaicore.records.avro import (
     decode_chat_reply,
     decode_chat_request,
     decode_event,
+    decode_key,
     decode_snapshot,
     default_codecs,
     encode,
     encode_chat_reply,
     encode_chat_request,
     encode_event,
+    encode_key,
     encode_snapshot,
 )
 from tests.records.records_samples import ALL_SAMPLES
-from tests.records.records_strategies import chat_replies, chat_requests, events, records, snapshots
+from tests.records.records_strategies import (
+    chat_replies,
+    chat_requests,
+    conversation_keys,
+    events,
+    records,
+    snapshots,
+)
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -45,6 +60,12 @@ def test_any_chat_request_round_trips(request: ChatRequest) -> None:
 @given(chat_replies)
 def test_any_chat_reply_round_trips(reply: ChatReply) -> None:
     assert decode_chat_reply(encode_chat_reply(reply)) == reply
+
+
+@FAST
+@given(conversation_keys)
+def test_any_conversation_key_round_trips(key: ConversationKey) -> None:
+    assert decode_key(encode_key(key)) == key
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 
 import pytest
@@ -12,7 +13,6 @@ from goaicore.sealing.keys import (
     KeyUnusable,
     MasterKey,
     MasterKeys,
-    WrappedKey,
     rewrap,
     unwrap,
     wrap,
@@ -29,12 +29,12 @@ def test_a_data_key_wrapped_for_a_conversation_opens_for_it_alone() -> None:
     assert (wrapped.key_id, wrapped.master_key_id) == (key.key_id, "k1")
     assert key.material not in wrapped.wrapped
     assert unwrap(masters, wrapped) == key
-    moved = WrappedKey("player-8", wrapped.key_id, wrapped.master_key_id, wrapped.wrapped)
+    moved = dataclasses.replace(wrapped, conversation_id="player-8")
     with pytest.raises(KeyUnusable, match="wrapped for another conversation"):
         unwrap(masters, moved)
     altered = bytes([wrapped.wrapped[0] ^ 1]) + wrapped.wrapped[1:]
     with pytest.raises(KeyUnusable, match="altered"):
-        unwrap(masters, WrappedKey("player-7", key.key_id, "k1", altered))
+        unwrap(masters, dataclasses.replace(wrapped, wrapped=altered))
 
 
 def test_rotation_wraps_again_under_the_new_master_key_and_the_old_one_can_then_go() -> None:

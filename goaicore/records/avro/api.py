@@ -15,6 +15,7 @@ from goaicore.records.types import (
     ChatReply,
     ChatRequest,
     ConversationEvent,
+    ConversationKey,
     ConversationSnapshot,
     Record,
 )
@@ -46,6 +47,16 @@ def encode_chat_request(request: ChatRequest) -> bytes:
 def decode_chat_request(data: Payload) -> ChatRequest:
     """The chat request in a payload; DecodeError otherwise."""
     return default_codecs().chat_request.decode(data)
+
+
+def encode_key(key: ConversationKey) -> bytes:
+    """Single-object Avro bytes of a wrapped data key (the keys topic's values)."""
+    return default_codecs().key.encode(key)
+
+
+def decode_key(data: Payload) -> ConversationKey:
+    """The wrapped data key in a payload; DecodeError otherwise."""
+    return default_codecs().key.decode(data)
 
 
 def encode_chat_reply(reply: ChatReply) -> bytes:
@@ -106,12 +117,14 @@ __all__ = [
     "decode_chat_reply",
     "decode_chat_request",
     "decode_event",
+    "decode_key",
     "decode_snapshot",
     "default_codecs",
     "encode",
     "encode_chat_reply",
     "encode_chat_request",
     "encode_event",
+    "encode_key",
     "encode_snapshot",
     "payload_schema",
 ]

@@ -26,7 +26,13 @@ from goaicore.records.avro.direct_writer import compile_writer, write_direct
 from goaicore.records.avro.errors import DecodeError, EncodeError
 from goaicore.records.avro.framing import HEADER_SIZE, header, read_header
 from goaicore.records.avro.registry import SchemaRegistry, WriterSchema
-from goaicore.records.types import ChatReply, ChatRequest, ConversationEvent, ConversationSnapshot
+from goaicore.records.types import (
+    ChatReply,
+    ChatRequest,
+    ConversationEvent,
+    ConversationKey,
+    ConversationSnapshot,
+)
 
 R = TypeVar("R")
 
@@ -217,6 +223,7 @@ class Codecs:
     chat_request: Codec[ChatRequest]
     chat_reply: Codec[ChatReply]
     snapshot: Codec[ConversationSnapshot]
+    key: Codec[ConversationKey]
 
     @classmethod
     def for_registry(cls, registry: SchemaRegistry) -> Codecs:
@@ -250,11 +257,18 @@ class Codecs:
                 convert.snapshot_to_avro,
                 convert.snapshot_from_avro,
             ),
+            key=Codec(
+                "ConversationKey",
+                ConversationKey,
+                registry,
+                convert.key_to_avro,
+                convert.key_from_avro,
+            ),
         )
 
     @property
     def all(self) -> tuple[Codec[Any], ...]:
-        return (self.event, self.chat_request, self.chat_reply, self.snapshot)
+        return (self.event, self.chat_request, self.chat_reply, self.snapshot, self.key)
 
     def by_name(self, name: str) -> Codec[Any]:
         """The codec of the record called ``name`` (e.g. ``ChatReply``)."""
@@ -270,5 +284,5 @@ class Codecs:
                 return codec
         raise EncodeError(
             f"cannot encode a {type(record).__name__}: not ConversationEvent, ChatRequest, "
-            "ChatReply or ConversationSnapshot"
+            "ChatReply, ConversationSnapshot or ConversationKey"
         )

@@ -34,6 +34,7 @@ SCHEMA_NAMES: tuple[str, ...] = (
     "ChatRequest",
     "ChatReply",
     "ConversationSnapshot",
+    "ConversationKey",
 )
 
 _VERSION_FILE = re.compile(r"^v([1-9][0-9]*)\.avsc$")
