@@ -194,6 +194,14 @@ VARIABLES: tuple[Variable, ...] = (
         "A file of more bearer tokens, one per line (or comma-separated): a mounted secret.",
     ),
     Variable(
+        "GOAICORE_MASTER_KEYS",
+        "unset: content is written in the clear",
+        "Master keys that wrap each conversation's data key, `id:base64` (32 bytes each), "
+        "comma-separated, the current one first; never shown or logged. Set, the worker "
+        "seals what it writes to `events` and erasure can make content unreadable. See "
+        'docs/operations.md, "Erasure".',
+    ),
+    Variable(
         "GOAICORE_TABLE_STORE",
         "`memory`",
         "Where a store worker keeps its snapshots table: `memory` (rebuilt from the "
@@ -426,6 +434,7 @@ class Settings:
     prices: Path | None = None
     log_format: LogFormat = FROM_ENVIRONMENT
     http_tokens: tuple[str, ...] = field(default=FROM_ENVIRONMENT, repr=False)
+    master_keys: str | None = field(default=None, repr=False)
     data_dir: Path = FROM_ENVIRONMENT
     env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
@@ -541,6 +550,7 @@ FIELD_VARIABLES: Mapping[str, str] = {
     "prices": "GOAICORE_PRICES",
     "log_format": "GOAICORE_LOG_FORMAT",
     "http_tokens": "GOAICORE_HTTP_TOKENS",
+    "master_keys": "GOAICORE_MASTER_KEYS",
     "data_dir": "GOAICORE_DATA_DIR",
 }
 ALWAYS_PASSED = frozenset(
@@ -626,6 +636,7 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     out["http_tokens"] = given.http_tokens
     if out["http_tokens"] is None:
         out["http_tokens"] = _http_tokens(env)
+    out["master_keys"] = pick("master_keys", "GOAICORE_MASTER_KEYS", _parse_master_keys)
     out["bootstrap_servers"] = pick(
         "bootstrap_servers", "KAFKA_BOOTSTRAP_SERVERS", parse_bootstrap_servers
     )
@@ -680,6 +691,17 @@ def _http_tokens(env: Mapping[str, str]) -> tuple[str, ...]:
                 "or with spaces or control characters in it; use long random tokens"
             )
     return tuple(unique)
+
+
+def _parse_master_keys(name: str, raw: str) -> str | None:
+    """The keys' text, checked now (a bad entry fails at start, not at the first seal);
+    the error names the entry, never a key."""
+    from goaicore.sealing.keys import MasterKeys
+
+    if not raw.strip():
+        return None
+    MasterKeys.parse(raw)
+    return raw
 
 
 def _dev_stack_owns_broker(dev: Mapping[str, Any]) -> bool:

@@ -1,5 +1,6 @@
-"""``goaicore undo | regenerate | rewind | fork | meta | delete``: history operations,
-each an event appended to the log (nothing is removed from it)."""
+"""``goaicore undo | regenerate | rewind | fork | meta | delete | erase``: history
+operations, each an event appended to the log (nothing is removed from it; erasure
+destroys the key its sealed content was sealed under)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from goaicore.cli.args import OFFSET, integer, key_value, moment
 from goaicore.cli.chat import positive_seconds, print_reply
 from goaicore.cli.output import add_json_option, print_json
+from goaicore.records.jsonable import jsonable
 
 if TYPE_CHECKING:
     from goaicore.clients.history_ops import Rewound
@@ -91,6 +93,22 @@ def register(subparsers: Any) -> None:
     add_json_option(delete)
     delete.set_defaults(handler=handle_delete)
 
+    erase: argparse.ArgumentParser = subparsers.add_parser(
+        "erase",
+        help="erase a conversation's content: its data key is destroyed, so no sealed copy "
+        "can be read again; ids, types, times, token counts and costs stay",
+    )
+    erase.add_argument("conversation", metavar="CONV")
+    erase.add_argument("--reason", default="", help="why, kept in the log (not content)")
+    erase.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=30.0,
+        help="seconds to wait for the worker to destroy the key (default 30)",
+    )
+    add_json_option(erase)
+    erase.set_defaults(handler=handle_erase)
+
 
 def handle_undo(args: argparse.Namespace) -> int:
     from goaicore.clients import HistoryOperations
@@ -168,4 +186,21 @@ def handle_delete(args: argparse.Namespace) -> int:
         print_json({"conversation_id": args.conversation, "deleted": position})
     else:
         print(f"deleted {args.conversation} at {position}")
+    return 0
+
+
+def handle_erase(args: argparse.Namespace) -> int:
+    from goaicore.clients import HistoryOperations
+
+    with HistoryOperations() as ops:
+        erased = ops.erase(args.conversation, args.reason, timeout=args.timeout)
+    if args.json:
+        print_json({"conversation_id": args.conversation, **jsonable(erased)})
+    elif erased.key_destroyed:
+        print(f"erased {args.conversation} at {erased.position}: its data key is destroyed")
+    else:
+        print(
+            f"erased {args.conversation} at {erased.position}: its history left the snapshot; "
+            "its content was never sealed (no data key), so the log still holds it in the clear"
+        )
     return 0

@@ -18,6 +18,7 @@ shows them); ``until_offset`` is inclusive, as in ``goaicore replay --until-offs
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -35,6 +36,7 @@ from goaicore.fold.records import Applied, fold_records
 from goaicore.lifecycle import Closing
 from goaicore.records import (
     ConversationDeleted,
+    ConversationErased,
     ConversationEvent,
     ConversationForked,
     ConversationRewound,
@@ -46,6 +48,7 @@ from goaicore.records import (
 from goaicore.records.types import EventBody
 from goaicore.records.validation import InvalidInputError, check_conversation_id
 from goaicore.replay.reader import HistoryReader
+from goaicore.sealing.keyring import TopicKeys, doomed_by
 
 if TYPE_CHECKING:
     from goaicore.clients.chat_client import ChatClient
@@ -89,6 +92,15 @@ class Forked:
     messages: int
 
 
+@dataclass(frozen=True)
+class Erased:
+    """An erasure appended and folded: where, and whether the conversation's data key
+    is destroyed (False: its content was never sealed, so none was made)."""
+
+    position: TopicPosition
+    key_destroyed: bool
+
+
 @dataclass
 class _Scan:
     """What one read of a conversation's events gives, without keeping every snapshot."""
@@ -105,6 +117,8 @@ class _Scan:
     """Offsets after which no tool call waits for its result."""
     events_by_id: dict[str, tuple[int, ConversationEvent]] = field(default_factory=dict)
     """Each event id's first offset and event (a later copy is a duplicate)."""
+    unopened: list[int] = field(default_factory=list)
+    """Offsets of sealed events this process could not open."""
 
 
 class HistoryOperations(Closing):
@@ -128,7 +142,10 @@ class HistoryOperations(Closing):
             raise InvalidInputError(f"until_offset must be -1 or more, got {until_offset}")
         policy = self._policy(conversation_id)
         scan = self._scan(
-            conversation_id, policy, lambda a: a.record.position.offset > until_offset
+            conversation_id,
+            policy,
+            lambda a: a.record.position.offset > until_offset,
+            copies_content=True,
         )
         return self._rewind(conversation_id, scan, until_offset, reason, policy)
 
@@ -168,7 +185,7 @@ class HistoryOperations(Closing):
             stop = lambda a: _offset(a) >= before_offset  # noqa: E731
         elif as_of is not None:
             stop = lambda a: a.event.occurred_at > as_of  # noqa: E731
-        scan = self._scan(source_id, self._policy(source_id), stop)
+        scan = self._scan(source_id, self._policy(source_id), stop, copies_content=True)
         until = before_offset - 1 if before_offset is not None else scan.kept_until
         if any(True for _ in self._reader.records(new_id)):
             raise OperationRefused(f"{new_id!r} already has events: fork into a new conversation")
@@ -215,6 +232,36 @@ class HistoryOperations(Closing):
         self._scan(conversation_id, policy)  # not found, or deleted: refused here
         return self._append(conversation_id, ConversationDeleted(reason=reason), policy)
 
+    def erase(self, conversation_id: str, reason: str = "", timeout: float = 30.0) -> Erased:
+        """Erase the conversation's content, keeping its audit skeleton.
+
+        Appends :class:`ConversationErased`: the fold clears the history, summary, notes
+        and metadata, and the worker that owns the conversation destroys its data key
+        (a tombstone on the keys topic), so every sealed copy of its content can no
+        longer be opened; ids, types, times, token counts and costs stay. Returns once
+        the key's tombstone is on the broker (waiting at most ``timeout`` seconds for
+        the worker). Refused for a conversation without events; erasing again, or a
+        deleted conversation, is allowed.
+        """
+        policy = self._policy(conversation_id)
+        self._scan(conversation_id, policy, allow_deleted=True)
+        with TopicKeys(self.settings) as keys:
+            had_key = keys.find(conversation_id) is not None
+            position = self._append(conversation_id, ConversationErased(reason=reason), policy)
+            if not had_key:
+                return Erased(position, key_destroyed=False)
+            deadline = time.monotonic() + timeout
+            while doomed_by(keys.find(conversation_id), position.offset):
+                if time.monotonic() > deadline:
+                    raise OperationRefused(
+                        f"erasure appended at {position} and folded, but the data key of "
+                        f"{conversation_id!r} was not destroyed within {timeout:.0f} s: is a "
+                        "store worker running? It destroys the key when it folds the erasure"
+                    )
+                time.sleep(0.1)
+                keys.refresh(conversation_id)
+        return Erased(position, key_destroyed=True)
+
     def close(self) -> None:
         self._reader.close()
         self._snapshots.close()
@@ -229,7 +276,7 @@ class HistoryOperations(Closing):
 
     def _undo(self, conversation_id: str, ask_again: bool) -> Undone:
         policy = self._policy(conversation_id)
-        scan = self._scan(conversation_id, policy)
+        scan = self._scan(conversation_id, policy, copies_content=True)
         message = next((m for m in reversed(scan.latest.messages) if m.role == "user"), None)
         if message is None:
             raise OperationRefused(f"nothing to undo: {conversation_id!r} has no user message")
@@ -254,13 +301,17 @@ class HistoryOperations(Closing):
         conversation_id: str,
         policy: PolicyTimeline,
         stop: Callable[[Applied], bool] | None = None,
+        allow_deleted: bool = False,
+        copies_content: bool = False,
     ) -> _Scan:
         """Fold the conversation's events, keeping the snapshot just before the first
-        event ``stop`` holds for."""
+        event ``stop`` holds for; a deleted conversation is refused unless allowed, and
+        when the operation ``copies_content``, so is content this process cannot open."""
         check_conversation_id(conversation_id)
         scan: _Scan | None = None
         stopped = False
-        for outcome in fold_records(self._reader.records(conversation_id), policy):
+        records = self._reader.records(conversation_id)
+        for outcome in fold_records(records, policy, keys=self._reader.keys):
             if not isinstance(outcome, Applied):
                 continue
             offset = outcome.record.position.offset
@@ -271,12 +322,16 @@ class HistoryOperations(Closing):
                 scan.kept, scan.kept_until = outcome.snapshot, offset
             scan.latest, scan.last_offset = outcome.snapshot, offset
             scan.events_by_id.setdefault(outcome.event.event_id, (offset, outcome.event))
+            if outcome.event.sealed is not None:  # not opened: no key here
+                scan.unopened.append(offset)
             if not unanswered_calls(outcome.snapshot.messages):
                 scan.valid_offsets.append(offset)
         if scan is None:
             raise ConversationNotFound(f"no events for conversation {conversation_id!r}")
-        if scan.latest.deleted:
+        if scan.latest.deleted and not allow_deleted:
             raise OperationRefused(f"conversation {conversation_id!r} was deleted")
+        if copies_content:
+            _refuse_unopened(conversation_id, scan)
         return scan
 
     def _rewind(
@@ -330,7 +385,7 @@ class HistoryOperations(Closing):
         position = self._publisher.publish(conversation_id, event)
         records = self._reader.records(conversation_id, until_offset=position.offset)
         before: ConversationSnapshot | None = None
-        for outcome in fold_records(records, policy):
+        for outcome in fold_records(records, policy, keys=self._reader.keys):
             if not isinstance(outcome, Applied):
                 continue
             if outcome.event.event_id == event.event_id:
@@ -347,3 +402,16 @@ class HistoryOperations(Closing):
 
 def _offset(applied: Applied) -> int:
     return applied.record.position.offset
+
+
+def _refuse_unopened(conversation_id: str, scan: _Scan) -> None:
+    """An operation that copies history must not copy ``[erased]`` marks in place of
+    content this process merely cannot open; content an erasure cleared is no loss."""
+    erased = scan.latest.erased_before
+    unread = [o for o in scan.unopened if erased is None or o > erased.offset]
+    if unread:
+        raise OperationRefused(
+            f"{len(unread)} sealed events of {conversation_id!r} (from offset {unread[0]}) "
+            "cannot be opened here: set GOAICORE_MASTER_KEYS to the master keys they were "
+            "sealed under, or the operation would copy erasure marks instead of content"
+        )

@@ -8,11 +8,16 @@ conversation id, and that id fits in a snapshot; anything else is a dead letter.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from goaicore.records import ConversationEvent
 from goaicore.records.avro.api import decode_event
 from goaicore.records.avro.errors import DecodeError
+
+if TYPE_CHECKING:
+    from goaicore.sealing.records import KeyLookup
 
 MAX_CONVERSATION_ID_BYTES = 4096
 """Longest conversation id folded: its snapshot must fit a record beside the history."""
@@ -26,12 +31,24 @@ class Unfoldable:
     detail: str
 
 
-def admit(key: bytes | None, value: bytes | None) -> ConversationEvent | Unfoldable:
-    """The event a record of ``events`` holds, or why the fold does not take it."""
+def admit(
+    key: bytes | None, value: bytes | None, keys: KeyLookup | None = None
+) -> ConversationEvent | Unfoldable:
+    """The event a record of ``events`` holds, or why the fold does not take it.
+
+    A sealed event is opened with ``keys``; once its key is gone (or with no keys at
+    all) it is folded as its skeleton, content marked erased (what the conversation's
+    erasure folds to anyway), and keeps its seal: ``event.sealed`` set means unread.
+    """
     try:
         event = decode_event(value)
     except DecodeError as err:
         return Unfoldable(err.reason, err.message)
+    if event.sealed is not None:
+        opened = _opened(event, keys)
+        if isinstance(opened, Unfoldable):
+            return opened
+        event = opened
     if key is None or key != event.conversation_id.encode():
         shown = key if key is None or len(key) <= 200 else key[:200] + b"..."
         return Unfoldable(
@@ -46,3 +63,22 @@ def admit(key: bytes | None, value: bytes | None) -> ConversationEvent | Unfolda
             "its snapshot could not be written",
         )
     return event
+
+
+def _opened(event: ConversationEvent, keys: KeyLookup | None) -> ConversationEvent | Unfoldable:
+    if keys is None:  # no master keys here: nothing sealed can be opened
+        from goaicore.sealing.content import erased
+
+        return erased(event)
+    from goaicore.sealing.cipher import SealBroken
+    from goaicore.sealing.records import open_event
+
+    try:
+        opened = open_event(event, keys)
+        if not opened.readable:
+            return dataclasses.replace(opened.record, sealed=event.sealed)
+        return opened.record
+    except SealBroken as err:
+        return Unfoldable("seal-broken", str(err))
+    except DecodeError as err:
+        return Unfoldable(err.reason, f"inside the seal: {err.message}")

@@ -12,12 +12,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goaicore.fold.admission import Unfoldable, admit
 from goaicore.fold.fold import fold
 from goaicore.fold.policy import FoldPolicy, PolicyTimeline
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
+
+if TYPE_CHECKING:
+    from goaicore.sealing.records import KeyLookup
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,7 @@ def fold_records(
     current: Callable[[bytes], ConversationSnapshot | None] = lambda key: None,
     keep: Callable[[ConversationEvent], bool] | None = None,
     own_policy: Callable[[bytes], FoldPolicy | PolicyTimeline | None] = lambda key: None,
+    keys: KeyLookup | None = None,
 ) -> Iterator[Applied | Rejected]:
     """Fold ``records`` in order onto the snapshots ``current`` returns (none by default).
 
@@ -64,10 +68,11 @@ def fold_records(
     ``own_policy`` gives a conversation bounds of its own (a stored snapshot's, when
     verify folds many conversations in one pass), else ``policy`` applies. A timeline
     applies each stretch's own policy (a replay of a snapshot whose bounds changed).
+    ``keys`` opens sealed events (see :func:`~goaicore.fold.admission.admit`).
     """
     latest: dict[bytes, ConversationSnapshot | None] = {}
     for record in records:
-        event = admit(record.key, record.value)
+        event = admit(record.key, record.value, keys)
         if isinstance(event, Unfoldable):
             yield Rejected(record, event.reason, event.detail)
             continue

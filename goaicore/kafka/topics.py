@@ -19,6 +19,7 @@ from goaicore.kafka.limits import RECORD_HEADROOM, max_batch_bytes
 
 _FOREVER = "-1"
 _WEEK_MS = str(7 * 24 * 3600 * 1000)
+_HOUR_MS = str(3600 * 1000)
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,19 @@ TOPICS: tuple[TopicSpec, ...] = (
         "snapshots",
         "latest folded state per conversation; the fold table's changelog",
         {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"},
+    ),
+    TopicSpec(
+        "keys",
+        "each conversation's data key, wrapped; a tombstone once erased",
+        # An erased key must leave the disk within a bounded time: compaction may not
+        # wait longer than an hour, which also rolls the active segment on the next
+        # append past it, and the tombstone itself goes an hour later.
+        {
+            "cleanup.policy": "compact",
+            "min.compaction.lag.ms": "0",
+            "max.compaction.lag.ms": _HOUR_MS,
+            "delete.retention.ms": _HOUR_MS,
+        },
     ),
     TopicSpec("requests", "chat requests", {"cleanup.policy": "delete", "retention.ms": _WEEK_MS}),
     TopicSpec("replies", "chat replies", {"cleanup.policy": "delete", "retention.ms": _WEEK_MS}),

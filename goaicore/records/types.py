@@ -315,6 +315,8 @@ class ConversationKey:
     master_key_id: str
     wrapped: bytes = field(repr=False)
     created_at: datetime
+    after_erasure_offset: int | None = None
+    """The offset in ``events`` of the erasure this key was made after (None: none)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

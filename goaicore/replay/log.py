@@ -40,7 +40,7 @@ def replay(
     # occurred_at is the publisher's clock: not monotonic in the log, so filter, not stop.
     keep = None if as_of is None else (lambda event: event.occurred_at <= as_of)
     records = reader.records(conversation_id, until_offset=until_offset)
-    for outcome in fold_records(records, policy, keep=keep):
+    for outcome in fold_records(records, policy, keep=keep, keys=reader.keys):
         if isinstance(outcome, Rejected):
             reader.skip(outcome.record, outcome.reason, outcome.detail)
             continue

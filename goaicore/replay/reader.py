@@ -6,7 +6,7 @@ import logging
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goaicore.config import Settings
 from goaicore.extras import needs
@@ -18,6 +18,10 @@ from goaicore.lifecycle import Closing
 from goaicore.progress import ProgressBar
 from goaicore.records import ConversationEvent, LogPosition
 from goaicore.records.validation import check_conversation_id
+from goaicore.sealing.keyring import topic_key_ring
+
+if TYPE_CHECKING:
+    from goaicore.sealing.records import KeyLookup
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +53,10 @@ class HistoryReader(Closing):
         self.topic = self.settings.topic("events")
         self.skipped = 0
         self._consumer = make_consumer(self.settings)
+        ring = topic_key_ring(self.settings)
+        self.keys: KeyLookup | None = ring[0] if ring else None
+        """Opens sealed events (None without GOAICORE_MASTER_KEYS: they read as erased)."""
+        self._key_topic = ring[1] if ring else None
 
     def events(self, conversation_id: str) -> Iterator[ConversationEvent]:
         """One conversation's events, oldest first."""
@@ -104,7 +112,7 @@ class HistoryReader(Closing):
 
     def _admitted(self, records: Iterable[LogRecord]) -> Iterator[LoggedEvent]:
         for record in records:
-            logged = admitted(record)
+            logged = admitted(record, self.keys)
             if isinstance(logged, Unfoldable):
                 self.skip(record, logged.reason, logged.detail)
             else:
@@ -115,6 +123,8 @@ class HistoryReader(Closing):
 
     def close(self) -> None:
         self._consumer.close()
+        if self._key_topic is not None:
+            self._key_topic.close()
 
 
 def log_record(record: Any) -> LogRecord:
@@ -123,9 +133,9 @@ def log_record(record: Any) -> LogRecord:
     return LogRecord(record.key, record.value, position, origin=record)
 
 
-def admitted(record: LogRecord) -> LoggedEvent | Unfoldable:
+def admitted(record: LogRecord, keys: KeyLookup | None = None) -> LoggedEvent | Unfoldable:
     """The event a record holds with its position, or why the fold does not take it."""
-    event = admit(record.key, record.value)
+    event = admit(record.key, record.value, keys)
     if isinstance(event, Unfoldable):
         return event
     return LoggedEvent(record.position.partition, record.position.offset, event)

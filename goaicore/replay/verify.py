@@ -97,7 +97,10 @@ def verify_log(
             if last is not None and _within(record.position, last):
                 yield record
 
-    for outcome in fold_records(wanted_records(), DEFAULT_POLICY, own_policy=policies.get):
+    folded = fold_records(
+        wanted_records(), DEFAULT_POLICY, own_policy=policies.get, keys=reader.keys
+    )
+    for outcome in folded:
         if isinstance(outcome, Rejected):
             reader.skip(outcome.record, outcome.reason, outcome.detail)
         else:

@@ -26,9 +26,13 @@ from goaicore.records.avro.api import (
     encode_event,
     encode_snapshot,
 )
+from goaicore.sealing.aead import OVERHEAD
 from goaicore.sealing.cipher import SealBroken, open_seal, seal
 from goaicore.sealing.content import blanked, erased
 from goaicore.sealing.keys import DataKey
+
+SEAL_ROOM = OVERHEAD + 64
+"""What a seal adds besides the skeleton: nonce and tag, the key id, the field's framing."""
 
 KeyLookup = Callable[[str, str], DataKey | None]
 """The data key ``key_id`` of a conversation, or None when it is gone (erased)."""
@@ -50,6 +54,13 @@ def seal_event(event: ConversationEvent, key: DataKey) -> ConversationEvent:
     """``event``'s skeleton, with the whole event sealed under ``key``."""
     data = seal(encode_event(event), key, event.conversation_id, event.event_id)
     return dataclasses.replace(blanked(event), sealed=Sealed(key_id=key.key_id, data=data))
+
+
+def sealed_room(event: ConversationEvent) -> int:
+    """At least the bytes sealing adds to ``event``'s encoding (its skeleton beside it):
+    fitting an event into ``limit - sealed_room(event)`` fits its sealed form into
+    ``limit``. Cutting its content changes nothing here (a skeleton holds none)."""
+    return len(encode_event(blanked(event))) + SEAL_ROOM
 
 
 def seal_reply(reply: ChatReply, key: DataKey) -> ChatReply:

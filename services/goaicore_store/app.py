@@ -35,6 +35,8 @@ from goaicore.kafka.limits import max_batch_bytes
 from goaicore.kafka.profile import client_profile, faust_broker_urls
 from goaicore.kafka.security import faust_credentials
 from goaicore.net import free_loopback_port
+from goaicore.records import ConversationSnapshot, LogPosition
+from goaicore.sealing.keyring import master_keys
 from goaicore_store.chat.agent import ChatAgent
 from goaicore_store.chat.idempotency import REPLIES_CODEC, register_codec
 from goaicore_store.chat.output_limits import OutputLimits
@@ -42,7 +44,7 @@ from goaicore_store.chat.replies import ReplyWaiters
 from goaicore_store.chat.tools import load_tools, traced
 from goaicore_store.chat.turns import TurnSettings
 from goaicore_store.chat.watermarks import HighWatermarks
-from goaicore_store.codecs import CODEC, SNAPSHOT_CODEC, register
+from goaicore_store.codecs import CODEC, KEY_CODEC, SNAPSHOT_CODEC, register
 from goaicore_store.fold_agent import FOLD_BATCH, apply_batch
 from goaicore_store.http import (
     BearerTokens,
@@ -53,6 +55,7 @@ from goaicore_store.http import (
     register_views,
 )
 from goaicore_store.http.server import ApiApp
+from goaicore_store.keys import ConversationKeys
 from goaicore_store.metrics import PREFIX, StoreMetrics
 from goaicore_store.topology import ChatServices, StoreApp, app_id
 
@@ -181,6 +184,7 @@ def create_app(
     CODEC.on_encoded = metrics.snapshot_bytes.observe
     events = log_topic(app, settings, "events")
     snapshots = log_topic(app, settings, "snapshots", SNAPSHOT_CODEC, acks=False)
+    table = keyed_table(app, "snapshots", snapshots, SNAPSHOT_CODEC, partitions)
     store = StoreApp(
         app=app,
         settings=settings,
@@ -189,8 +193,9 @@ def create_app(
         dead_letters=log_topic(app, settings, "dead-letters"),
         requests=log_topic(app, settings, "requests"),
         replies=log_topic(app, settings, "replies"),
-        table=keyed_table(app, "snapshots", snapshots, SNAPSHOT_CODEC, partitions),
+        table=table,
         replies_table=_replies_table(app, settings),
+        keys=_keys(app, settings, table),
         chat=_chat_services(settings),
         metrics=metrics,
         web_port=port,
@@ -242,9 +247,23 @@ def _replies_table(app: faust.App, settings: Settings) -> Any:
     return keyed_table(app, "replies", changelog, REPLIES_CODEC, partitions, DurableTable)
 
 
+def _keys(app: faust.App, settings: Settings, snapshots: Any) -> ConversationKeys:
+    """The data keys of this worker's conversations; the keys topic is their changelog."""
+    changelog = log_topic(app, settings, "keys", KEY_CODEC, acks=False)
+    table = keyed_table(app, "keys", changelog, KEY_CODEC, settings.partitions, DurableTable)
+
+    def erased_before(conversation_id: str) -> LogPosition | None:
+        snapshot: ConversationSnapshot | None = snapshots.get(conversation_id.encode())
+        return snapshot.erased_before if snapshot is not None else None
+
+    return ConversationKeys(table, master_keys(settings), erased_before)
+
+
 def _chat_services(settings: Settings) -> ChatServices:
     """The chat agent's LLM providers, tools, limits and the log's high watermarks."""
-    limits = OutputLimits.for_record_limit(settings.max_record_bytes)
+    limits = OutputLimits.for_record_limit(
+        settings.max_record_bytes, sealed=settings.master_keys is not None
+    )
     return ChatServices(
         providers=Providers(settings),
         registry=traced(load_tools(settings.tools)),

@@ -1,4 +1,4 @@
-"""Faust codecs: snapshots travel as Avro ConversationSnapshot records."""
+"""Faust codecs: snapshots and data keys travel as Avro records, as any consumer reads them."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from typing import Any
 
 from faust.serializers import codecs
 
-from goaicore.records.avro.api import decode_snapshot, encode_snapshot
+from goaicore.records.avro.api import decode_key, decode_snapshot, encode_key, encode_snapshot
 
 SNAPSHOT_CODEC = "goaicore.snapshot"
+KEY_CODEC = "goaicore.conversation-key"
 
 
 class SnapshotCodec(codecs.Codec):
@@ -30,9 +31,20 @@ class SnapshotCodec(codecs.Codec):
         return decode_snapshot(s)
 
 
+class KeyCodec(codecs.Codec):
+    """ConversationKey <-> single-object Avro bytes: the keys table's changelog values."""
+
+    def _dumps(self, obj: Any) -> bytes:
+        return encode_key(obj)
+
+    def _loads(self, s: bytes) -> Any:
+        return decode_key(s)
+
+
 CODEC = SnapshotCodec()
 
 
 def register() -> None:
-    """Make the codec known to Faust by name (idempotent)."""
+    """Make the codecs known to Faust by name (idempotent)."""
     codecs.register(SNAPSHOT_CODEC, CODEC)
+    codecs.register(KEY_CODEC, KeyCodec())

@@ -8,15 +8,18 @@ the agent, and nothing is skipped without a trace.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from goaicore.fold.records import LogRecord, Rejected, fold_records
-from goaicore.records import ConversationSnapshot, LogPosition
+from goaicore.fold.records import Applied, LogRecord, Rejected, fold_records
+from goaicore.records import ConversationErased, ConversationSnapshot, LogPosition
 
 if TYPE_CHECKING:
     from goaicore_store.topology import StoreApp
+
+log = logging.getLogger(__name__)
 
 # The events of each fetch are folded as one batch (a batch lane: no timer, so an
 # idle worker folds an event as soon as it is fetched), and each touched
@@ -36,8 +39,11 @@ async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> None:
         records.append(LogRecord(message.key, message.value, position, origin=message))
     started = time.perf_counter()
     touched: dict[bytes, ConversationSnapshot] = {}
+    erasures: list[tuple[str, int]] = []
     folded = 0
-    for outcome in fold_records(records, store.fold_policy, store.table.get):
+    for outcome in fold_records(
+        records, store.fold_policy, store.table.get, keys=store.keys.lookup
+    ):
         if isinstance(outcome, Rejected):
             origin = outcome.record.origin
             await store.dead_letter(origin, outcome.reason, outcome.detail, force=False)
@@ -45,8 +51,37 @@ async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> None:
         folded += 1
         if outcome.changed:
             touched[outcome.event.conversation_id.encode()] = outcome.snapshot
+        if erasure_applied(outcome):
+            erasures.append((outcome.event.conversation_id, outcome.record.position.offset))
     for key, snapshot in touched.items():
         store.table[key] = snapshot
+    for conversation_id, offset in erasures:
+        await erase_content(store, conversation_id, offset)
     await store.progress.advance(consumed)  # read-your-writes waits on this
     store.metrics.events_folded.inc(folded)
     store.metrics.fold_batch_seconds.observe(time.perf_counter() - started)
+
+
+def erasure_applied(outcome: Applied) -> bool:
+    """An erasure the fold applied now, or one read again that an applied erasure (it, or
+    a later one) covers; not one the fold refused (it is then only a note)."""
+    if not isinstance(outcome.event.body, ConversationErased):
+        return False
+    erased = outcome.snapshot.erased_before
+    position = outcome.record.position
+    if outcome.changed:
+        return erased == position
+    return erased is not None and erased.offset >= position.offset
+
+
+async def erase_content(store: StoreApp, conversation_id: str, erasure_offset: int) -> None:
+    """What an erasure destroys besides the snapshot's content: the conversation's data
+    key (every sealed copy of its content becomes unreadable) and its stored replies.
+
+    Done for an erasure read again too (a crash may have come between the snapshot and
+    the tombstones); the key remembers the erasure it followed, so a key made since
+    survives. The offsets of the batch are acknowledged only after both tombstones.
+    """
+    if await store.keys.forget(conversation_id, erasure_offset):
+        log.info("erased %r: its data key is destroyed", conversation_id[:200])
+    await store.replies_table.remove(conversation_id.encode())

@@ -26,6 +26,7 @@ from goaicore_store.chat.output_limits import OutputLimits
 from goaicore_store.chat.replies import ReplyWaiters
 from goaicore_store.chat.turns import TurnSettings
 from goaicore_store.chat.watermarks import FoldProgress, HighWatermarks
+from goaicore_store.keys import ConversationKeys
 from goaicore_store.metrics import StoreMetrics
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ class ChatServices:
 
 @dataclass
 class StoreApp:
-    """The Faust app with its topics, its two tables and the chat agent's services."""
+    """The Faust app with its topics, its three tables and the chat agent's services."""
 
     app: faust.App
     settings: Settings
@@ -58,6 +59,7 @@ class StoreApp:
     replies: TopicT
     table: TableT[bytes, ConversationSnapshot]  # its changelog is the snapshots topic
     replies_table: DurableTable  # bytes -> RecentReplies; a reply is published once stored
+    keys: ConversationKeys  # its table's changelog is the keys topic
     chat: ChatServices
     web_port: int
     metrics: StoreMetrics

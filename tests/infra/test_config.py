@@ -27,6 +27,9 @@ def test_defaults_without_environment(tmp_path: Path) -> None:
     assert Settings(env={}).data_dir == Path(".goaicore")
 
 
+MASTER_KEY_TEXT = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVpBQkNERUY="  # 32 bytes, base64
+
+
 def test_every_variable_is_read(tmp_path: Path) -> None:
     tokens_file = tmp_path / "tokens"
     tokens_file.write_text("token-three-0123456789abcdef\ntoken-one-0123456789abcdef\n\n")
@@ -64,6 +67,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "GOAICORE_HTTP_TOKENS_FILE": str(tokens_file),
         "GOAICORE_PRICES": str(tokens_file),  # read by the worker, not here
         "GOAICORE_LOG_FORMAT": "json",
+        "GOAICORE_MASTER_KEYS": f"k2:{MASTER_KEY_TEXT}, k1:{MASTER_KEY_TEXT}",
     }
     s = Settings(env=env)
     assert s.bootstrap_servers == "k1:9092,k2:9093"
@@ -92,7 +96,18 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert "token-" not in repr(s)
     assert s.prices == tokens_file
     assert s.log_format == "json"
+    assert s.master_keys == env["GOAICORE_MASTER_KEYS"]
+    assert MASTER_KEY_TEXT not in repr(s)
     assert {v.name for v in VARIABLES} - LOADER_VARIABLES == set(env)
+
+
+def test_bad_master_keys_are_refused_at_once_without_showing_them() -> None:
+    with pytest.raises(ConfigError, match="master key 1") as caught:
+        Settings(env={"GOAICORE_MASTER_KEYS": "k1:not-base64-at-all!"})
+    assert "not-base64" not in str(caught.value)
+    with pytest.raises(ConfigError, match="32 bytes"):
+        Settings(env={"GOAICORE_MASTER_KEYS": "k1:c2hvcnQ="})
+    assert Settings(env={"GOAICORE_MASTER_KEYS": " "}).master_keys is None
 
 
 @pytest.mark.parametrize(

@@ -341,6 +341,14 @@ KEY_SAMPLES: dict[str, ConversationKey] = {
         wrapped=bytes(range(60)),
         created_at=datetime(2026, 11, 24, 14, 0, tzinfo=UTC),
     ),
+    "after_an_erasure": ConversationKey(
+        conversation_id="player-42",
+        key_id="e" * 32,
+        master_key_id="k2",
+        wrapped=bytes(range(60, 120)),
+        created_at=datetime(2026, 11, 24, 15, 0, tzinfo=UTC),
+        after_erasure_offset=1_234,
+    ),
 }
 
 SAMPLES_BY_SCHEMA: dict[str, dict[str, Record]] = {

@@ -209,6 +209,7 @@ conversation_keys = st.builds(
     master_key_id=text,
     wrapped=st.binary(max_size=80),
     created_at=instants,
+    after_erasure_offset=st.none() | LONG,
 )
 
 records = st.one_of(events, chat_requests, chat_replies, snapshots, conversation_keys)

@@ -1,4 +1,5 @@
-"""A Faust table whose writes can be awaited until their changelog record is on the broker.
+"""A Faust table whose writes (and deletions) can be awaited until their changelog record is
+on the broker.
 
 Faust hands a table's changelog records to its producer buffer and moves on; a
 process killed a moment later may lose a write that has already had effects
@@ -28,5 +29,14 @@ class DurableTable(faust.Table[Any, Any]):
         """``table[key] = value``, returning when its changelog record is on the broker."""
         self[key] = value
         written = self._last_write  # set by the assignment, with no await in between
+        assert written is not None
+        await written
+
+    async def remove(self, key: Any) -> None:
+        """``del table[key]`` (if present), returning when its tombstone is on the broker."""
+        if key not in self:
+            return
+        del self[key]
+        written = self._last_write  # set by the deletion, with no await in between
         assert written is not None
         await written

@@ -39,6 +39,7 @@ from goaicore.logs import log_context, origin
 from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyStatus
 from goaicore.records.avro.api import decode_chat_request, encode_chat_reply, encode_event
 from goaicore.records.avro.errors import DecodeError
+from goaicore.sealing.records import seal_event
 from goaicore.tracing import context_of, record_headers, tracer
 from goaicore_store.chat.dispatch import KeyedDispatcher
 from goaicore_store.chat.idempotency import RecentReplies, recover_from_log
@@ -226,7 +227,7 @@ class ChatAgent:
         key = events[0].conversation_id.encode()
         if any(e.conversation_id.encode() != key for e in events):
             raise ValueError("a turn's events belong to one conversation")
-        values = [encode_event(e) for e in events]
+        values = await self._encoded(events)
         producer = self.store.app.producer
         if not isinstance(producer, SteadyProducer):
             raise TypeError(f"the worker needs goaicore's Faust producer, not {producer!r}")
@@ -235,6 +236,15 @@ class ChatAgent:
             lambda: producer.send_together(topic, key, values, headers)
         ):
             await delivered
+
+    async def _encoded(self, events: Sequence[ConversationEvent]) -> list[bytes]:
+        """The events' record values: sealed under their conversation's key when the
+        worker seals (the limits left each event room for it)."""
+        keys = self.store.keys
+        if not keys.sealing:
+            return [encode_event(e) for e in events]
+        key = await keys.key_for(events[0].conversation_id)
+        return [encode_event(seal_event(e, key)) for e in events]
 
     async def publish_reply(self, reply: ChatReply) -> None:
         """Publish the reply (after the turn's events) and wake a local HTTP waiter.

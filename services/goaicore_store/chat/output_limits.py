@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from goaicore.records import ChatReply, ConversationEvent
 from goaicore.records.avro.fit import fit_event, fit_reply
+from goaicore.sealing.records import sealed_room
 
 log = logging.getLogger(__name__)
 
@@ -33,28 +34,32 @@ class OutputLimits:
     """A reply, encoded; the replies table stores replies base64 in JSON (4/3 larger)."""
     replies_table_bytes: int
     """One conversation's record of recent replies in the replies table."""
+    sealed: bool = False
+    """Events are sealed on their way out: each keeps room for its skeleton and seal."""
 
     @classmethod
-    def for_record_limit(cls, record_limit: int) -> OutputLimits:
+    def for_record_limit(cls, record_limit: int, sealed: bool = False) -> OutputLimits:
         room = record_limit - ENVELOPE_ROOM
         return cls(
             event_bytes=record_limit,
             tool_result_bytes=room,
             reply_bytes=room * 3 // 4,
             replies_table_bytes=room,
+            sealed=sealed,
         )
 
     def fit_events(self, events: list[ConversationEvent]) -> list[ConversationEvent]:
         """The turn's events, each cut down to the limit where needed (and logged)."""
         fitted = []
         for event in events:
-            smaller, cut = fit_event(event, self.event_bytes)
+            limit = self.event_bytes - (sealed_room(event) if self.sealed else 0)
+            smaller, cut = fit_event(event, limit)
             if cut:
                 log.warning(
                     "event %s (%s) was over the %d-byte record limit: cut %s",
                     event.event_id,
                     type(event.body).__name__,
-                    self.event_bytes,
+                    limit,
                     ", ".join(cut),
                 )
             fitted.append(smaller)

@@ -9,6 +9,8 @@
   ``to`` with this conversation's history;
 - ``PATCH /v1/conversations/{id}/metadata`` ``{"title"?, "owner"?, "tags"?,
   "attributes"?}``: change the metadata (an attribute set to null is removed);
+- ``POST /v1/conversations/{id}/erase`` ``{"reason"?}``: erase the conversation's
+  content (its data key is destroyed; the audit skeleton stays);
 - and, beside the snapshot's ``GET`` (``routes``), ``DELETE /v1/conversations/{id}``
   ``{"reason"?}``: delete the conversation (its history and metadata leave the
   snapshot; the log keeps its events).
@@ -43,6 +45,7 @@ REWIND_FIELDS = ("until_offset",)
 FORK_FIELDS = ("to", "before_offset", "as_of")
 METADATA_FIELDS = ("title", "owner", "tags", "attributes")
 REGENERATE_FIELDS = ("timeout",)
+ERASE_FIELDS = ("reason",)
 
 
 def register_history_views(store: StoreApp, operations: OperationRunner) -> None:
@@ -119,3 +122,21 @@ def register_history_views(store: StoreApp, operations: OperationRunner) -> None
                 )
             )
             return position_answer(position)
+
+    @app.page(f"{CONVERSATION_PATH}/erase")
+    class Erase(web.View):
+        """Erase the conversation's content; answered once its data key is destroyed."""
+
+        async def post(self, request: web.Request, conversation_id: str) -> web.Response:
+            conversation_id = valid_conversation(conversation_id)
+            body = bodies.json_object(await read_body(request, limit) or b"{}", ERASE_FIELDS)
+            reason = bodies.optional_text(body, "reason") or ""
+            erased = await operations.run(lambda ops: ops.erase(conversation_id, reason))
+            position = erased.position
+            return json_answer(
+                {
+                    "partition": position.partition,
+                    "offset": position.offset,
+                    "key_destroyed": erased.key_destroyed,
+                }
+            )

@@ -1,0 +1,247 @@
+"""A worker with master keys seals its turns' events on Apache Kafka, and opens them to fold.
+
+One key per conversation, on the keys topic before anything sealed under it; the events
+topic holds no turn's text in the clear; the fold, replay and verify read it all back
+with the master keys, and a reader without them sees the skeleton, marked erased.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from goaicore.clients import HistoryReader
+from goaicore.clients.snapshots import SnapshotReader
+from goaicore.config import Settings
+from goaicore.kafka import ensure_topics
+from goaicore.kafka.connection import partition_for
+from goaicore.records import AssistantTurn, ReplyStatus, UserMessage, new_chat_request
+from goaicore.records.avro.api import decode_event, decode_key
+from goaicore.replay.verify import verify_log
+from goaicore.sealing.content import MARK
+from goaicore.sealing.keys import MasterKeys
+from goaicore.testing import OpenAIServer
+from tests.brokers import SessionBroker
+from tests.chat_agent.helpers import (
+    ChatWorker,
+    Replies,
+    ScriptedLLM,
+    http,
+    llm_env,
+    snapshot_when,
+    wait_http,
+)
+from tests.cli import goaicore
+
+SECRET_TEXT = "the dragon under the mill is called Quetzalfire"
+
+
+@pytest.fixture(scope="module")
+def sealed(kafka_broker: SessionBroker, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    settings = Settings(
+        env={},
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        broker_profile=kafka_broker.profile,
+        topic_prefix=f"s{uuid.uuid4().hex[:12]}",
+        partitions=3,
+        data_dir=tmp_path_factory.mktemp("sealed"),
+        master_keys=MasterKeys.generate("k1").to_text(),
+    )
+    ensure_topics(settings)
+    return settings
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[OpenAIServer]:
+    with OpenAIServer(responder=ScriptedLLM()) as server:
+        yield server
+
+
+def _start(settings: Settings, llm: OpenAIServer, name: str) -> ChatWorker:
+    worker = ChatWorker(settings, name, **llm_env(llm)).start()
+    wait_http(worker.url)
+    return worker
+
+
+def _records(settings: Settings, topic: str, conversation: str) -> list[object]:
+    consumer = KafkaConsumer(bootstrap_servers=settings.require_bootstrap())
+    try:
+        partition = TopicPartition(
+            settings.topic(topic), partition_for(conversation, settings.partitions)
+        )
+        consumer.assign([partition])
+        consumer.seek_to_beginning(partition)
+        end = consumer.end_offsets([partition])[partition]
+        out: list[object] = []
+        while consumer.position(partition) < end:
+            for batch in consumer.poll(timeout_ms=1000).values():
+                out.extend(batch)
+        return [r for r in out if r.key == conversation.encode()]  # type: ignore[attr-defined]
+    finally:
+        consumer.close()
+
+
+def test_a_sealing_worker_keeps_turns_unreadable_in_the_log_and_folds_them_in_the_clear(
+    sealed: Settings, llm: OpenAIServer
+) -> None:
+    conversation = f"player-{uuid.uuid4().hex[:8]}"
+    worker = _start(sealed, llm, "first")
+    try:
+        with Replies(sealed) as replies:
+            ask = new_chat_request(conversation, SECRET_TEXT)
+            replies.send(ask)
+            assert replies.wait(ask.request_id).text == f"echo: {SECRET_TEXT}"
+    finally:
+        worker.stop()
+    # A second worker recovers the keys table and seals the next turn under the same key.
+    worker = _start(sealed, llm, "second")
+    try:
+        with Replies(sealed) as replies:
+            again = new_chat_request(conversation, "and its hoard?")
+            replies.send(again)
+            assert replies.wait(again.request_id).text == "echo: and its hoard?"
+        snapshot = snapshot_when(sealed, conversation, lambda s: s.message_count == 4)
+    finally:
+        worker.stop()
+
+    assert [m.text for m in snapshot.messages] == [
+        SECRET_TEXT,
+        f"echo: {SECRET_TEXT}",
+        "and its hoard?",
+        "echo: and its hoard?",
+    ]
+    [key_record] = _records(sealed, "keys", conversation)
+    key = decode_key(key_record.value)  # type: ignore[attr-defined]
+    assert (key.conversation_id, key.master_key_id) == (conversation, "k1")
+
+    events = _records(sealed, "events", conversation)
+    assert len(events) == 4
+    for record in events:
+        value: bytes = record.value  # type: ignore[attr-defined]
+        assert b"Quetzalfire" not in value
+        assert b"hoard" not in value
+        stored = decode_event(value)
+        assert stored.sealed is not None
+        assert stored.sealed.key_id == key.key_id
+        assert stored.body.__class__ in (UserMessage, AssistantTurn)  # the skeleton's type
+
+    with HistoryReader(sealed) as history:
+        texts = [e.body.text for e in history.events(conversation)]  # type: ignore[union-attr]
+    assert texts == [m.text for m in snapshot.messages]
+    without_keys = sealed.with_overrides(master_keys=None)
+    with HistoryReader(without_keys) as history:
+        assert [e.body.text for e in history.events(conversation)] == [MARK] * 4  # type: ignore[union-attr]
+
+    with SnapshotReader(sealed) as snapshots:
+        stored_snapshots = {conversation: snapshots.get(conversation)}
+    with HistoryReader(sealed) as history:
+        report = verify_log(history, stored_snapshots, progress=False)  # type: ignore[arg-type]
+    assert (report.checked, report.differences, history.skipped) == (1, [], 0)
+
+    material = sealed.master_keys.split(":", 1)[1]  # type: ignore[union-attr]
+    for name in ("first", "second"):
+        logged = (sealed.data_dir / f"{name}.log").read_text()
+        assert material not in logged
+
+
+def test_erasure_destroys_the_key_and_leaves_the_skeleton_and_other_conversations(
+    sealed: Settings, llm: OpenAIServer
+) -> None:
+    erased_one, kept_one = (f"{name}-{uuid.uuid4().hex[:8]}" for name in ("gone", "kept"))
+    worker = _start(sealed, llm, "erasing")
+    try:
+        with Replies(sealed) as replies:
+            for conversation in (erased_one, kept_one):
+                ask = new_chat_request(conversation, SECRET_TEXT)
+                replies.send(ask)
+                assert replies.wait(ask.request_id).status == ReplyStatus.OK
+        snapshot_when(sealed, erased_one, lambda s: s.message_count == 2)
+        status, answer = http(
+            "POST", f"{worker.url}/v1/conversations/{erased_one}/erase", {"reason": "GDPR"}
+        )
+        assert (status, answer["key_destroyed"]) == (200, True)
+        erased = snapshot_when(sealed, erased_one, lambda s: s.erased_before is not None)
+        assert erased.erased_before is not None
+        assert erased.erased_before.offset == answer["offset"]
+        assert (erased.messages, erased.event_count, erased.message_count) == ((), 3, 2)
+        assert erased.completion_tokens > 0  # the audit skeleton stays
+
+        # The conversation goes on under a new key, which a second reading of the
+        # erasure (a restarted worker) must not destroy.
+        with Replies(sealed) as replies:
+            ask = new_chat_request(erased_one, "a fresh start")
+            replies.send(ask)
+            assert replies.wait(ask.request_id).text == "echo: a fresh start"
+        after = snapshot_when(sealed, erased_one, lambda s: s.message_count == 4)
+    finally:
+        worker.stop()
+    assert [m.text for m in after.messages] == ["a fresh start", "echo: a fresh start"]
+
+    [first_key, tombstone, second_key] = _records(sealed, "keys", erased_one)
+    assert tombstone.value is None  # type: ignore[attr-defined]
+    renewed = decode_key(second_key.value)  # type: ignore[attr-defined]
+    assert renewed.after_erasure_offset == answer["offset"]
+    assert renewed.key_id != decode_key(first_key.value).key_id  # type: ignore[attr-defined]
+
+    with HistoryReader(sealed) as history:
+        logged = list(history.logged_events(erased_one))
+        kept = [e.body.text for e in history.events(kept_one)]  # type: ignore[union-attr]
+    assert [type(e.event.body).__name__ for e in logged] == [
+        "UserMessage", "AssistantTurn", "ConversationErased", "UserMessage", "AssistantTurn",
+    ]  # fmt: skip
+    texts = [getattr(e.event.body, "text", None) for e in logged]
+    assert texts == [MARK, MARK, None, "a fresh start", "echo: a fresh start"]
+    assert [e.event.sealed is not None for e in logged] == [True, True, False, False, False]
+    assert kept == [SECRET_TEXT, f"echo: {SECRET_TEXT}"]
+
+    with SnapshotReader(sealed) as snapshots:
+        stored = {c: snapshots.get(c) for c in (erased_one, kept_one)}
+    with HistoryReader(sealed) as history:
+        report = verify_log(history, stored, progress=False)  # type: ignore[arg-type]
+    assert (report.checked, report.differences) == (2, [])
+
+    # A worker that reads the erasure again (here: the whole log, from offset 0, as a
+    # rebuild would; or a crash before its offsets were committed) keeps the key made
+    # after it: the key names the erasure it followed.
+    _fold_again_from_the_start(sealed)
+    restarted = _start(sealed, llm, "restarted")
+    try:
+        with Replies(sealed) as replies:
+            ask = new_chat_request(erased_one, "still there?")
+            replies.send(ask)
+            assert replies.wait(ask.request_id).text == "echo: still there?"
+        # From the command line, which needs no master keys to erase.
+        done = goaicore(sealed, "erase", kept_one, "--reason", "asked", "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["key_destroyed"] is True
+        missing = goaicore(sealed, "erase", "never-seen")
+        assert (missing.returncode, missing.stdout) == (2, "")
+        assert "no events for conversation 'never-seen'" in missing.stderr
+    finally:
+        restarted.stop()
+    assert len(_records(sealed, "keys", erased_one)) == 3
+    restarted_log = (sealed.data_dir / "restarted.log").read_text()
+    assert f"erased {erased_one!r}: its data key is destroyed" not in restarted_log
+    assert f"erased {kept_one!r}: its data key is destroyed" in restarted_log
+
+
+def _fold_again_from_the_start(settings: Settings) -> None:
+    """Commit offset 0 on every events partition for the store's consumer group."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=settings.require_bootstrap(),
+        group_id=f"{settings.topic_prefix}.store",
+        enable_auto_commit=False,
+    )
+    try:
+        partitions = [
+            TopicPartition(settings.topic("events"), p) for p in range(settings.partitions)
+        ]
+        consumer.assign(partitions)
+        consumer.commit({p: OffsetAndMetadata(0, "", -1) for p in partitions})
+    finally:
+        consumer.close()
