@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goaicore.clients.deadletter import HEADER_PREFIX, DeadLetter
 from goaicore.config import Settings
@@ -31,6 +31,9 @@ from goaicore.projection.rows import (
 from goaicore.records import LogPosition
 from goaicore.records.avro.api import decode_chat_reply, decode_snapshot
 from goaicore.records.avro.errors import DecodeError
+
+if TYPE_CHECKING:
+    from goaicore.sealing.records import KeyLookup
 
 TopicPartitionKey = tuple[str, int]
 Position = tuple[int, int]  # (partition, offset) within one topic
@@ -83,7 +86,9 @@ class Batch:
         return len(self.events) + len(self.snapshots) + len(self.replies) + len(self.dead_letters)
 
 
-def build_batch(polled: Mapping[Any, list[Any]], topics: ProjectedTopics) -> Batch:
+def build_batch(
+    polled: Mapping[Any, list[Any]], topics: ProjectedTopics, keys: KeyLookup | None = None
+) -> Batch:
     """Sort records (kafka-python's poll result) into a Batch."""
     batch = Batch()
     for tp, records in polled.items():
@@ -92,7 +97,7 @@ def build_batch(polled: Mapping[Any, list[Any]], topics: ProjectedTopics) -> Bat
         for record in records:
             batch.records += 1
             if tp.topic == topics.events:
-                _add_event(batch, record)
+                _add_event(batch, record, keys)
             elif tp.topic == topics.snapshots:
                 _add_snapshot(batch, record)
             elif tp.topic == topics.replies:
@@ -105,8 +110,8 @@ def build_batch(polled: Mapping[Any, list[Any]], topics: ProjectedTopics) -> Bat
     return batch
 
 
-def _add_event(batch: Batch, record: Any) -> None:
-    event = admit(record.key, record.value)  # the store worker's rule, so both fold alike
+def _add_event(batch: Batch, record: Any, keys: KeyLookup | None) -> None:
+    event = admit(record.key, record.value, keys)  # the store worker's rule: both fold alike
     if isinstance(event, Unfoldable):
         batch.rejected.append(set_aside(record, event.reason, event.detail))
         return

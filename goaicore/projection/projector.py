@@ -59,6 +59,7 @@ from goaicore.projection.batch import (
 from goaicore.projection.db import Connection, PositionConflictError, connect, lock_key
 from goaicore.projection.migrations import migrate
 from goaicore.projection.writer import load_positions, write_batch
+from goaicore.sealing.keyring import KeyRing, TopicKeys, topic_key_ring
 from goaicore.tracing import context_of, tracer
 
 with needs("kafka"):
@@ -166,6 +167,9 @@ class Projector(Running):
         self._short_switch = False  # this projector keeps the switch interval short
         self._reported: dict[TopicPartitionKey, int] = {}  # positions committed to the group
         self.standby = False  # waiting for another projector of the schema to stop
+        ring = topic_key_ring(settings)  # opens sealed events (GOAICORE_MASTER_KEYS)
+        self._keys: KeyRing | None = ring[0] if ring else None
+        self._key_topic: TopicKeys | None = ring[1] if ring else None
 
     @property
     def conn(self) -> Connection:
@@ -251,7 +255,7 @@ class Projector(Running):
             time.sleep(min(timeout_ms, 1000) / 1000)
             return 0
         try:
-            batch = build_batch(polled, self.topics) if polled else None
+            batch = build_batch(polled, self.topics, self._keys) if polled else None
         except BaseException:
             self._finish_quietly()
             self._rewind()
@@ -475,6 +479,8 @@ class Projector(Running):
             if self._dead_letters is not None:
                 self._dead_letters.close()
                 self._dead_letters = None
+            if self._key_topic is not None:
+                self._key_topic.close()
             if self._conn is not None:
                 self._conn.close()  # releases the advisory lock
                 self._conn = None

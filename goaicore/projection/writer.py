@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from goaicore.projection.batch import Batch, TopicPartitionKey
 from goaicore.projection.db import Connection, ForeignProjectionError, PositionConflictError
+from goaicore.projection.erasure import redact_erased
 from goaicore.projection.rows import (
     EVENT_COLUMNS,
     LETTER_COLUMNS,
@@ -97,6 +98,7 @@ def write_batch(
             _copy(conn, "chat_replies", REPLY_COLUMNS, batch.replies)
             _copy(conn, "dead_letters", LETTER_COLUMNS, batch.dead_letters)
         _add_conversation_totals(conn, events)
+        redact_erased(conn, events)
         _write_snapshots(conn, batch, row_by_row, on_refused)
         _advance(conn, expected, batch.positions)
         before_commit()

@@ -1,0 +1,67 @@
+"""Erasure in PostgreSQL: the projector leaves an erased conversation's earlier rows their
+skeleton only, in the transaction that writes the erasure, and touches nothing else."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from goaicore.config import Settings
+from goaicore.records import (
+    ChatReply,
+    ConversationErased,
+    ReplyStatus,
+    Usage,
+    UserMessage,
+    new_event,
+)
+from goaicore.records.avro.api import decode_event
+from goaicore.sealing.content import MARK
+from tests.projector.helpers import project, publish, publish_replies, query
+from tests.projector.sessions import game_session
+
+SECRET = "Which theatres are near the station?"
+
+
+def test_an_erasure_leaves_earlier_rows_their_skeleton_and_later_ones_whole(
+    projection: Settings,
+) -> None:
+    asked = dataclasses.replace(new_event("gone", UserMessage(text=SECRET)), causation_id="r1" * 16)
+    erasure = new_event("gone", ConversationErased(reason="GDPR"))
+    later = new_event("gone", UserMessage(text="a fresh start"))
+    publish(projection, [*game_session("gone"), asked, *game_session("kept"), erasure, later])
+    reply = ChatReply(
+        request_id="r1" * 16,
+        conversation_id="gone",
+        status=ReplyStatus.OK,
+        text="Royal Hall",
+        usage=Usage(prompt_tokens=9, completion_tokens=2, total_tokens=11),
+        latency_ms=12,
+    )
+    publish_replies(projection, [reply])
+    project(projection)
+
+    rows = query(
+        projection,
+        "SELECT conversation_id, body_type, body, message_text, avro FROM conversation_events"
+        " ORDER BY conversation_id, log_offset",
+    )
+    gone = [r for r in rows if r[0] == "gone"]
+    assert [r[1] for r in gone[-2:]] == ["ConversationErased", "UserMessage"]
+    for _, _, body, text, avro in gone[:-2]:
+        assert text in (None, MARK)
+        assert SECRET not in str(body)
+        assert "Harrogate" not in str(body)
+        assert "Harrogate" not in str(decode_event(bytes(avro)))
+    usage = [r[2]["usage"] for r in gone if r[1] == "AssistantTurn" and r[2].get("usage")]
+    assert usage[0]["prompt_tokens"] == 120  # the audit skeleton stays
+    assert gone[-1][3] == "a fresh start"
+    kept = [r for r in rows if r[0] == "kept"]
+    assert kept[1][3] == SECRET
+    assert query(
+        projection,
+        "SELECT conversation_id FROM conversation_events"
+        " WHERE search_vector @@ plainto_tsquery('english', 'theatres station')",
+    ) == [("kept",)]
+    assert query(
+        projection, "SELECT text, prompt_tokens FROM chat_replies WHERE conversation_id = 'gone'"
+    ) == [(MARK, 9)]
