@@ -35,6 +35,7 @@ SECURITY_PROTOCOLS: tuple[SecurityProtocol, ...] = (
 SASL_MECHANISMS: tuple[SaslMechanism, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 DEV_FILE_NAME = "dev.json"
+LOCAL_MASTER_KEYS_FILE = "master-keys"
 _TOPIC_PREFIX_RE = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 _HOST_PORT_RE = re.compile(r"^(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9._-]+):(\d{1,5})$")
 _DB_SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -654,6 +655,8 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
             if out["bootstrap_servers"] is None and isinstance(dev.get("bootstrap_servers"), str):
                 out["bootstrap_servers"] = dev["bootstrap_servers"]
                 dev_broker = _dev_stack_owns_broker(dev)
+                if out["master_keys"] is None:  # the stack's own log: its own key
+                    out["master_keys"] = read_local_master_keys(out["data_dir"])
                 if profile is None and dev.get("broker_profile") in ("standard", "embedded"):
                     profile = dev["broker_profile"]
             if out["database_url"] is None and isinstance(dev.get("database_url"), str):
@@ -702,6 +705,23 @@ def _parse_master_keys(name: str, raw: str) -> str | None:
         return None
     MasterKeys.parse(raw)
     return raw
+
+
+def local_master_keys_file(data_dir: Path) -> Path:
+    """The dev stack's master key, made once and kept with its data (mode 0600)."""
+    return data_dir / LOCAL_MASTER_KEYS_FILE
+
+
+def read_local_master_keys(data_dir: Path) -> str | None:
+    """The dev stack's master keys, when it made them."""
+    try:
+        text = local_master_keys_file(data_dir).read_text().strip()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        path = local_master_keys_file(data_dir)
+        raise ConfigError(f"{path}: cannot read it ({err.strerror})") from None
+    return _parse_master_keys(LOCAL_MASTER_KEYS_FILE, text) if text else None
 
 
 def _dev_stack_owns_broker(dev: Mapping[str, Any]) -> bool:

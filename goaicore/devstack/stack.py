@@ -19,7 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goaicore.config import DEV_FILE_NAME, Settings, read_dev_file
+from goaicore.config import (
+    DEV_FILE_NAME,
+    Settings,
+    local_master_keys_file,
+    read_dev_file,
+    read_local_master_keys,
+)
 from goaicore.devstack.console_process import ConsoleProcess
 from goaicore.devstack.projector_process import ProjectorProcess
 from goaicore.devstack.worker_process import WorkerProcess
@@ -147,6 +153,10 @@ class LocalStack:
             if self.database.source != "DATABASE_URL":
                 url = ensure_database(url, DEV_DATABASE)
             settings = settings.with_overrides(database_url=url)
+            if settings.master_keys is None:  # the stack seals content, so erase works
+                settings = settings.with_overrides(
+                    master_keys=ensure_local_master_keys(settings.data_dir)
+                )
             self.topics = ensure_topics(settings)
             self.settings = settings
             web_port = free_loopback_port()
@@ -555,3 +565,23 @@ def row_round_trip(settings: Settings) -> tuple[str, int, float]:
     if back is None:
         raise RuntimeError(f"the check row written to {table} could not be read back")
     return table, int(back[0]), (time.perf_counter() - started) * 1000
+
+
+def ensure_local_master_keys(data_dir: Path) -> str:
+    """The dev stack's master keys: read from its data folder, or made there once.
+
+    Kept across restarts like the stack's data (a new key would leave everything sealed
+    before unreadable); readable by its owner only. Other commands run against the
+    stack find it there too.
+    """
+    existing = read_local_master_keys(data_dir)
+    if existing is not None:
+        return existing
+    from goaicore.sealing.keys import MasterKeys
+
+    path = local_master_keys_file(data_dir)
+    text = MasterKeys.generate("dev").to_text()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as out:
+        out.write(text + "\n")
+    return text

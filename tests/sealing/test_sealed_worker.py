@@ -18,9 +18,16 @@ from kafka.structs import OffsetAndMetadata
 from goaicore.clients import HistoryReader
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
+from goaicore.devstack.demo import wait_ready
 from goaicore.kafka import ensure_topics
 from goaicore.kafka.connection import partition_for
-from goaicore.records import AssistantTurn, ReplyStatus, UserMessage, new_chat_request
+from goaicore.records import (
+    AssistantTurn,
+    GameEvent,
+    ReplyStatus,
+    UserMessage,
+    new_chat_request,
+)
 from goaicore.records.avro.api import decode_event, decode_key
 from goaicore.replay.verify import verify_log
 from goaicore.sealing.content import MARK
@@ -34,7 +41,6 @@ from tests.chat_agent.helpers import (
     http,
     llm_env,
     snapshot_when,
-    wait_http,
 )
 from tests.cli import goaicore
 
@@ -64,7 +70,7 @@ def llm() -> Iterator[OpenAIServer]:
 
 def _start(settings: Settings, llm: OpenAIServer, name: str) -> ChatWorker:
     worker = ChatWorker(settings, name, **llm_env(llm)).start()
-    wait_http(worker.url)
+    wait_ready(worker.url)  # owns its partitions: POST /events is served here
     return worker
 
 
@@ -92,6 +98,9 @@ def test_a_sealing_worker_keeps_turns_unreadable_in_the_log_and_folds_them_in_th
     conversation = f"player-{uuid.uuid4().hex[:8]}"
     worker = _start(sealed, llm, "first")
     try:
+        lore = {"kind": "lore", "text": "Quetzalfire sleeps", "attributes": {"hoard": "gold"}}
+        status, posted = http("POST", f"{worker.url}/v1/conversations/{conversation}/events", lore)
+        assert status == 201, posted
         with Replies(sealed) as replies:
             ask = new_chat_request(conversation, SECRET_TEXT)
             replies.send(ask)
@@ -105,11 +114,12 @@ def test_a_sealing_worker_keeps_turns_unreadable_in_the_log_and_folds_them_in_th
             again = new_chat_request(conversation, "and its hoard?")
             replies.send(again)
             assert replies.wait(again.request_id).text == "echo: and its hoard?"
-        snapshot = snapshot_when(sealed, conversation, lambda s: s.message_count == 4)
+        snapshot = snapshot_when(sealed, conversation, lambda s: s.message_count == 5)
     finally:
         worker.stop()
 
     assert [m.text for m in snapshot.messages] == [
+        "Quetzalfire sleeps",
         SECRET_TEXT,
         f"echo: {SECRET_TEXT}",
         "and its hoard?",
@@ -120,7 +130,7 @@ def test_a_sealing_worker_keeps_turns_unreadable_in_the_log_and_folds_them_in_th
     assert (key.conversation_id, key.master_key_id) == (conversation, "k1")
 
     events = _records(sealed, "events", conversation)
-    assert len(events) == 4
+    assert len(events) == 5
     for record in events:
         value: bytes = record.value  # type: ignore[attr-defined]
         assert b"Quetzalfire" not in value
@@ -128,14 +138,14 @@ def test_a_sealing_worker_keeps_turns_unreadable_in_the_log_and_folds_them_in_th
         stored = decode_event(value)
         assert stored.sealed is not None
         assert stored.sealed.key_id == key.key_id
-        assert stored.body.__class__ in (UserMessage, AssistantTurn)  # the skeleton's type
+        assert type(stored.body) in (GameEvent, UserMessage, AssistantTurn)  # its skeleton
 
     with HistoryReader(sealed) as history:
         texts = [e.body.text for e in history.events(conversation)]  # type: ignore[union-attr]
     assert texts == [m.text for m in snapshot.messages]
     without_keys = sealed.with_overrides(master_keys=None)
     with HistoryReader(without_keys) as history:
-        assert [e.body.text for e in history.events(conversation)] == [MARK] * 4  # type: ignore[union-attr]
+        assert [e.body.text for e in history.events(conversation)] == [MARK] * 5  # type: ignore[union-attr]
 
     with SnapshotReader(sealed) as snapshots:
         stored_snapshots = {conversation: snapshots.get(conversation)}

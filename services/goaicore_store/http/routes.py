@@ -44,6 +44,7 @@ from goaicore.records.avro.api import encode_chat_request, encode_event
 from goaicore.records.jsonable import jsonable
 from goaicore.records.types import EventBody
 from goaicore.records.validation import check_conversation_id, check_size
+from goaicore.sealing.records import seal_event
 from goaicore_store.http import bodies
 from goaicore_store.http.auth import HEALTH_PATH, READY_PATH
 from goaicore_store.http.errors import ERROR_TYPES, ApiError, error_body
@@ -171,9 +172,16 @@ def register_views(store: StoreApp, operations: OperationRunner) -> None:
 
         async def post(self, request: web.Request, conversation_id: str) -> web.Response:
             conversation_id = valid_conversation(conversation_id)
-            body = bodies.json_object(await read_body(request, limit), bodies.EVENT_FIELDS)
+            raw = await read_body(request, limit)
+            body = bodies.json_object(raw, bodies.EVENT_FIELDS)
             event = new_event(conversation_id, event_body(body), source="http")
-            payload = _fitting("event", lambda: encode_event(event), limit)
+            written = event
+            if store.keys.sealing:  # sealed by the owner, the one writer of its key
+                forwarded = await forward_to_owner(store, request, conversation_id, raw or b"")
+                if forwarded is not None:
+                    return forwarded
+                written = seal_event(event, await store.keys.key_for(conversation_id))
+            payload = _fitting("event", lambda: encode_event(written), limit)
             sent = await store.events.send(key=conversation_id.encode(), value=payload, force=True)
             metadata = await sent
             return json_answer(
