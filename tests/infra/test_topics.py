@@ -1,4 +1,4 @@
-"""Topic admin: the five topics, idempotent creation, mismatches are errors."""
+"""Topic admin: the six topics, idempotent creation, mismatches are errors."""
 
 from __future__ import annotations
 

@@ -43,6 +43,8 @@ from tests.chat_agent.helpers import (
     snapshot_when,
 )
 from tests.cli import goaicore
+from tests.readme import run_blocks
+from tests.store.workers import worker_env
 
 SECRET_TEXT = "the dragon under the mill is called Quetzalfire"
 
@@ -255,3 +257,20 @@ def _fold_again_from_the_start(settings: Settings) -> None:
         consumer.commit({p: OffsetAndMetadata(0, "", -1) for p in partitions})
     finally:
         consumer.close()
+
+
+def test_the_readme_example_runs_as_written(
+    sealed: Settings,
+    llm: OpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    worker = _start(sealed, llm, "readme")
+    try:
+        section = "Erasure: content unreadable, the audit trail kept"
+        assert run_blocks(section, worker_env(sealed), monkeypatch) == 1
+    finally:
+        worker.stop()
+    assert capsys.readouterr().out.splitlines() == ["key destroyed: True"]
+    erased = snapshot_when(sealed, "player-7", lambda s: s.erased_before is not None)
+    assert (erased.messages, erased.message_count) == ((), 2)
