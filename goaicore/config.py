@@ -203,6 +203,13 @@ VARIABLES: tuple[Variable, ...] = (
         'docs/operations.md, "Erasure".',
     ),
     Variable(
+        "GOAICORE_ERASURE_WINDOW",
+        "`604800` (7 days)",
+        "Seconds content may stay readable after an erasure: the retention of `requests` and "
+        "`replies`, and how long compaction may wait on `snapshots`, `keys` and the replies "
+        "table. Applied when topics are created.",
+    ),
+    Variable(
         "GOAICORE_TABLE_STORE",
         "`memory`",
         "Where a store worker keeps its snapshots table: `memory` (rebuilt from the "
@@ -436,6 +443,7 @@ class Settings:
     log_format: LogFormat = FROM_ENVIRONMENT
     http_tokens: tuple[str, ...] = field(default=FROM_ENVIRONMENT, repr=False)
     master_keys: str | None = field(default=None, repr=False)
+    erasure_window: float = FROM_ENVIRONMENT
     data_dir: Path = FROM_ENVIRONMENT
     env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
@@ -552,6 +560,7 @@ FIELD_VARIABLES: Mapping[str, str] = {
     "log_format": "GOAICORE_LOG_FORMAT",
     "http_tokens": "GOAICORE_HTTP_TOKENS",
     "master_keys": "GOAICORE_MASTER_KEYS",
+    "erasure_window": "GOAICORE_ERASURE_WINDOW",
     "data_dir": "GOAICORE_DATA_DIR",
 }
 ALWAYS_PASSED = frozenset(
@@ -638,6 +647,12 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     if out["http_tokens"] is None:
         out["http_tokens"] = _http_tokens(env)
     out["master_keys"] = pick("master_keys", "GOAICORE_MASTER_KEYS", _parse_master_keys)
+    out["erasure_window"] = pick(
+        "erasure_window",
+        "GOAICORE_ERASURE_WINDOW",
+        lambda n, r: _parse_seconds(n, r, 1, 10 * 365 * 86400),
+        7 * 86400.0,
+    )
     out["bootstrap_servers"] = pick(
         "bootstrap_servers", "KAFKA_BOOTSTRAP_SERVERS", parse_bootstrap_servers
     )

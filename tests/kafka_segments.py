@@ -6,14 +6,21 @@ appended whole or not at all). The layout is Kafka's record batch, magic 2.
 
 from __future__ import annotations
 
+import gzip
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import lz4.frame
 
 from goaicore.kafka.apache import LocalKafka
 
 _HEAD = struct.Struct(">qi")  # base offset, batch length (of what follows)
 _RECORDS_COUNT_AT = 57  # bytes from the batch's start to its records count
+_ATTRIBUTES_AT = 21  # the batch's attributes: its compression codec in the low 3 bits
+_RECORDS_AT = 61  # where its records begin
+_NONE, _GZIP, _LZ4 = 0, 1, 3
 
 
 @dataclass(frozen=True)
@@ -48,3 +55,41 @@ def _batches(segment: Path) -> list[StoredBatch]:
         out.append(StoredBatch(base, base + last_delta, count))
         at += _HEAD.size + length
     return out
+
+
+def partition_files(kafka: LocalKafka, prefix: str) -> list[Path]:
+    """Every segment file (active, cleaned, swapped or awaiting deletion) of every
+    partition whose topic starts with ``prefix``, on the cluster's first node."""
+    data = kafka.nodes[0].folder / "data"
+    return sorted(
+        path
+        for folder in data.glob(f"{prefix}*")
+        for path in folder.iterdir()
+        if ".log" in path.name
+    )
+
+
+def stored_records(segment: Path) -> Iterator[bytes]:
+    """The records section of each batch of a segment file, decompressed: what holds the
+    keys and values, as bytes to search (a file may be gone by the time it is read)."""
+    try:
+        data = segment.read_bytes()
+    except FileNotFoundError:
+        return
+    at = 0
+    while at + _HEAD.size <= len(data):
+        _, length = _HEAD.unpack_from(data, at)
+        end = at + _HEAD.size + length
+        if length <= 0 or end > len(data):
+            break
+        (attributes,) = struct.unpack_from(">h", data, at + _ATTRIBUTES_AT)
+        records = data[at + _RECORDS_AT : end]
+        codec = attributes & 0x7
+        if codec == _LZ4:
+            records = lz4.frame.decompress(records)
+        elif codec == _GZIP:
+            records = gzip.decompress(records)
+        elif codec != _NONE:
+            raise AssertionError(f"{segment}: a batch compressed with codec {codec}")
+        yield records
+        at = end

@@ -18,8 +18,6 @@ from goaicore.extras import needs
 from goaicore.kafka.limits import RECORD_HEADROOM, max_batch_bytes
 
 _FOREVER = "-1"
-_WEEK_MS = str(7 * 24 * 3600 * 1000)
-_HOUR_MS = str(3600 * 1000)
 
 
 @dataclass(frozen=True)
@@ -29,6 +27,9 @@ class TopicSpec:
     name: str
     purpose: str
     configs: dict[str, str] = field(default_factory=dict)
+    erasure: Literal["sealed", "expires", "compacted", "kept"] = "kept"
+    """How an erased conversation's content leaves it: sealed (unreadable once its key
+    is gone), expires or is compacted away within the erasure window, or kept."""
 
 
 TOPICS: tuple[TopicSpec, ...] = (
@@ -36,27 +37,22 @@ TOPICS: tuple[TopicSpec, ...] = (
         "events",
         "the log: every conversation event; never expires",
         {"cleanup.policy": "delete", "retention.ms": _FOREVER, "retention.bytes": "-1"},
+        "sealed",
     ),
     TopicSpec(
         "snapshots",
         "latest folded state per conversation; the fold table's changelog",
         {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"},
+        "compacted",
     ),
     TopicSpec(
         "keys",
         "each conversation's data key, wrapped; a tombstone once erased",
-        # An erased key must leave the disk within a bounded time: compaction may not
-        # wait longer than an hour, which also rolls the active segment on the next
-        # append past it, and the tombstone itself goes an hour later.
-        {
-            "cleanup.policy": "compact",
-            "min.compaction.lag.ms": "0",
-            "max.compaction.lag.ms": _HOUR_MS,
-            "delete.retention.ms": _HOUR_MS,
-        },
+        {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"},
+        "compacted",
     ),
-    TopicSpec("requests", "chat requests", {"cleanup.policy": "delete", "retention.ms": _WEEK_MS}),
-    TopicSpec("replies", "chat replies", {"cleanup.policy": "delete", "retention.ms": _WEEK_MS}),
+    TopicSpec("requests", "chat requests", {"cleanup.policy": "delete"}, "expires"),
+    TopicSpec("replies", "chat replies", {"cleanup.policy": "delete"}, "expires"),
     TopicSpec(
         "dead-letters",
         "records that could not be decoded or applied, with the reason",
@@ -145,8 +141,31 @@ def _ensure(admin: Any, settings: Settings, timeout_s: float) -> list[TopicStatu
 
 
 def topic_configs(spec: TopicSpec, settings: Settings) -> dict[str, str]:
-    """The configs a topic is created with: its own, and the record limit every writer uses."""
-    return {**spec.configs, "max.message.bytes": str(max_batch_bytes(settings))}
+    """The configs a topic is created with: its own, the record limit every writer uses,
+    and what bounds the time an erased conversation's content stays on its disks."""
+    return {
+        **spec.configs,
+        "max.message.bytes": str(max_batch_bytes(settings)),
+        **erasure_configs(spec.erasure, settings),
+    }
+
+
+def erasure_configs(erasure: str, settings: Settings) -> dict[str, str]:
+    """Within ``GOAICORE_ERASURE_WINDOW``: a transient topic's segments roll and expire; a
+    compacted one rolls its active segment on the next append past the window (Kafka
+    lowers the roll time to the compaction lag), compacts it, and drops tombstones;
+    and a file compaction or retention replaced leaves the disk within a minute."""
+    window = str(round(settings.erasure_window * 1000))
+    delete_delay = str(min(60_000, round(settings.erasure_window * 1000)))
+    if erasure == "expires":
+        return {"retention.ms": window, "segment.ms": window, "file.delete.delay.ms": delete_delay}
+    if erasure == "compacted":
+        return {
+            "max.compaction.lag.ms": window,
+            "delete.retention.ms": window,
+            "file.delete.delay.ms": delete_delay,
+        }
+    return {}
 
 
 def _check(settings: Settings, name: str, partitions: int) -> None:

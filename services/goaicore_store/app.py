@@ -32,6 +32,7 @@ from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.kafka.faust.lanes import add_batch_lane
 from goaicore.kafka.faust.recovery import SteadyTableManager
 from goaicore.kafka.limits import max_batch_bytes
+from goaicore.kafka.topics import erasure_configs
 from goaicore.kafka.profile import client_profile, faust_broker_urls
 from goaicore.kafka.security import faust_credentials
 from goaicore.net import free_loopback_port
@@ -242,7 +243,10 @@ def _replies_table(app: faust.App, settings: Settings) -> Any:
         internal=True,
         allow_empty=True,
         acks=False,  # a changelog (see log_topic)
-        config={"max.message.bytes": str(max_batch_bytes(settings))},
+        config={
+            "max.message.bytes": str(max_batch_bytes(settings)),
+            **erasure_configs("compacted", settings),  # erased replies leave the disk too
+        },
     )
     return keyed_table(app, "replies", changelog, REPLIES_CODEC, partitions, DurableTable)
 

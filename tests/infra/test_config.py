@@ -68,6 +68,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "GOAICORE_PRICES": str(tokens_file),  # read by the worker, not here
         "GOAICORE_LOG_FORMAT": "json",
         "GOAICORE_MASTER_KEYS": f"k2:{MASTER_KEY_TEXT}, k1:{MASTER_KEY_TEXT}",
+        "GOAICORE_ERASURE_WINDOW": "3600",
     }
     s = Settings(env=env)
     assert s.bootstrap_servers == "k1:9092,k2:9093"
@@ -97,6 +98,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert s.prices == tokens_file
     assert s.log_format == "json"
     assert s.master_keys == env["GOAICORE_MASTER_KEYS"]
+    assert s.erasure_window == 3600.0
     assert MASTER_KEY_TEXT not in repr(s)
     assert {v.name for v in VARIABLES} - LOADER_VARIABLES == set(env)
 

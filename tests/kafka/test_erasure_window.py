@@ -1,0 +1,131 @@
+"""After an erasure and its window, no file of any topic holds the conversation's content.
+
+Apache Kafka, one broker with the retention check every second; the topics created
+with a 3-second ``GOAICORE_ERASURE_WINDOW``. A conversation's text reaches the events
+topic (sealed), the requests and replies topics, the snapshots topic and the replies
+table's changelog (in the clear, compressed). After ``erase``, once the window has
+passed and later records land in every partition, the broker's own log files (active,
+cleaned and pending deletion alike, decompressed) hold neither its text nor its
+wrapped data key; another conversation reads as it did, and verify passes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from goaicore.clients import HistoryReader
+from goaicore.clients.snapshots import SnapshotReader
+from goaicore.config import Settings
+from goaicore.devstack.demo import wait_ready
+from goaicore.kafka import ensure_topics
+from goaicore.kafka.apache import LocalKafka
+from goaicore.kafka.connection import partition_for
+from goaicore.records import ReplyStatus, new_chat_request
+from goaicore.replay.verify import verify_log
+from goaicore.sealing.keyring import TopicKeys
+from goaicore.sealing.keys import MasterKeys
+from goaicore.testing import OpenAIServer
+from tests.brokers import start_apache_kafka
+from tests.chat_agent.helpers import Replies, ScriptedLLM, http, snapshot_when
+from tests.kafka.helpers import chat_worker, kafka_settings, wait_until
+from tests.kafka_segments import partition_files, stored_records
+
+pytestmark = [pytest.mark.apache_kafka, pytest.mark.timeout(600)]
+
+SECRET = "Quetzalfire"
+WINDOW = 3.0
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka]:
+    # Retention is checked every second (Kafka's default is every five minutes).
+    broker = start_apache_kafka(
+        tmp_path_factory.mktemp("kafka"), **{"log.retention.check.interval.ms": "1000"}
+    )
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def _stored(kafka: LocalKafka, settings: Settings, part: str = "") -> list[bytes]:
+    """The records of every file of the prefix's topics (those whose name holds ``part``)."""
+    return [
+        records
+        for path in partition_files(kafka, settings.topic_prefix)
+        if part in path.parent.name
+        for records in stored_records(path)
+    ]
+
+
+def _holds(stored: list[bytes], needle: bytes) -> bool:
+    return any(needle in records for records in stored)
+
+
+def test_after_an_erasure_and_its_window_no_topic_file_holds_the_content(
+    kafka: LocalKafka, postgres_url: str, tmp_path: Path
+) -> None:
+    settings = kafka_settings(kafka, postgres_url, tmp_path).with_overrides(
+        master_keys=MasterKeys.generate().to_text(), erasure_window=WINDOW
+    )
+    ensure_topics(settings)
+    with OpenAIServer(responder=ScriptedLLM()) as llm, Replies(settings) as replies:
+        worker = chat_worker(settings, llm)
+        try:
+            wait_ready(worker.url)
+            lore = {"kind": "lore", "text": f"{SECRET} sleeps under the mill"}
+            assert http("POST", f"{worker.url}/v1/conversations/gone/events", lore)[0] == 201
+            for conversation, text in (("gone", f"Tell me about {SECRET}"), ("kept", "Ironbark")):
+                ask = new_chat_request(conversation, text)
+                replies.send(ask)
+                assert replies.wait(ask.request_id).status == ReplyStatus.OK
+            snapshot_when(settings, "gone", lambda s: s.message_count == 3)
+            with TopicKeys(settings) as keys:
+                wrapped = keys.find("gone")
+            assert wrapped is not None
+            before = _stored(kafka, settings)
+            # The scan sees content where it is: compressed snapshots, plain requests.
+            assert _holds(_stored(kafka, settings, ".snapshots-"), SECRET.encode())
+            assert _holds(_stored(kafka, settings, ".requests-"), SECRET.encode())
+            assert _holds(before, wrapped.wrapped)
+            assert not _holds(_stored(kafka, settings, ".events-"), SECRET.encode())
+
+            status, erased = http("POST", f"{worker.url}/v1/conversations/gone/erase", {})
+            assert (status, erased["key_destroyed"]) == (200, True)
+            time.sleep(WINDOW + 1)
+            # Records after the window in every partition: Kafka rolls the segments the
+            # erased content sits in on such an append, and then compacts or deletes them.
+            for partition in range(settings.partitions):
+                ask = new_chat_request(_conversation_in(partition, settings), "later")
+                replies.send(ask)
+                assert replies.wait(ask.request_id).status == ReplyStatus.OK
+
+            def content_gone() -> bool:
+                stored = _stored(kafka, settings)
+                return not _holds(stored, SECRET.encode()) and not _holds(stored, wrapped.wrapped)
+
+            wait_until(content_gone, timeout=120, what="the erased content off the disk", poll=1)
+        finally:
+            worker.stop()
+
+    with HistoryReader(settings) as history:
+        assert [e.body.text for e in history.events("kept")] == ["Ironbark", "echo: Ironbark"]  # type: ignore[union-attr]
+    with SnapshotReader(settings) as snapshots:
+        stored = snapshots.all(progress=False)
+    with HistoryReader(settings) as history:
+        report = verify_log(history, stored, progress=False)
+    assert (report.checked, report.differences) == (len(stored), [])
+    assert stored["gone"].erased_before is not None
+    assert stored["gone"].message_count == 3
+
+
+def _conversation_in(partition: int, settings: Settings) -> str:
+    return next(
+        name
+        for name in (f"later-{n}" for n in range(1000))
+        if partition_for(name, settings.partitions) == partition
+    )
