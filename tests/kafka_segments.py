@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import lz4.frame
+import lz4.frame  # type: ignore[import-untyped]
 
 from goaicore.kafka.apache import LocalKafka
 

@@ -44,7 +44,7 @@ WINDOW = 3.0
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka]:
     # Retention is checked every second (Kafka's default is every five minutes).
     broker = start_apache_kafka(
-        tmp_path_factory.mktemp("kafka"), **{"log.retention.check.interval.ms": "1000"}
+        tmp_path_factory.mktemp("kafka"), nodes=1, **{"log.retention.check.interval.ms": "1000"}
     )
     try:
         yield broker
