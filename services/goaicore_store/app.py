@@ -32,9 +32,9 @@ from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.kafka.faust.lanes import add_batch_lane
 from goaicore.kafka.faust.recovery import SteadyTableManager
 from goaicore.kafka.limits import max_batch_bytes
-from goaicore.kafka.topics import erasure_configs
 from goaicore.kafka.profile import client_profile, faust_broker_urls
 from goaicore.kafka.security import faust_credentials
+from goaicore.kafka.topics import erasure_configs
 from goaicore.net import free_loopback_port
 from goaicore.records import ConversationSnapshot, LogPosition
 from goaicore.sealing.keyring import master_keys
