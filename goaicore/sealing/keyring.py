@@ -44,6 +44,7 @@ class KeyRing:
         self._find = find
         self._refresh = refresh
         self._unwrapped: dict[str, tuple[ConversationKey, DataKey]] = {}
+        self._gone: set[tuple[str, str]] = set()  # missed after a refresh: never back
 
     def lookup(self, conversation_id: str, key_id: str) -> DataKey | None:
         """The data key ``key_id`` of ``conversation_id``; None when it is not stored.
@@ -52,10 +53,14 @@ class KeyRing:
         :class:`~goaicore.sealing.keys.KeyUnusable`: a configuration fault, never
         taken for an erasure.
         """
+        if (conversation_id, key_id) in self._gone:
+            return None
         stored = self._find(conversation_id)
         if (stored is None or stored.key_id != key_id) and self._refresh is not None:
             self._refresh(conversation_id)
             stored = self._find(conversation_id)
+            if stored is None or stored.key_id != key_id:
+                self._gone.add((conversation_id, key_id))
         if stored is None or stored.key_id != key_id:
             return None
         known = self._unwrapped.get(conversation_id)
