@@ -51,6 +51,8 @@ def _every_variable(tmp_path: Path) -> dict[str, str]:
         "GOAICORE_PRICES": str(tokens),  # any file: the worker reads it, not Settings
         "GOAICORE_LOG_FORMAT": "json",
         "GOAICORE_TABLE_STORE": "rocksdb",
+        "GOAICORE_MASTER_KEYS": "k1:QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVpBQkNERUY=",
+        "GOAICORE_ERASURE_WINDOW": "3600",
         "GOAICORE_DATA_DIR": str(tmp_path / "data"),
         "GOAICORE_SCHEMAS_DIR": str(tmp_path / "schemas"),
         "GOAICORE_KAFKA_CACHE": str(tmp_path / "cache"),

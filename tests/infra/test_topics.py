@@ -7,6 +7,7 @@ from kafka import KafkaAdminClient
 
 from goaicore.config import Settings
 from goaicore.kafka import TOPICS, TopicMismatchError, ensure_topics
+from goaicore.kafka.topics import topic_configs
 
 
 def _partition_counts(settings: Settings) -> dict[str, int]:
@@ -18,11 +19,11 @@ def _partition_counts(settings: Settings) -> dict[str, int]:
         admin.close()
 
 
-def test_creates_the_five_topics_under_the_prefix(settings: Settings) -> None:
+def test_creates_the_six_topics_under_the_prefix(settings: Settings) -> None:
     statuses = ensure_topics(settings)
     expected = {
         f"{settings.topic_prefix}.{name}"
-        for name in ("events", "snapshots", "requests", "replies", "dead-letters")
+        for name in ("events", "snapshots", "keys", "requests", "replies", "dead-letters")
     }
     assert {s.name for s in statuses} == expected
     assert all(s.action == "created" for s in statuses)
@@ -51,3 +52,16 @@ def test_snapshots_topic_is_compacted_and_the_log_never_expires() -> None:
     assert specs["snapshots"]["cleanup.policy"] == "compact"
     assert specs["events"]["retention.ms"] == "-1"
     assert specs["events"]["cleanup.policy"] == "delete"
+
+
+def test_the_erasure_window_bounds_every_topic_that_holds_content_in_the_clear() -> None:
+    window = Settings(env={}, erasure_window=3600)
+    configs = {spec.name: topic_configs(spec, window) for spec in TOPICS}
+    for transient in ("requests", "replies"):
+        assert configs[transient]["retention.ms"] == configs[transient]["segment.ms"] == "3600000"
+    for compacted in ("snapshots", "keys"):
+        assert configs[compacted]["max.compaction.lag.ms"] == "3600000"
+        assert configs[compacted]["delete.retention.ms"] == "3600000"
+        assert configs[compacted]["file.delete.delay.ms"] == "60000"
+    assert configs["events"]["retention.ms"] == "-1"  # sealed instead
+    assert "max.compaction.lag.ms" not in configs["events"]

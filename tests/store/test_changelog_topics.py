@@ -18,8 +18,9 @@ def test_no_table_changelog_is_an_acking_topic(settings: Settings) -> None:
     changelogs = [table.changelog_topic for table in store.app.tables.values()]
     assert {t.get_topic_name() for t in changelogs} == {
         settings.topic("snapshots"),
+        settings.topic("keys"),
         f"{store.app.conf.id}-replies-changelog",
     }
-    assert [t.acks for t in changelogs] == [False, False]
+    assert [t.acks for t in changelogs] == [False, False, False]
     streamed = [store.events, store.requests]
     assert all(t.acks for t in streamed)  # their offsets are committed as they are handled
