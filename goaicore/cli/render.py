@@ -14,6 +14,7 @@ from goaicore.records import (
     ConversationErased,
     ConversationEvent,
     ConversationForked,
+    ConversationKey,
     ConversationReset,
     ConversationRewound,
     ConversationSnapshot,
@@ -99,6 +100,8 @@ def describe(record: Record) -> str:
             return f"reply {rid} {conv} {status.value}: {clip(text or err or '')}"
         case ConversationSnapshot(conversation_id=conv, messages=messages):
             return f"snapshot {conv}: {len(messages)} messages"
+        case ConversationKey(conversation_id=conv, key_id=key_id, master_key_id=master):
+            return f"key {conv}: data key {key_id} wrapped under master key {master}"
     return type(record).__name__
 
 

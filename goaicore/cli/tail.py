@@ -87,6 +87,8 @@ def _line(topic: str, record: Any) -> str:
             f"dead letter from {letter.topic}[{letter.partition}]@{letter.offset}"
             f" ({letter.reason}): {letter.message}"
         )
+    if record.value is None and record.key is not None:  # compacted topics: removed, erased
+        return f"tombstone {bytes(record.key).decode('utf-8', 'replace')}"
     try:
         return describe(decode(record.value))
     except DecodeError as err:

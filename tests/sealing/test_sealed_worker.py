@@ -231,6 +231,12 @@ def test_erasure_destroys_the_key_and_leaves_the_skeleton_and_other_conversation
         done = goaicore(sealed, "erase", kept_one, "--reason", "asked", "--json")
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["key_destroyed"] is True
+        keys = goaicore(
+            sealed, "tail", "--topic", "keys", "--from-beginning", "--idle-timeout", "3"
+        )
+        assert keys.returncode == 0, keys.stderr
+        assert f"tombstone {kept_one}\n" in keys.stdout
+        assert f"key {erased_one}: data key {renewed.key_id} wrapped under" in keys.stdout
         missing = goaicore(sealed, "erase", "never-seen")
         assert (missing.returncode, missing.stdout) == (2, "")
         assert "no events for conversation 'never-seen'" in missing.stderr
