@@ -31,6 +31,14 @@ class Unfoldable:
     detail: str
 
 
+@dataclass(frozen=True)
+class Admitted:
+    """An event admitted, and whether it was sealed and is here opened (in the clear)."""
+
+    event: ConversationEvent
+    opened: bool = False
+
+
 def admit(
     key: bytes | None, value: bytes | None, keys: KeyLookup | None = None
 ) -> ConversationEvent | Unfoldable:
@@ -40,15 +48,24 @@ def admit(
     all) it is folded as its skeleton, content marked erased (what the conversation's
     erasure folds to anyway), and keeps its seal: ``event.sealed`` set means unread.
     """
+    admitted = admit_record(key, value, keys)
+    return admitted if isinstance(admitted, Unfoldable) else admitted.event
+
+
+def admit_record(
+    key: bytes | None, value: bytes | None, keys: KeyLookup | None = None
+) -> Admitted | Unfoldable:
+    """:func:`admit`, also saying whether the event was opened from a seal."""
     try:
         event = decode_event(value)
     except DecodeError as err:
         return Unfoldable(err.reason, err.message)
+    opened = False
     if event.sealed is not None:
-        opened = _opened(event, keys)
-        if isinstance(opened, Unfoldable):
-            return opened
-        event = opened
+        inner = _opened(event, keys)
+        if isinstance(inner, Unfoldable):
+            return inner
+        event, opened = inner, inner.sealed is None
     if key is None or key != event.conversation_id.encode():
         shown = key if key is None or len(key) <= 200 else key[:200] + b"..."
         return Unfoldable(
@@ -62,7 +79,7 @@ def admit(
             f"a conversation id of {len(key)} bytes (at most {MAX_CONVERSATION_ID_BYTES}): "
             "its snapshot could not be written",
         )
-    return event
+    return Admitted(event, opened)
 
 
 def _opened(event: ConversationEvent, keys: KeyLookup | None) -> ConversationEvent | Unfoldable:

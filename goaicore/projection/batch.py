@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from goaicore.clients.deadletter import HEADER_PREFIX, DeadLetter
 from goaicore.config import Settings
-from goaicore.fold.admission import Unfoldable, admit
+from goaicore.fold.admission import Unfoldable, admit_record
 from goaicore.fold.records import LogRecord, Rejected
 from goaicore.projection.rows import (
     DeadLetterRow,
@@ -29,7 +29,7 @@ from goaicore.projection.rows import (
     snapshot_row,
 )
 from goaicore.records import LogPosition
-from goaicore.records.avro.api import decode_chat_reply, decode_snapshot
+from goaicore.records.avro.api import decode_chat_reply, decode_snapshot, encode_event
 from goaicore.records.avro.errors import DecodeError
 
 if TYPE_CHECKING:
@@ -111,11 +111,15 @@ def build_batch(
 
 
 def _add_event(batch: Batch, record: Any, keys: KeyLookup | None) -> None:
-    event = admit(record.key, record.value, keys)  # the store worker's rule: both fold alike
-    if isinstance(event, Unfoldable):
-        batch.rejected.append(set_aside(record, event.reason, event.detail))
+    admitted = admit_record(record.key, record.value, keys)  # the worker's rule: both alike
+    if isinstance(admitted, Unfoldable):
+        batch.rejected.append(set_aside(record, admitted.reason, admitted.detail))
         return
-    batch.events.append(event_row(record.partition, record.offset, event, record.value))
+    event = admitted.event
+    # A sealed event is stored opened, like its body beside it: the console and verify
+    # fold the rows without keys, and an erasure rewrites them as their skeleton.
+    stored = encode_event(event) if admitted.opened else record.value
+    batch.events.append(event_row(record.partition, record.offset, event, stored))
     batch.event_sources[(record.partition, record.offset)] = record
 
 

@@ -1,10 +1,11 @@
 """Erasure in the projection: an erased conversation's earlier rows keep their skeleton only.
 
 When a ``ConversationErased`` event is projected, in the same transaction: each of the
-conversation's earlier event rows is rewritten from its record as the erased view (the
-body's content marked ``[erased]``, the searchable text with it); a record that was in
-the clear is stored as that view too, so nothing of its content stays in the row; a
-sealed record stays as it is, unreadable once its key is gone. The replies to the
+conversation's earlier event rows is rewritten from its stored record as the erased view
+(the body's content marked ``[erased]``, the searchable text with it), and a record in
+the clear (as written, or opened from its seal by the projector) is stored as that view
+too, so nothing of its content stays in the row; a record still sealed (the projector
+could not open it) stays as it is, unreadable once its key is gone. The replies to the
 requests whose turns came before the erasure lose their text, and the conversation's
 dead letters lose the record they set aside. Ids, types, times, token counts and costs
 stay, as in the log.

@@ -14,9 +14,11 @@ from goaicore.records import (
     UserMessage,
     new_event,
 )
-from goaicore.records.avro.api import decode_event
+from goaicore.records.avro.api import decode_event, encode_key
 from goaicore.sealing.content import MARK
-from tests.projector.helpers import project, publish, publish_replies, query
+from goaicore.sealing.keys import DataKey, MasterKeys, wrap
+from goaicore.sealing.records import seal_event
+from tests.projector.helpers import produce, project, publish, publish_replies, query
 from tests.projector.sessions import game_session
 
 SECRET = "Which theatres are near the station?"
@@ -65,3 +67,24 @@ def test_an_erasure_leaves_earlier_rows_their_skeleton_and_later_ones_whole(
     assert query(
         projection, "SELECT text, prompt_tokens FROM chat_replies WHERE conversation_id = 'gone'"
     ) == [(MARK, 9)]
+
+
+def test_sealed_events_are_projected_opened_and_erased_like_any_other(
+    projection: Settings,
+) -> None:
+    masters = MasterKeys.generate()
+    key = DataKey.generate()
+    produce(projection, "keys", [(b"sealed", encode_key(wrap(masters, "sealed", key)))])
+    said = new_event("sealed", UserMessage(text=SECRET))
+    publish(projection, [seal_event(said, key)])
+    opened = projection.with_overrides(master_keys=masters.to_text())
+    project(opened)
+    [(body, text, avro)] = query(opened, "SELECT body, message_text, avro FROM conversation_events")
+    assert (body["text"], text) == (SECRET, SECRET)
+    assert decode_event(bytes(avro)) == said  # stored opened: folded without keys
+
+    publish(projection, [new_event("sealed", ConversationErased(reason="GDPR"))])
+    project(opened)
+    rows = query(opened, "SELECT message_text, avro FROM conversation_events ORDER BY 2")
+    assert SECRET not in str(rows)
+    assert all(SECRET not in str(decode_event(bytes(avro))) for _, avro in rows)
