@@ -22,7 +22,6 @@ from goaicore.kafka import ensure_topics
 from goaicore.kafka.apache import LocalKafka
 from goaicore.records import GameEvent, ReplyStatus, new_chat_request
 from goaicore.testing import OpenAIServer
-from tests.brokers import start_apache_kafka
 from tests.chat_agent.helpers import Replies, ScriptedLLM
 from tests.deploy.processes import goaicore
 from tests.kafka.helpers import (
@@ -42,15 +41,8 @@ TALK = [f"talk-{n}" for n in range(3)]
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka]:
-    # Retention is checked every second (Kafka's default is every five minutes).
-    broker = start_apache_kafka(
-        tmp_path_factory.mktemp("kafka"), nodes=1, **{"log.retention.check.interval.ms": "1000"}
-    )
-    try:
-        yield broker
-    finally:
-        broker.stop()
+def kafka(retention_kafka: LocalKafka) -> LocalKafka:
+    return retention_kafka
 
 
 @pytest.fixture(scope="module")

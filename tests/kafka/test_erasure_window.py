@@ -12,7 +12,6 @@ wrapped data key; another conversation reads as it did, and verify passes.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,6 @@ from goaicore.replay.verify import verify_log
 from goaicore.sealing.keyring import TopicKeys
 from goaicore.sealing.keys import MasterKeys
 from goaicore.testing import OpenAIServer
-from tests.brokers import start_apache_kafka
 from tests.chat_agent.helpers import Replies, ScriptedLLM, http, snapshot_when
 from tests.kafka.helpers import chat_worker, kafka_settings, wait_until
 from tests.kafka_segments import partition_files, stored_records
@@ -41,15 +39,8 @@ WINDOW = 3.0
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka]:
-    # Retention is checked every second (Kafka's default is every five minutes).
-    broker = start_apache_kafka(
-        tmp_path_factory.mktemp("kafka"), nodes=1, **{"log.retention.check.interval.ms": "1000"}
-    )
-    try:
-        yield broker
-    finally:
-        broker.stop()
+def kafka(retention_kafka: LocalKafka) -> LocalKafka:
+    return retention_kafka
 
 
 def _stored(kafka: LocalKafka, settings: Settings, part: str = "") -> list[bytes]:
