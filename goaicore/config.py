@@ -205,9 +205,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "GOAICORE_ERASURE_WINDOW",
         "`604800` (7 days)",
-        "Seconds content may stay readable after an erasure: the retention of `requests` and "
-        "`replies`, and how long compaction may wait on `snapshots`, `keys` and the replies "
-        "table. Applied when topics are created.",
+        "Seconds content may stay readable after an erasure: the retention of `requests`, "
+        "`replies` and `dead-letters`, and how long compaction may wait on `snapshots`, "
+        "`keys` and the replies table. Applied when topics are created.",
     ),
     Variable(
         "GOAICORE_TABLE_STORE",

@@ -56,7 +56,10 @@ TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec(
         "dead-letters",
         "records that could not be decoded or applied, with the reason",
-        {"cleanup.policy": "delete", "retention.ms": _FOREVER},
+        # A record set aside may hold anything, in the clear: it expires like requests
+        # (the projector keeps a copy in PostgreSQL, which an erasure redacts).
+        {"cleanup.policy": "delete"},
+        "expires",
     ),
 )
 

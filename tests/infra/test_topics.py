@@ -57,7 +57,7 @@ def test_snapshots_topic_is_compacted_and_the_log_never_expires() -> None:
 def test_the_erasure_window_bounds_every_topic_that_holds_content_in_the_clear() -> None:
     window = Settings(env={}, erasure_window=3600)
     configs = {spec.name: topic_configs(spec, window) for spec in TOPICS}
-    for transient in ("requests", "replies"):
+    for transient in ("requests", "replies", "dead-letters"):
         assert configs[transient]["retention.ms"] == configs[transient]["segment.ms"] == "3600000"
     for compacted in ("snapshots", "keys"):
         assert configs[compacted]["max.compaction.lag.ms"] == "3600000"
