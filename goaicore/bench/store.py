@@ -42,6 +42,7 @@ from goaicore.kafka.connection import (
     MissingTopicError,
     make_admin,
     make_consumer,
+    make_producer,
     topic_partitions,
 )
 from goaicore.kafka.local import LocalBroker
@@ -55,7 +56,9 @@ from goaicore.records import (
     UserMessage,
     new_event,
 )
-from goaicore.records.avro.api import decode_snapshot
+from goaicore.records.avro.api import decode_snapshot, encode_key
+from goaicore.sealing.keys import DataKey, MasterKeys, wrap
+from goaicore.sealing.records import seal_event
 
 with needs("kafka"):
     from kafka.admin import NewTopic
@@ -70,6 +73,7 @@ WORKER = "store worker: events folded into snapshots"
 SHORT = "store worker, conversations holding up to 100 events"
 LONG = "store worker, conversations holding 900 to 1,000 events"
 VERIFY = "verify: every snapshot against one read of the log"
+SEALED = "store worker, every event sealed (GOAICORE_MASTER_KEYS)"
 
 
 @dataclass(frozen=True)
@@ -313,6 +317,23 @@ class _Run:
         span = _timed(process, self.settings(), events, history)
         return len(events) / max(span, 1e-3)
 
+    def sealed_rate(self, events: Sequence[ConversationEvent]) -> float:
+        """The store worker's rate over ``events`` sealed under their conversations' keys,
+        the keys on the keys topic before the worker starts (as it would have made them)."""
+        masters = MasterKeys.generate("bench")
+        settings = self.settings().with_overrides(master_keys=masters.to_text())
+        keys = {c: DataKey.generate() for c in dict.fromkeys(e.conversation_id for e in events)}
+        producer = make_producer(settings)
+        try:
+            for conversation, key in keys.items():
+                wrapped = encode_key(wrap(masters, conversation, key))
+                producer.send(settings.topic("keys"), key=conversation.encode(), value=wrapped)
+            producer.flush(60)
+        finally:
+            producer.close()
+        sealed = [seal_event(e, keys[e.conversation_id]) for e in events]
+        return len(sealed) / max(_timed(WORKER_PROCESS, settings, sealed), 1e-3)
+
     def median_rate(
         self,
         process: Process,
@@ -353,6 +374,8 @@ def store(broker: LocalBroker) -> list[Measurement]:
             versus = (PLAIN, COUNTING) if shape == first else ()
             rate = run.rate(WORKER_PROCESS, events)
             rows.append(row(WORKER, rate, shape.params, baseline=CHANGELOG, also_versus=versus))
+            if shape == first:
+                rows.append(row(SEALED, run.sealed_rate(events), shape.params, baseline=WORKER))
         step = LENGTH_STEP.params
         short = _events(LENGTH_STEP)
         rows.append(row(SHORT, run.median_rate(WORKER_PROCESS, short), step))

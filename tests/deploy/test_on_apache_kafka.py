@@ -26,6 +26,7 @@ import pytest
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
 from goaicore.devstack.projector_process import ProjectorProcess
+from goaicore.kafka.topics import TOPICS
 from goaicore.records import ConversationEvent, GameEvent, UserMessage, new_event
 from tests.deploy.processes import WebWorker, get, goaicore
 from tests.kafka.helpers import row_counts
@@ -85,7 +86,7 @@ def deployed(infra: Infra, tmp_path_factory: pytest.TempPathFactory) -> Settings
     )
     job = goaicore(settings, "create-topics", "--wait", "60")
     assert job.returncode == 0, job.stderr
-    assert sum(line.startswith("created ") for line in job.stdout.splitlines()) == 5
+    assert sum(line.startswith("created ") for line in job.stdout.splitlines()) == len(TOPICS)
     return settings
 
 
@@ -121,7 +122,7 @@ def test_create_topics_again_finds_them(deployed: Settings) -> None:
     again = goaicore(deployed, "create-topics")
     assert again.returncode == 0, again.stderr
     lines = again.stdout.splitlines()
-    assert len(lines) == 5
+    assert len(lines) == len(TOPICS)
     assert all(line.startswith("exists ") for line in lines)
 
 

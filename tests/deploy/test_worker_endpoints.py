@@ -12,6 +12,7 @@ import pytest
 
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
+from goaicore.kafka.topics import TOPICS
 from goaicore.net import free_loopback_port
 from goaicore_store.app import default_canonical_url
 from goaicore_store.http.auth import HEALTH_PATH, READY_PATH
@@ -34,7 +35,7 @@ def test_create_topics_creates_then_finds_them(settings: Settings) -> None:
     first = goaicore(env, "create-topics")
     assert first.returncode == 0, first.stderr
     lines = first.stdout.splitlines()
-    assert len(lines) == 5
+    assert len(lines) == len(TOPICS)
     assert all(line.startswith("created ") and "partitions=3" in line for line in lines)
     assert f"created {settings.topic('events')} partitions=3 replication=1" in lines
     again = goaicore(env, "create-topics")
