@@ -15,7 +15,8 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from goaicore.clients import HistoryReader
+from goaicore.clients import HistoryOperations, HistoryReader
+from goaicore.clients.history_ops import OperationRefused
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.devstack.demo import wait_ready
@@ -154,6 +155,13 @@ def test_a_sealing_worker_keeps_turns_unreadable_in_the_log_and_folds_them_in_th
     with HistoryReader(sealed) as history:
         report = verify_log(history, stored_snapshots, progress=False)  # type: ignore[arg-type]
     assert (report.checked, report.differences, history.skipped) == (1, [], 0)
+
+    # A history operation that copies content refuses to copy marks it merely cannot open.
+    with (
+        HistoryOperations(without_keys) as blind,
+        pytest.raises(OperationRefused, match="cannot be opened here"),
+    ):
+        blind.rewind(conversation, events[0].offset)  # type: ignore[attr-defined]
 
     material = sealed.master_keys.split(":", 1)[1]  # type: ignore[union-attr]
     for name in ("first", "second"):
