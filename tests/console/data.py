@@ -16,6 +16,7 @@ from goaicore.records import (
     AssistantTurn,
     ChatReply,
     CompactionApplied,
+    ConversationErased,
     ConversationEvent,
     ConversationForked,
     ConversationRewound,
@@ -38,6 +39,7 @@ QUEST = "quest <1>"
 TAMPERED = "tampered"
 OPS = "ops <2>"
 FORK = "fork <3>"
+ERASED = "erased <4>"
 OPS_TITLE = "The <ops> run"
 BULK = [f"bulk-{n:02d}" for n in range(55)]
 SCRIPT = "<script>alert('pwned')</script> where is the <b>tavern</b>?"
@@ -145,6 +147,8 @@ def ops_events() -> list[ConversationEvent]:
                 source_conversation_id=OPS, source_partition=0, until_offset=0, messages=(kept,)
             ),
         ),
+        new_event(ERASED, UserMessage(text="my address is <12 Mill Lane>")),
+        new_event(ERASED, ConversationErased(reason="the player asked")),
     ]
 
 

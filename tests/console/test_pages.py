@@ -18,6 +18,7 @@ from tests.console.conftest import TOKEN
 from tests.console.data import (
     ANSWER,
     BULK,
+    ERASED,
     FORK,
     GAME_TEXT,
     OPS,
@@ -118,7 +119,7 @@ async def test_the_list_pages_through_every_conversation_once(
     second = await page(client, cursor.group(1).replace("&amp;", "&"))
     seen += re.findall(r'<a href="/conversations/([^"]+)">', second)
     assert 'data-testid="next-page"' not in second
-    listed = [*BULK, QUEST, TAMPERED, OPS, FORK]
+    listed = [*BULK, QUEST, TAMPERED, OPS, FORK, ERASED]
     assert sorted(seen) == sorted(quote(c, safe="") for c in listed)
 
 
@@ -360,5 +361,11 @@ async def test_history_operations_are_on_the_timeline_and_metadata_on_the_pages(
     link = f'<a href="/conversations/{quote(OPS, safe="")}">{_escaped(OPS)}</a>'
     assert f"Forked from {link}: its events up to 0:0, 1 message." in forked
     assert f"forked from {link} at" in forked
+    erased = await page(client, _path(ERASED))
+    types = re.findall(r'data-testid="entry" data-type="([^"]+)"', erased)
+    assert types == ["UserMessage", "ConversationErased"]
+    assert "<b>erased</b> (the player asked): the content of the events above" in erased
+    assert "[erased]" in erased
+    assert "Mill Lane" not in erased
     listed = await page(client, "/conversations?q=regret")
     assert f'<span class="muted">{_escaped(OPS_TITLE)}</span>' in listed
