@@ -5,12 +5,14 @@ destroys the key its sealed content was sealed under)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Any
 
 from goaicore.cli.args import OFFSET, integer, key_value, moment
 from goaicore.cli.chat import positive_seconds, print_reply
 from goaicore.cli.output import add_json_option, print_json
 from goaicore.records.jsonable import jsonable
+from goaicore.records.validation import InvalidInputError
 
 if TYPE_CHECKING:
     from goaicore.clients.history_ops import Rewound
@@ -98,8 +100,16 @@ def register(subparsers: Any) -> None:
         help="erase a conversation's content: its data key is destroyed, so no sealed copy "
         "can be read again; ids, types, times, token counts and costs stay",
     )
-    erase.add_argument("conversation", metavar="CONV")
+    erase.add_argument("conversation", metavar="CONV", nargs="?")
     erase.add_argument("--reason", default="", help="why, kept in the log (not content)")
+    erase.add_argument(
+        "--idle-days",
+        type=positive_days,
+        metavar="DAYS",
+        help="instead of CONV: every conversation whose last event is older than DAYS "
+        "(a retention policy); lists them, and erases them only with --yes",
+    )
+    erase.add_argument("--yes", action="store_true", help="with --idle-days: erase them")
     erase.add_argument(
         "--timeout",
         type=positive_seconds,
@@ -192,6 +202,12 @@ def handle_delete(args: argparse.Namespace) -> int:
 def handle_erase(args: argparse.Namespace) -> int:
     from goaicore.clients import HistoryOperations
 
+    if (args.conversation is None) == (args.idle_days is None):
+        raise InvalidInputError("name one conversation (CONV) or --idle-days DAYS, not both")
+    if args.yes and args.idle_days is None:
+        raise InvalidInputError("--yes goes with --idle-days")
+    if args.idle_days is not None:
+        return _erase_idle(args)
     with HistoryOperations() as ops:
         erased = ops.erase(args.conversation, args.reason, timeout=args.timeout)
     if args.json:
@@ -204,3 +220,48 @@ def handle_erase(args: argparse.Namespace) -> int:
             "its content was never sealed (no data key), so the log still holds it in the clear"
         )
     return 0
+
+
+def _erase_idle(args: argparse.Namespace) -> int:
+    """List the idle conversations; erase them, one by one with progress, given --yes."""
+    from goaicore.clients import HistoryOperations
+    from goaicore.progress import ProgressBar
+
+    reason = args.reason or f"idle for more than {args.idle_days:g} days"
+    with HistoryOperations() as ops:
+        idle = ops.idle(args.idle_days)
+        if not args.yes:
+            if args.json:
+                print_json({"idle": idle, "erased": []})
+            else:
+                for conversation_id in idle:
+                    print(conversation_id)
+                print(
+                    f"{len(idle)} conversations idle for more than {args.idle_days:g} days; "
+                    "nothing erased (add --yes to erase them)"
+                )
+            return 0
+        erased = []
+        bar = ProgressBar(sys.stderr.isatty(), len(idle), "erasing")
+        try:
+            for conversation_id in idle:
+                ops.erase(conversation_id, reason, timeout=args.timeout)
+                erased.append(conversation_id)
+                bar.advance()
+        finally:
+            bar.close()
+    if args.json:
+        print_json({"idle": idle, "erased": erased})
+    else:
+        print(f"erased {len(erased)} conversations idle for more than {args.idle_days:g} days")
+    return 0
+
+
+def positive_days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of days: {text!r}") from None
+    if not days > 0 or days == float("inf"):
+        raise argparse.ArgumentTypeError(f"days must be more than 0, got {text!r}")
+    return days

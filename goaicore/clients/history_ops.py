@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from goaicore.clients.publisher import EventPublisher, TopicPosition
@@ -44,6 +44,7 @@ from goaicore.records import (
     MetadataSet,
     UserMessage,
     new_event,
+    utc_now,
 )
 from goaicore.records.types import EventBody
 from goaicore.records.validation import InvalidInputError, check_conversation_id
@@ -262,6 +263,22 @@ class HistoryOperations(Closing):
                 keys.refresh(conversation_id)
         return Erased(position, key_destroyed=True)
 
+    def idle(
+        self, days: float, now: datetime | None = None, progress: bool | None = None
+    ) -> list[str]:
+        """Conversations with content whose last event is more than ``days`` old: what a
+        retention policy erases. One erased with nothing since is not listed again."""
+        if days <= 0:
+            raise InvalidInputError(f"days must be more than 0, got {days}")
+        before = (now or utc_now()) - timedelta(days=days)
+        return sorted(
+            conversation_id
+            for conversation_id, snapshot in self._snapshots.all(progress).items()
+            if snapshot.updated_at is not None
+            and snapshot.updated_at < before
+            and not _erased_since_last_event(snapshot)
+        )
+
     def close(self) -> None:
         self._reader.close()
         self._snapshots.close()
@@ -415,3 +432,8 @@ def _refuse_unopened(conversation_id: str, scan: _Scan) -> None:
             "cannot be opened here: set GOAICORE_MASTER_KEYS to the master keys they were "
             "sealed under, or the operation would copy erasure marks instead of content"
         )
+
+
+def _erased_since_last_event(snapshot: ConversationSnapshot) -> bool:
+    erased, last = snapshot.erased_before, snapshot.last_position
+    return erased is not None and last is not None and erased.offset >= last.offset

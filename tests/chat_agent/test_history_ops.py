@@ -4,6 +4,7 @@ folded by the worker, replayed and verified from the log alone."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -17,6 +18,9 @@ from goaicore.records import (
     ForkOrigin,
     ReplyStatus,
     ToolResult,
+    UserMessage,
+    new_event,
+    utc_now,
 )
 from goaicore.records.validation import InvalidInputError
 from goaicore.replay.verify import verify_snapshot
@@ -279,3 +283,36 @@ def test_a_change_applied_with_a_size_note_is_not_taken_for_a_refusal(topics: Se
     assert snapshot is not None
     assert snapshot.attributes == attributes
     assert "size policy dropped the oldest" in snapshot.anomalies[-1]
+
+
+def test_a_retention_policy_lists_idle_conversations_and_erases_them_only_when_told(
+    topics: Settings, worker: ChatWorker
+) -> None:
+    long_ago = utc_now() - timedelta(days=40)
+    with EventPublisher(topics) as publisher:
+        publisher.publish(
+            "idle-old", new_event("idle-old", UserMessage(text="hi"), occurred_at=long_ago)
+        )
+        publisher.user_message("idle-new", "hello")
+    snapshot_when(topics, "idle-old", lambda s: s.event_count == 1)
+    snapshot_when(topics, "idle-new", lambda s: s.event_count == 1)
+
+    listed = goaicore(topics, "erase", "--idle-days", "30", "--json")
+    assert listed.returncode == 0, listed.stderr
+    answer = json.loads(listed.stdout)
+    assert "idle-old" in answer["idle"]
+    assert "idle-new" not in answer["idle"]
+    assert answer["erased"] == []
+    assert snapshot_when(topics, "idle-old", lambda s: True).erased_before is None
+
+    done = goaicore(topics, "erase", "--idle-days", "30", "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "idle-old" in json.loads(done.stdout)["erased"]
+    erased = snapshot_when(topics, "idle-old", lambda s: s.erased_before is not None)
+    assert erased.messages == ()
+    again = goaicore(topics, "erase", "--idle-days", "30", "--json")
+    assert "idle-old" not in json.loads(again.stdout)["idle"]  # erased, nothing since
+
+    for bad in (["--idle-days", "0"], ["idle-old", "--idle-days", "30"], ["idle-old", "--yes"]):
+        refused = goaicore(topics, "erase", *bad)
+        assert refused.returncode == 2, (bad, refused.stdout)
