@@ -27,6 +27,7 @@ from faust.sensors.prometheus import FaustMetrics, PrometheusMonitor
 from goaicore.config import Settings
 from goaicore.conversation.pricing import PriceTable
 from goaicore.conversation.providers.choice import Providers
+from goaicore.kafka.connection import partition_for
 from goaicore.kafka.faust.disk_table import lock_table_dir, store_url
 from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.kafka.faust.lanes import add_batch_lane
@@ -63,6 +64,7 @@ from goaicore_store.topology import ChatServices, StoreApp, app_id
 log = logging.getLogger(__name__)
 
 ROCKSDB_BLOCK_CACHE_BYTES = 64 * 1024 * 1024
+REWRAP_INTERVAL = 10.0  # seconds between looks for keys an older master key wraps
 
 
 def keyed_table(
@@ -204,6 +206,7 @@ def create_app(
     )
     add_batch_lane(app, events, partial(apply_batch, store), FOLD_BATCH)
     app.agent(store.requests, name="chat")(ChatAgent(store, store.chat).consume)
+    app.timer(REWRAP_INTERVAL, name="rewrap-keys")(partial(rewrap_keys, store))
     watermarks = store.chat.watermarks
 
     async def stop_watermarks(sender: Any, *args: Any, **kwargs: Any) -> None:
@@ -214,6 +217,17 @@ def create_app(
     register_views(store, operations)
     register_history_views(store, operations)
     return store
+
+
+async def rewrap_keys(store: StoreApp) -> None:
+    """Master key rotation: wrap the keys of the conversations this worker owns (their
+    events partitions are assigned to it) again under the current master key."""
+    events = store.events.get_topic_name()
+    owned = {tp.partition for tp in store.app.assignor.assigned_actives() if tp.topic == events}
+    partitions = store.settings.partitions
+    done = await store.keys.rewrap_owned(lambda c: partition_for(c, partitions) in owned)
+    if done:
+        log.info("wrapped %d data keys again under the current master key", done)
 
 
 def default_canonical_url(web_host: str, port: int) -> str:

@@ -9,21 +9,25 @@ table like the snapshots table.
 
 Folding an erasure destroys the key made before it (a tombstone). A key records the
 erasure it was made after, so reading the log a second time (after a crash, or a
-rebuild) never destroys the key of the content that followed. Making and destroying
-a conversation's key take turns under one lock per conversation.
+rebuild) never destroys the key of the content that followed. Making, destroying and
+wrapping again (master key rotation) a conversation's key take turns under one lock
+per conversation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.records import ConversationKey, LogPosition
 from goaicore.sealing.keyring import KeyRing, doomed_by
-from goaicore.sealing.keys import DataKey, KeyUnusable, MasterKeys, wrap
+from goaicore.sealing.keys import DataKey, KeyUnusable, MasterKeys, rewrap, wrap
+
+log = logging.getLogger(__name__)
 
 
 class ConversationKeys:
@@ -96,6 +100,35 @@ class ConversationKeys:
                 return False
             await self.table.remove(conversation_id.encode())
             return True
+
+    async def rewrap_owned(self, owned: Callable[[str], bool], limit: int = 1000) -> int:
+        """Wrap again under the current master key (rotation) up to ``limit`` keys of
+        conversations this worker owns that an older master key wraps; how many were.
+
+        A key whose master key is no longer held cannot be; it is logged and skipped.
+        """
+        if self.masters is None:
+            return 0
+        current = self.masters.current.key_id
+        stale = [
+            key.conversation_id
+            for key in list(self.table.values())
+            if key is not None and key.master_key_id != current and owned(key.conversation_id)
+        ]
+        done = 0
+        for conversation_id in stale[:limit]:
+            async with self._turn(conversation_id):
+                stored = self.stored(conversation_id)
+                if stored is None or stored.master_key_id == current:
+                    continue
+                try:
+                    again = rewrap(self.masters, stored)
+                except KeyUnusable as err:
+                    log.warning("cannot wrap the key of %r again: %s", conversation_id[:200], err)
+                    continue
+                await self.table.put(conversation_id.encode(), again)
+                done += 1
+        return done
 
     def _usable(self, conversation_id: str) -> DataKey | None:
         """The stored key, unless an erasure folded since it was made dooms it."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
@@ -44,6 +45,7 @@ from tests.chat_agent.helpers import (
     snapshot_when,
 )
 from tests.cli import goaicore
+from tests.kafka.helpers import wait_until
 from tests.readme import run_blocks
 from tests.store.workers import worker_env
 
@@ -288,3 +290,53 @@ def test_the_readme_example_runs_as_written(
     assert capsys.readouterr().out.splitlines() == ["key destroyed: True"]
     erased = snapshot_when(sealed, "player-7", lambda s: s.erased_before is not None)
     assert (erased.messages, erased.message_count) == ((), 2)
+
+
+def test_a_rotated_master_key_wraps_every_key_again_and_the_old_one_can_go(
+    kafka_broker: SessionBroker, llm: OpenAIServer, tmp_path: Path
+) -> None:
+    old, new = MasterKeys.generate("old"), MasterKeys.generate("new")
+    settings = Settings(
+        env={},
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        broker_profile=kafka_broker.profile,
+        topic_prefix=f"r{uuid.uuid4().hex[:12]}",
+        partitions=3,
+        data_dir=tmp_path,
+        master_keys=old.to_text(),
+    )
+    ensure_topics(settings)
+    conversation = "rotated"
+    both = MasterKeys((*new, *old))  # the new key first: it wraps; both open
+
+    def turn(keys: MasterKeys, name: str, text: str) -> None:
+        worker = _start(settings.with_overrides(master_keys=keys.to_text()), llm, name)
+        try:
+            with Replies(settings) as replies:
+                ask = new_chat_request(conversation, text)
+                replies.send(ask)
+                assert replies.wait(ask.request_id).text == f"echo: {text}"
+            if keys is both:
+                wait_until(
+                    lambda: (
+                        decode_key(_records(settings, "keys", conversation)[-1].value).master_key_id  # type: ignore[attr-defined]
+                        == "new"
+                    ),
+                    timeout=60,
+                    what="the key wrapped again under the new master key",
+                )
+        finally:
+            worker.stop()
+
+    turn(old, "before", "sealed under the old master key")
+    turn(both, "rotating", "while both are held")
+    turn(new, "after", "the old one gone")
+
+    only_new = settings.with_overrides(master_keys=new.to_text())
+    with HistoryReader(only_new) as history:
+        texts = [e.body.text for e in history.events(conversation)]  # type: ignore[union-attr]
+    assert texts[0] == "sealed under the old master key"
+    assert texts[-1] == "echo: the old one gone"
+    written = [decode_key(r.value) for r in _records(settings, "keys", conversation)]  # type: ignore[attr-defined]
+    assert [k.master_key_id for k in written] == ["old", "new"]
+    assert len({k.key_id for k in written}) == 1  # the same data key, wrapped again
