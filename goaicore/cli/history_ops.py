@@ -219,6 +219,11 @@ def handle_erase(args: argparse.Namespace) -> int:
             f"erased {args.conversation} at {erased.position}: its history left the snapshot; "
             "its content was never sealed (no data key), so the log still holds it in the clear"
         )
+    if erased.forks and not args.json:
+        print(
+            f"its forks keep their own copy of its history: {', '.join(erased.forks)} "
+            "(erase them too where that copy must go)"
+        )
     return 0
 
 
@@ -245,7 +250,7 @@ def _erase_idle(args: argparse.Namespace) -> int:
         bar = ProgressBar(sys.stderr.isatty(), len(idle), "erasing")
         try:
             for conversation_id in idle:
-                ops.erase(conversation_id, reason, timeout=args.timeout)
+                ops.erase(conversation_id, reason, timeout=args.timeout, name_forks=False)
                 erased.append(conversation_id)
                 bar.advance()
         finally:

@@ -95,11 +95,13 @@ class Forked:
 
 @dataclass(frozen=True)
 class Erased:
-    """An erasure appended and folded: where, and whether the conversation's data key
-    is destroyed (False: its content was never sealed, so none was made)."""
+    """An erasure appended and folded: where, whether the conversation's data key is
+    destroyed (False: its content was never sealed, so none was made), and the forks
+    that keep a copy of its history (an erasure of their own erases it there)."""
 
     position: TopicPosition
     key_destroyed: bool
+    forks: tuple[str, ...] = ()
 
 
 @dataclass
@@ -233,7 +235,13 @@ class HistoryOperations(Closing):
         self._scan(conversation_id, policy)  # not found, or deleted: refused here
         return self._append(conversation_id, ConversationDeleted(reason=reason), policy)
 
-    def erase(self, conversation_id: str, reason: str = "", timeout: float = 30.0) -> Erased:
+    def erase(
+        self,
+        conversation_id: str,
+        reason: str = "",
+        timeout: float = 30.0,
+        name_forks: bool = True,
+    ) -> Erased:
         """Erase the conversation's content, keeping its audit skeleton.
 
         Appends :class:`ConversationErased`: the fold clears the history, summary, notes
@@ -242,15 +250,17 @@ class HistoryOperations(Closing):
         longer be opened; ids, types, times, token counts and costs stay. Returns once
         the key's tombstone is on the broker (waiting at most ``timeout`` seconds for
         the worker). Refused for a conversation without events; erasing again, or a
-        deleted conversation, is allowed.
+        deleted conversation, is allowed. ``name_forks`` reads every snapshot to name
+        the forks (and their forks) that keep a copy of the history.
         """
         policy = self._policy(conversation_id)
         self._scan(conversation_id, policy, allow_deleted=True)
+        forks = self.forks_of(conversation_id) if name_forks else ()
         with TopicKeys(self.settings) as keys:
             had_key = keys.find(conversation_id) is not None
             position = self._append(conversation_id, ConversationErased(reason=reason), policy)
             if not had_key:
-                return Erased(position, key_destroyed=False)
+                return Erased(position, key_destroyed=False, forks=forks)
             deadline = time.monotonic() + timeout
             while doomed_by(keys.find(conversation_id), position.offset):
                 if time.monotonic() > deadline:
@@ -261,7 +271,23 @@ class HistoryOperations(Closing):
                     )
                 time.sleep(0.1)
                 keys.refresh(conversation_id)
-        return Erased(position, key_destroyed=True)
+        return Erased(position, key_destroyed=True, forks=forks)
+
+    def forks_of(self, conversation_id: str, progress: bool | None = False) -> tuple[str, ...]:
+        """The conversations forked from this one, and from those, in order: each holds
+        a copy of history it took from here."""
+        children: dict[str, list[str]] = {}
+        for fork_id, snapshot in sorted(self._snapshots.all(progress).items()):
+            if snapshot.forked_from is not None:
+                children.setdefault(snapshot.forked_from.conversation_id, []).append(fork_id)
+        found: list[str] = []
+        waiting = list(children.get(conversation_id, ()))
+        while waiting:
+            fork_id = waiting.pop(0)
+            if fork_id not in found and fork_id != conversation_id:
+                found.append(fork_id)
+                waiting.extend(children.get(fork_id, ()))
+        return tuple(found)
 
     def idle(
         self, days: float, now: datetime | None = None, progress: bool | None = None

@@ -183,10 +183,15 @@ def test_erasure_destroys_the_key_and_leaves_the_skeleton_and_other_conversation
                 replies.send(ask)
                 assert replies.wait(ask.request_id).status == ReplyStatus.OK
         snapshot_when(sealed, erased_one, lambda s: s.message_count == 2)
+        fork = f"fork-of-{erased_one}"
+        with HistoryOperations(sealed) as ops:
+            ops.fork(erased_one, fork)
+        snapshot_when(sealed, fork, lambda s: s.forked_from is not None)
         status, answer = http(
             "POST", f"{worker.url}/v1/conversations/{erased_one}/erase", {"reason": "GDPR"}
         )
         assert (status, answer["key_destroyed"]) == (200, True)
+        assert answer["forks"] == [fork]  # each keeps its own copy: named, to erase too
         erased = snapshot_when(sealed, erased_one, lambda s: s.erased_before is not None)
         assert erased.erased_before is not None
         assert erased.erased_before.offset == answer["offset"]

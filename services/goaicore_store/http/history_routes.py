@@ -138,5 +138,6 @@ def register_history_views(store: StoreApp, operations: OperationRunner) -> None
                     "partition": position.partition,
                     "offset": position.offset,
                     "key_destroyed": erased.key_destroyed,
+                    "forks": list(erased.forks),
                 }
             )
