@@ -203,6 +203,14 @@ VARIABLES: tuple[Variable, ...] = (
         'docs/operations.md, "Erasure".',
     ),
     Variable(
+        "GOAICORE_INTAKE",
+        "`on` when GOAICORE_MASTER_KEYS is set, else `off`",
+        "`on`: publishers (EventPublisher, `goaicore publish-event`, history operations) "
+        "write to `intake`, and the worker that owns the conversation seals each event into "
+        "`events`; set it on every service that publishes to a deployment whose workers "
+        "seal (they need no master key). `off`: they write to `events` directly.",
+    ),
+    Variable(
         "GOAICORE_ERASURE_WINDOW",
         "`604800` (7 days)",
         "Seconds content may stay readable after an erasure: the retention of `requests`, "
@@ -443,6 +451,7 @@ class Settings:
     log_format: LogFormat = FROM_ENVIRONMENT
     http_tokens: tuple[str, ...] = field(default=FROM_ENVIRONMENT, repr=False)
     master_keys: str | None = field(default=None, repr=False)
+    intake: bool = FROM_ENVIRONMENT
     erasure_window: float = FROM_ENVIRONMENT
     data_dir: Path = FROM_ENVIRONMENT
     env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
@@ -560,6 +569,7 @@ FIELD_VARIABLES: Mapping[str, str] = {
     "log_format": "GOAICORE_LOG_FORMAT",
     "http_tokens": "GOAICORE_HTTP_TOKENS",
     "master_keys": "GOAICORE_MASTER_KEYS",
+    "intake": "GOAICORE_INTAKE",
     "erasure_window": "GOAICORE_ERASURE_WINDOW",
     "data_dir": "GOAICORE_DATA_DIR",
 }
@@ -681,6 +691,7 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     if out["db_schema"] is None:
         out["db_schema"] = "public"
     out["broker_profile"] = profile or "standard"
+    out["intake"] = pick("intake", "GOAICORE_INTAKE", _parse_switch, out["master_keys"] is not None)
     out.update(_resolve_kafka_security(given, env, dev_broker))
     return out
 
@@ -709,6 +720,16 @@ def _http_tokens(env: Mapping[str, str]) -> tuple[str, ...]:
                 "or with spaces or control characters in it; use long random tokens"
             )
     return tuple(unique)
+
+
+def _parse_switch(name: str, raw: str) -> bool:
+    """``on``/``off`` (also true/false, yes/no, 1/0)."""
+    value = raw.strip().lower()
+    if value in ("on", "true", "yes", "1"):
+        return True
+    if value in ("off", "false", "no", "0"):
+        return False
+    raise ConfigError(f"{name}={raw!r}: must be on or off")
 
 
 def _parse_master_keys(name: str, raw: str) -> str | None:

@@ -26,7 +26,7 @@ def infra() -> list[Measurement]:
         ensure_topics(settings)
         created = time.perf_counter() - t0
     rows.append(Measurement("infra", "embedded broker start to ready", ready * 1000, "ms"))
-    rows.append(Measurement("infra", "create the six topics", created * 1000, "ms"))
+    rows.append(Measurement("infra", "create the seven topics", created * 1000, "ms"))
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         server = EmbeddedPostgres(Path(tmp) / "pg").start()

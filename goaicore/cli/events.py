@@ -45,7 +45,10 @@ def handle_publish(args: argparse.Namespace) -> int:
         position = publisher.game_event(
             args.conversation, args.text, kind=args.kind, attributes=dict(args.attr)
         )
-    print(f"published to {position}")
+    if position.topic == publisher.settings.topic("intake"):
+        print(f"published to {position}: the worker that owns it seals it into the log")
+    else:
+        print(f"published to {position}")
     return 0
 
 

@@ -423,24 +423,57 @@ class HistoryOperations(Closing):
     def _append(
         self, conversation_id: str, body: EventBody, policy: PolicyTimeline
     ) -> TopicPosition:
-        """Append ``body``, then fold the log up to it: refused if the fold did not apply it."""
+        """Append ``body``, then fold the log up to it: refused if the fold did not apply it.
+
+        Through ``intake`` (GOAICORE_INTAKE), the event's place in ``events`` is where the
+        worker sealed it: the log is read again until it is there, for ``read_wait``
+        (at least a second).
+        """
         event = new_event(conversation_id, body, source=SOURCE)
         position = self._publisher.publish(conversation_id, event)
-        records = self._reader.records(conversation_id, until_offset=position.offset)
+        direct = position.topic == self._reader.topic
+        wait = max(self.settings.read_wait, 1.0)
+        deadline = time.monotonic() + wait
+        while True:
+            until = position.offset if direct else None
+            found = self._fold_to(conversation_id, event, policy, until)
+            if found is not None:
+                return found
+            if direct:
+                return position
+            if time.monotonic() > deadline:
+                raise OperationRefused(
+                    f"appended to {position}, but no store worker sealed it into "
+                    f"{self._reader.topic} within {wait:.0f} s: is a store worker running? "
+                    "The event is sealed and applied once one is"
+                )
+            time.sleep(0.1)
+
+    def _fold_to(
+        self,
+        conversation_id: str,
+        event: ConversationEvent,
+        policy: PolicyTimeline,
+        until_offset: int | None,
+    ) -> TopicPosition | None:
+        """Where ``event`` is in the log, once the fold applied it; None: not there yet."""
+        records = self._reader.records(conversation_id, until_offset=until_offset)
         before: ConversationSnapshot | None = None
         for outcome in fold_records(records, policy, keys=self._reader.keys):
             if not isinstance(outcome, Applied):
                 continue
             if outcome.event.event_id == event.event_id:
-                problem = refusal(before, event, policy.at(outcome.record.position))
+                where = outcome.record.position
+                position = TopicPosition(self._reader.topic, where.partition, where.offset)
+                problem = refusal(before, event, policy.at(where))
                 if problem is not None:
                     raise OperationRefused(
                         f"appended at {position}, but the fold did not apply it: {problem}; "
                         "nothing changed (try again)"
                     )
-                break
+                return position
             before = outcome.snapshot
-        return position
+        return None
 
 
 def _offset(applied: Applied) -> int:

@@ -2,6 +2,11 @@
 
 The checks and the encoding (:func:`event_record`) are shared with the asyncio
 publisher (``goaicore.clients.aio``), so both refuse the same input the same way.
+
+Where the workers seal content (``GOAICORE_INTAKE`` on), a publisher holds no key:
+it writes to ``intake``, which expires within the erasure window, and the worker
+that owns the conversation seals each event into ``events`` (its key's one
+writer). The position returned is then the event's place in ``intake``.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from goaicore.records.validation import (
     check_size,
     check_text,
 )
+from goaicore.sealing.records import sealed_room
 from goaicore.tracing import record_headers
 
 
@@ -51,13 +57,14 @@ class EventPublisher(Closing):
     Each call checks its input and encodes before sending, so a bad event raises
     :class:`InvalidInputError` and nothing reaches the log. ``publish`` waits for
     the broker's acknowledgement and returns the log position; the batch form
-    sends everything first and waits once.
+    sends everything first and waits once. With ``GOAICORE_INTAKE`` on, the topic is
+    ``intake`` (see the module docstring).
     """
 
     def __init__(self, settings: Settings | None = None, source: str = "publisher") -> None:
         self.settings = settings or Settings()
         self.source = source
-        self.topic = self.settings.topic("events")
+        self.topic = publish_topic(self.settings)
         self._producer = make_producer(self.settings)
 
     def publish(
@@ -115,12 +122,18 @@ class EventPublisher(Closing):
         return event_record(self.settings, self.source, conversation_id, event)
 
 
+def publish_topic(settings: Settings) -> str:
+    """Where publishers write: ``intake`` when the workers seal what they take in."""
+    return settings.topic("intake" if settings.intake else "events")
+
+
 def event_record(
     settings: Settings, source: str, conversation_id: str, event: ConversationEvent | EventBody
 ) -> tuple[bytes, bytes]:
     """An event record's key and value, checked and encoded; InvalidInputError if bad.
 
-    ``event`` is a whole envelope, or a body to wrap in one from ``source``.
+    ``event`` is a whole envelope, or a body to wrap in one from ``source``. Going to
+    ``intake``, it must leave room for the seal the worker adds.
     """
     check_conversation_id(conversation_id)
     if isinstance(event, ConversationEvent):
@@ -140,7 +153,8 @@ def event_record(
         payload = encode_event(envelope)
     except EncodeError as err:
         raise InvalidInputError(f"event does not fit the schema: {err}") from err
-    return conversation_id.encode(), check_size("event", payload, settings.max_record_bytes)
+    limit = settings.max_record_bytes - (sealed_room(envelope) if settings.intake else 0)
+    return conversation_id.encode(), check_size("event", payload, limit)
 
 
 def game_event_body(text: str, kind: str, attributes: Mapping[str, str] | None) -> GameEvent:

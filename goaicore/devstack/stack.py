@@ -399,14 +399,19 @@ class FoldCheck:
 def fold_round_trip(
     settings: Settings, timeout: float, worker: WorkerProcess | None = None
 ) -> FoldCheck:
-    """Publish a game event to the check conversation and wait for its snapshot."""
+    """Publish a game event to the check conversation and wait for its snapshot (through
+    ``intake`` when the stack seals: the snapshot then names the event, not its offset)."""
     from goaicore.clients import EventPublisher
+    from goaicore.clients.publisher import game_event_body
     from goaicore.clients.snapshots import SnapshotReader
+    from goaicore.records import new_event
 
     started = time.perf_counter()
     conversation = "stack-check"
+    body = game_event_body("The local stack started", "stack-check", None)
+    event = new_event(conversation, body, source="goaicore dev")
     with EventPublisher(settings, source="goaicore dev") as publisher:
-        position = publisher.game_event(conversation, "The local stack started", kind="stack-check")
+        publisher.publish(conversation, event)
     deadline = time.monotonic() + timeout
     with SnapshotReader(settings) as reader:
         while time.monotonic() < deadline:
@@ -414,12 +419,9 @@ def fold_round_trip(
                 raise StackError(f"the store worker stopped; see {worker.log_path}")
             snapshot = reader.get(conversation)
             last = snapshot.last_position if snapshot else None
-            if snapshot is not None and last is not None and last.offset >= position.offset:
+            if snapshot and last and event.event_id in snapshot.recent_event_ids:
                 return FoldCheck(
-                    conversation,
-                    position.offset,
-                    len(snapshot.messages),
-                    time.perf_counter() - started,
+                    conversation, last.offset, len(snapshot.messages), time.perf_counter() - started
                 )
             time.sleep(0.25)
     raise StackError(f"the store worker did not fold the check event in {timeout:.0f} s")

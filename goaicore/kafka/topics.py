@@ -51,6 +51,12 @@ TOPICS: tuple[TopicSpec, ...] = (
         {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"},
         "compacted",
     ),
+    TopicSpec(
+        "intake",
+        "events from publishers, in the clear until their worker seals them into events",
+        {"cleanup.policy": "delete"},
+        "expires",
+    ),
     TopicSpec("requests", "chat requests", {"cleanup.policy": "delete"}, "expires"),
     TopicSpec("replies", "chat replies", {"cleanup.policy": "delete"}, "expires"),
     TopicSpec(

@@ -57,6 +57,7 @@ from goaicore_store.http import (
     register_views,
 )
 from goaicore_store.http.server import ApiApp
+from goaicore_store.intake_agent import INTAKE_BATCH, seal_batch
 from goaicore_store.keys import ConversationKeys
 from goaicore_store.metrics import PREFIX, StoreMetrics
 from goaicore_store.topology import ChatServices, StoreApp, app_id
@@ -192,6 +193,7 @@ def create_app(
         app=app,
         settings=settings,
         events=events,
+        intake=log_topic(app, settings, "intake"),
         snapshots=snapshots,
         dead_letters=log_topic(app, settings, "dead-letters"),
         requests=log_topic(app, settings, "requests"),
@@ -205,12 +207,15 @@ def create_app(
         table_lock=table_lock,
     )
     add_batch_lane(app, events, partial(apply_batch, store), FOLD_BATCH)
+    add_batch_lane(app, store.intake, partial(seal_batch, store), INTAKE_BATCH)
     app.agent(store.requests, name="chat")(ChatAgent(store, store.chat).consume)
     app.timer(REWRAP_INTERVAL, name="rewrap-keys")(partial(rewrap_keys, store))
-    watermarks = store.chat.watermarks
+    watermarks = [store.chat.watermarks, store.chat.intake_watermarks]
 
     async def stop_watermarks(sender: Any, *args: Any, **kwargs: Any) -> None:
-        await watermarks.stop()
+        for each in watermarks:
+            if each is not None:
+                await each.stop()
 
     app.on_before_shutdown.connect(stop_watermarks)  # type: ignore[arg-type]
     operations = OperationRunner(store)
@@ -234,6 +239,11 @@ def default_canonical_url(web_host: str, port: int) -> str:
     """How peers reach a worker bound to ``web_host``: a wildcard bind means this host's name."""
     host = socket.gethostname() if web_host in ("0.0.0.0", "::", "") else web_host
     return f"http://{host}:{port}"
+
+
+def _takes_intake(settings: Settings) -> bool:
+    """Whether publishers write to ``intake`` here: the workers seal, or it is set so."""
+    return settings.master_keys is not None or settings.intake
 
 
 def _replication(settings: Settings) -> int:
@@ -293,6 +303,7 @@ def _chat_services(settings: Settings) -> ChatServices:
             prices=PriceTable.from_file(settings.prices) if settings.prices else PriceTable(),
         ),
         watermarks=HighWatermarks(settings),
+        intake_watermarks=HighWatermarks(settings, "intake") if _takes_intake(settings) else None,
         waiters=ReplyWaiters(),
         concurrency=settings.chat_concurrency,
         read_wait=settings.read_wait,

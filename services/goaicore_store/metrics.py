@@ -55,6 +55,12 @@ class StoreMetrics:
         self.fold_batch_seconds = _histogram(
             r, "fold_batch_seconds", "Time to fold one fetched batch", SECONDS
         )
+        self.intake_sealed = _counter(
+            r, "intake_sealed", "Events taken from intake and appended (sealed) to events"
+        )
+        self.intake_batch_seconds = _histogram(
+            r, "intake_batch_seconds", "Time to seal and append one fetched intake batch", SECONDS
+        )
         self.snapshot_bytes = _histogram(
             r, "snapshot_bytes", "Encoded size of each snapshot written", BYTES
         )

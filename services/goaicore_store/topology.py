@@ -40,6 +40,7 @@ class ChatServices:
     registry: dict[str, Tool]
     turn: TurnSettings
     watermarks: HighWatermarks
+    intake_watermarks: HighWatermarks | None  # None: this worker does not seal intake
     waiters: ReplyWaiters
     concurrency: int
     read_wait: float
@@ -53,6 +54,7 @@ class StoreApp:
     app: faust.App
     settings: Settings
     events: TopicT
+    intake: TopicT
     snapshots: TopicT
     dead_letters: TopicT
     requests: TopicT
@@ -65,6 +67,8 @@ class StoreApp:
     metrics: StoreMetrics
     progress: FoldProgress = field(default_factory=FoldProgress)
     """How far the fold has applied each partition: the chat agent's read-your-writes wait."""
+    intake_progress: FoldProgress = field(default_factory=FoldProgress)
+    """How far each ``intake`` partition is sealed into ``events``: the same wait's first half."""
     table_lock: IO[str] | None = None
     """Held while the worker runs when its tables are on disk (``disk_table``)."""
 

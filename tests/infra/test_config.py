@@ -69,6 +69,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "GOAICORE_LOG_FORMAT": "json",
         "GOAICORE_MASTER_KEYS": f"k2:{MASTER_KEY_TEXT}, k1:{MASTER_KEY_TEXT}",
         "GOAICORE_ERASURE_WINDOW": "3600",
+        "GOAICORE_INTAKE": "off",
     }
     s = Settings(env=env)
     assert s.bootstrap_servers == "k1:9092,k2:9093"
@@ -99,6 +100,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert s.log_format == "json"
     assert s.master_keys == env["GOAICORE_MASTER_KEYS"]
     assert s.erasure_window == 3600.0
+    assert s.intake is False  # set off, although master keys are set
     assert MASTER_KEY_TEXT not in repr(s)
     assert {v.name for v in VARIABLES} - LOADER_VARIABLES == set(env)
 
@@ -112,9 +114,20 @@ def test_bad_master_keys_are_refused_at_once_without_showing_them() -> None:
     assert Settings(env={"GOAICORE_MASTER_KEYS": " "}).master_keys is None
 
 
+def test_publishers_write_to_intake_where_workers_seal_unless_told_otherwise() -> None:
+    keys = {"GOAICORE_MASTER_KEYS": f"k1:{MASTER_KEY_TEXT}"}
+    assert Settings(env={}).intake is False
+    assert Settings(env=keys).intake is True
+    assert Settings(env={"GOAICORE_INTAKE": "ON"}).intake is True  # a publisher holds no key
+    assert Settings(env={**keys, "GOAICORE_INTAKE": "false"}).intake is False
+    child = Settings(env=keys).environment()
+    assert Settings(env=child).intake is True
+
+
 @pytest.mark.parametrize(
     ("name", "value", "expected"),
     [
+        ("GOAICORE_INTAKE", "sometimes", "must be on or off"),
         ("GOAICORE_PARTITIONS", "many", "must be a whole number"),
         ("GOAICORE_PARTITIONS", "0", "must be from 1 to 10000"),
         ("GOAICORE_REPLICATION_FACTOR", "0", "must be -1 or from 1 to 32"),

@@ -53,6 +53,7 @@ def _every_variable(tmp_path: Path) -> dict[str, str]:
         "GOAICORE_TABLE_STORE": "rocksdb",
         "GOAICORE_MASTER_KEYS": "k1:QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVpBQkNERUY=",
         "GOAICORE_ERASURE_WINDOW": "3600",
+        "GOAICORE_INTAKE": "off",
         "GOAICORE_DATA_DIR": str(tmp_path / "data"),
         "GOAICORE_SCHEMAS_DIR": str(tmp_path / "schemas"),
         "GOAICORE_KAFKA_CACHE": str(tmp_path / "cache"),

@@ -1,4 +1,4 @@
-"""Topic admin: the six topics, idempotent creation, mismatches are errors."""
+"""Topic admin: every topic, idempotent creation, mismatches are errors."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 Apache Kafka, one broker with the retention check every second; the topics created
 with a 3-second ``GOAICORE_ERASURE_WINDOW``. A conversation's text reaches the events
-topic (sealed), the requests and replies topics, the snapshots topic and the replies
-table's changelog (in the clear, compressed). After ``erase``, once the window has
+topic (sealed), the intake, requests and replies topics, the snapshots topic and the
+replies table's changelog (in the clear, compressed). After ``erase``, once the window has
 passed and later records land in every partition, the broker's own log files (active,
 cleaned and pending deletion alike, decompressed) hold neither its text nor its
 wrapped data key; another conversation reads as it did, and verify passes.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from goaicore.clients import HistoryReader
+from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.devstack.demo import wait_ready
@@ -61,7 +61,7 @@ def test_after_an_erasure_and_its_window_no_topic_file_holds_the_content(
     kafka: LocalKafka, postgres_url: str, tmp_path: Path
 ) -> None:
     settings = kafka_settings(kafka, postgres_url, tmp_path).with_overrides(
-        master_keys=MasterKeys.generate().to_text(), erasure_window=WINDOW
+        master_keys=MasterKeys.generate().to_text(), erasure_window=WINDOW, intake=True
     )
     ensure_topics(settings)
     with OpenAIServer(responder=ScriptedLLM()) as llm, Replies(settings) as replies:
@@ -70,11 +70,13 @@ def test_after_an_erasure_and_its_window_no_topic_file_holds_the_content(
             wait_ready(worker.url)
             lore = {"kind": "lore", "text": f"{SECRET} sleeps under the mill"}
             assert http("POST", f"{worker.url}/v1/conversations/gone/events", lore)[0] == 201
+            with EventPublisher(settings) as publisher:  # through intake, in the clear there
+                publisher.game_event("gone", f"{SECRET} stirs", "lore")
             for conversation, text in (("gone", f"Tell me about {SECRET}"), ("kept", "Ironbark")):
                 ask = new_chat_request(conversation, text)
                 replies.send(ask)
                 assert replies.wait(ask.request_id).status == ReplyStatus.OK
-            snapshot_when(settings, "gone", lambda s: s.message_count == 3)
+            snapshot_when(settings, "gone", lambda s: s.message_count == 4)
             with TopicKeys(settings) as keys:
                 wrapped = keys.find("gone")
             assert wrapped is not None
@@ -82,6 +84,7 @@ def test_after_an_erasure_and_its_window_no_topic_file_holds_the_content(
             # The scan sees content where it is: compressed snapshots, plain requests.
             assert _holds(_stored(kafka, settings, ".snapshots-"), SECRET.encode())
             assert _holds(_stored(kafka, settings, ".requests-"), SECRET.encode())
+            assert _holds(_stored(kafka, settings, ".intake-"), SECRET.encode())
             assert _holds(before, wrapped.wrapped)
             assert not _holds(_stored(kafka, settings, ".events-"), SECRET.encode())
 
@@ -90,10 +93,13 @@ def test_after_an_erasure_and_its_window_no_topic_file_holds_the_content(
             time.sleep(WINDOW + 1)
             # Records after the window in every partition: Kafka rolls the segments the
             # erased content sits in on such an append, and then compacts or deletes them.
-            for partition in range(settings.partitions):
-                ask = new_chat_request(_conversation_in(partition, settings), "later")
-                replies.send(ask)
-                assert replies.wait(ask.request_id).status == ReplyStatus.OK
+            with EventPublisher(settings) as publisher:
+                for partition in range(settings.partitions):
+                    later = _conversation_in(partition, settings)
+                    publisher.game_event(later, "later")
+                    ask = new_chat_request(later, "later")
+                    replies.send(ask)
+                    assert replies.wait(ask.request_id).status == ReplyStatus.OK
 
             def content_gone() -> bool:
                 stored = _stored(kafka, settings)
@@ -111,7 +117,7 @@ def test_after_an_erasure_and_its_window_no_topic_file_holds_the_content(
         report = verify_log(history, stored, progress=False)
     assert (report.checked, report.differences) == (len(stored), [])
     assert stored["gone"].erased_before is not None
-    assert stored["gone"].message_count == 3
+    assert stored["gone"].message_count == 4
 
 
 def _conversation_in(partition: int, settings: Settings) -> str:

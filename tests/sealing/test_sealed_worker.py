@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
@@ -20,9 +20,7 @@ from goaicore.clients import HistoryOperations, HistoryReader
 from goaicore.clients.history_ops import OperationRefused
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
-from goaicore.devstack.demo import wait_ready
 from goaicore.kafka import ensure_topics
-from goaicore.kafka.connection import partition_for
 from goaicore.records import (
     AssistantTurn,
     GameEvent,
@@ -37,71 +35,24 @@ from goaicore.sealing.keys import MasterKeys
 from goaicore.testing import OpenAIServer
 from tests.brokers import SessionBroker
 from tests.chat_agent.helpers import (
-    ChatWorker,
     Replies,
-    ScriptedLLM,
     http,
-    llm_env,
     snapshot_when,
 )
 from tests.cli import goaicore
 from tests.kafka.helpers import wait_until
 from tests.readme import run_blocks
+from tests.sealing.helpers import start_worker, topic_records
 from tests.store.workers import worker_env
 
 SECRET_TEXT = "the dragon under the mill is called Quetzalfire"
-
-
-@pytest.fixture(scope="module")
-def sealed(kafka_broker: SessionBroker, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    settings = Settings(
-        env={},
-        bootstrap_servers=kafka_broker.bootstrap_servers,
-        broker_profile=kafka_broker.profile,
-        topic_prefix=f"s{uuid.uuid4().hex[:12]}",
-        partitions=3,
-        data_dir=tmp_path_factory.mktemp("sealed"),
-        master_keys=MasterKeys.generate("k1").to_text(),
-    )
-    ensure_topics(settings)
-    return settings
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[OpenAIServer]:
-    with OpenAIServer(responder=ScriptedLLM()) as server:
-        yield server
-
-
-def _start(settings: Settings, llm: OpenAIServer, name: str) -> ChatWorker:
-    worker = ChatWorker(settings, name, **llm_env(llm)).start()
-    wait_ready(worker.url)  # owns its partitions: POST /events is served here
-    return worker
-
-
-def _records(settings: Settings, topic: str, conversation: str) -> list[object]:
-    consumer = KafkaConsumer(bootstrap_servers=settings.require_bootstrap())
-    try:
-        partition = TopicPartition(
-            settings.topic(topic), partition_for(conversation, settings.partitions)
-        )
-        consumer.assign([partition])
-        consumer.seek_to_beginning(partition)
-        end = consumer.end_offsets([partition])[partition]
-        out: list[object] = []
-        while consumer.position(partition) < end:
-            for batch in consumer.poll(timeout_ms=1000).values():
-                out.extend(batch)
-        return [r for r in out if r.key == conversation.encode()]  # type: ignore[attr-defined]
-    finally:
-        consumer.close()
 
 
 def test_a_sealing_worker_keeps_turns_unreadable_in_the_log_and_folds_them_in_the_clear(
     sealed: Settings, llm: OpenAIServer
 ) -> None:
     conversation = f"player-{uuid.uuid4().hex[:8]}"
-    worker = _start(sealed, llm, "first")
+    worker = start_worker(sealed, llm, "first")
     try:
         lore = {"kind": "lore", "text": "Quetzalfire sleeps", "attributes": {"hoard": "gold"}}
         status, posted = http("POST", f"{worker.url}/v1/conversations/{conversation}/events", lore)
@@ -113,7 +64,7 @@ def test_a_sealing_worker_keeps_turns_unreadable_in_the_log_and_folds_them_in_th
     finally:
         worker.stop()
     # A second worker recovers the keys table and seals the next turn under the same key.
-    worker = _start(sealed, llm, "second")
+    worker = start_worker(sealed, llm, "second")
     try:
         with Replies(sealed) as replies:
             again = new_chat_request(conversation, "and its hoard?")
@@ -130,11 +81,11 @@ def test_a_sealing_worker_keeps_turns_unreadable_in_the_log_and_folds_them_in_th
         "and its hoard?",
         "echo: and its hoard?",
     ]
-    [key_record] = _records(sealed, "keys", conversation)
+    [key_record] = topic_records(sealed, "keys", conversation)
     key = decode_key(key_record.value)  # type: ignore[attr-defined]
     assert (key.conversation_id, key.master_key_id) == (conversation, "k1")
 
-    events = _records(sealed, "events", conversation)
+    events = topic_records(sealed, "events", conversation)
     assert len(events) == 5
     for record in events:
         value: bytes = record.value  # type: ignore[attr-defined]
@@ -175,7 +126,7 @@ def test_erasure_destroys_the_key_and_leaves_the_skeleton_and_other_conversation
     sealed: Settings, llm: OpenAIServer
 ) -> None:
     erased_one, kept_one = (f"{name}-{uuid.uuid4().hex[:8]}" for name in ("gone", "kept"))
-    worker = _start(sealed, llm, "erasing")
+    worker = start_worker(sealed, llm, "erasing")
     try:
         with Replies(sealed) as replies:
             for conversation in (erased_one, kept_one):
@@ -209,7 +160,7 @@ def test_erasure_destroys_the_key_and_leaves_the_skeleton_and_other_conversation
         worker.stop()
     assert [m.text for m in after.messages] == ["a fresh start", "echo: a fresh start"]
 
-    [first_key, tombstone, second_key] = _records(sealed, "keys", erased_one)
+    [first_key, tombstone, second_key] = topic_records(sealed, "keys", erased_one)
     assert tombstone.value is None  # type: ignore[attr-defined]
     renewed = decode_key(second_key.value)  # type: ignore[attr-defined]
     assert renewed.after_erasure_offset == answer["offset"]
@@ -236,7 +187,7 @@ def test_erasure_destroys_the_key_and_leaves_the_skeleton_and_other_conversation
     # rebuild would; or a crash before its offsets were committed) keeps the key made
     # after it: the key names the erasure it followed.
     _fold_again_from_the_start(sealed)
-    restarted = _start(sealed, llm, "restarted")
+    restarted = start_worker(sealed, llm, "restarted")
     try:
         with Replies(sealed) as replies:
             ask = new_chat_request(erased_one, "still there?")
@@ -257,7 +208,7 @@ def test_erasure_destroys_the_key_and_leaves_the_skeleton_and_other_conversation
         assert "no events for conversation 'never-seen'" in missing.stderr
     finally:
         restarted.stop()
-    assert len(_records(sealed, "keys", erased_one)) == 3
+    assert len(topic_records(sealed, "keys", erased_one)) == 3
     restarted_log = (sealed.data_dir / "restarted.log").read_text()
     assert f"erased {erased_one!r}: its data key is destroyed" not in restarted_log
     assert f"erased {kept_one!r}: its data key is destroyed" in restarted_log
@@ -286,7 +237,7 @@ def test_the_readme_example_runs_as_written(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    worker = _start(sealed, llm, "readme")
+    worker = start_worker(sealed, llm, "readme")
     try:
         section = "Erasure: content unreadable, the audit trail kept"
         assert run_blocks(section, worker_env(sealed), monkeypatch) == 1
@@ -314,8 +265,12 @@ def test_a_rotated_master_key_wraps_every_key_again_and_the_old_one_can_go(
     conversation = "rotated"
     both = MasterKeys((*new, *old))  # the new key first: it wraps; both open
 
+    def latest_master_key() -> str:
+        latest: Any = topic_records(settings, "keys", conversation)[-1]
+        return decode_key(latest.value).master_key_id
+
     def turn(keys: MasterKeys, name: str, text: str) -> None:
-        worker = _start(settings.with_overrides(master_keys=keys.to_text()), llm, name)
+        worker = start_worker(settings.with_overrides(master_keys=keys.to_text()), llm, name)
         try:
             with Replies(settings) as replies:
                 ask = new_chat_request(conversation, text)
@@ -323,10 +278,7 @@ def test_a_rotated_master_key_wraps_every_key_again_and_the_old_one_can_go(
                 assert replies.wait(ask.request_id).text == f"echo: {text}"
             if keys is both:
                 wait_until(
-                    lambda: (
-                        decode_key(_records(settings, "keys", conversation)[-1].value).master_key_id  # type: ignore[attr-defined]
-                        == "new"
-                    ),
+                    lambda: latest_master_key() == "new",
                     timeout=60,
                     what="the key wrapped again under the new master key",
                 )
@@ -342,6 +294,6 @@ def test_a_rotated_master_key_wraps_every_key_again_and_the_old_one_can_go(
         texts = [e.body.text for e in history.events(conversation)]  # type: ignore[union-attr]
     assert texts[0] == "sealed under the old master key"
     assert texts[-1] == "echo: the old one gone"
-    written = [decode_key(r.value) for r in _records(settings, "keys", conversation)]  # type: ignore[attr-defined]
+    written = [decode_key(r.value) for r in topic_records(settings, "keys", conversation)]  # type: ignore[attr-defined]
     assert [k.master_key_id for k in written] == ["old", "new"]
     assert len({k.key_id for k in written}) == 1  # the same data key, wrapped again

@@ -6,7 +6,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
 from goaicore.clients.aio.connection import start_producer
-from goaicore.clients.publisher import TopicPosition, event_record, game_event_body, position_of
+from goaicore.clients.publisher import (
+    TopicPosition,
+    event_record,
+    game_event_body,
+    position_of,
+    publish_topic,
+)
 from goaicore.config import Settings
 from goaicore.errors import client_errors
 from goaicore.lifecycle import AsyncRunning
@@ -27,7 +33,7 @@ class AsyncEventPublisher(AsyncRunning):
     def __init__(self, settings: Settings | None = None, source: str = "publisher") -> None:
         self.settings = settings or Settings()
         self.source = source
-        self.topic = self.settings.topic("events")
+        self.topic = publish_topic(self.settings)
         self._producer: Any = None
 
     async def start(self) -> Self:

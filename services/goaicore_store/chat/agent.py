@@ -175,18 +175,29 @@ class ChatAgent:
     async def _read_your_writes(self, request: ChatRequest, partition: int, key: bytes) -> None:
         metrics = self.store.metrics
         started = time.perf_counter()
-        high = await self.services.watermarks.get(partition)
-        caught_up = await self.store.progress.wait_applied(
-            partition, high, lambda: self.store.table.get(key), self.services.read_wait
-        )
+        patience = self.services.read_wait
+        caught_up, topic, high = True, "intake", 0
+        intake = self.services.intake_watermarks
+        if intake is not None:  # what publishers wrote before the request, sealed first
+            high = await intake.get(partition)
+            caught_up = await self.store.intake_progress.wait_applied(
+                partition, high, lambda: None, patience
+            )
+            patience = max(0.0, patience - (time.perf_counter() - started))
+        if caught_up:
+            topic, high = "events", await self.services.watermarks.get(partition)
+            caught_up = await self.store.progress.wait_applied(
+                partition, high, lambda: self.store.table.get(key), patience
+            )
         metrics.read_waits.inc()
         metrics.read_wait_seconds.observe(time.perf_counter() - started)
         if not caught_up:
             metrics.read_timeouts.inc()
             log.warning(
-                "request %s: events[%d] not folded up to %d after %.1f s; answering with the "
+                "request %s: %s[%d] not taken in up to %d after %.1f s; answering with the "
                 "snapshot as it is (GOAICORE_READ_WAIT)",
                 request.request_id,
+                topic,
                 partition,
                 high,
                 self.services.read_wait,

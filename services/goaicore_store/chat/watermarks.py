@@ -6,7 +6,9 @@ partition (the topics are co-partitioned: same partition number), then waits
 until the fold agent of this worker has consumed that partition up to it, or
 the conversation's snapshot has applied the offset before it. Everything
 published before the request (an event, the previous turn) is then in the
-history the turn sends.
+history the turn sends. Where publishers write to ``intake`` the wait starts with
+the intake: until this worker has sealed its partition up to its end into
+``events``, whose end is asked after that.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ class _PartitionQuery:
 
 
 class HighWatermarks:
-    """The current end of ``events`` partitions, asked of the broker.
+    """The current end of ``events`` (or ``intake``) partitions, asked of the broker.
 
     With Apache Kafka the end-offset answer (ListOffsets) is exact. The embedded
     broker's can be too low (``goaicore.kafka.profile``), so under its profile the end is taken
@@ -100,9 +102,9 @@ class HighWatermarks:
     asked after theirs began.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, name: str = "events") -> None:
         self.settings = settings
-        self.topic = settings.topic("events")
+        self.topic = settings.topic(name)
         self.trust_end_offsets = client_profile(settings).trust_end_offsets
         self._consumer: Any = None
         self._queries: dict[int, _PartitionQuery] = defaultdict(_PartitionQuery)

@@ -1,0 +1,130 @@
+"""Publishers without a key write to ``intake``; the owning worker seals into ``events``.
+
+On Apache Kafka with a sealing worker: events from EventPublisher, AsyncEventPublisher,
+``goaicore publish-event`` and the history operations reach ``events`` sealed only; a
+chat request sent after a published event sees it; a record that is not an event
+becomes a dead letter and the worker goes on; replay and verify agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from kafka import KafkaProducer
+
+from goaicore.clients import AsyncEventPublisher, EventPublisher, HistoryOperations, HistoryReader
+from goaicore.clients.deadletter import DeadLetter
+from goaicore.clients.history_ops import OperationRefused
+from goaicore.clients.publisher import event_record
+from goaicore.clients.snapshots import SnapshotReader
+from goaicore.config import Settings
+from goaicore.records import GameEvent, ReplyStatus, new_chat_request
+from goaicore.records.avro.api import decode_event
+from goaicore.records.validation import InvalidInputError
+from goaicore.replay.verify import verify_log
+from goaicore.testing import OpenAIServer
+from tests.chat_agent.helpers import Replies, snapshot_when
+from tests.cli import goaicore
+from tests.sealing.helpers import start_worker, topic_records
+
+LORE = "Quetzalfire sleeps under the mill"
+
+
+def test_published_events_reach_the_log_sealed_by_the_worker_that_owns_them(
+    sealed: Settings, llm: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conversation = f"intake-{uuid.uuid4().hex[:8]}"
+    worker = start_worker(sealed, llm, "intake")
+    try:
+        with EventPublisher(sealed) as publisher:
+            position = publisher.game_event(conversation, LORE, "lore", {"hoard": "gold"})
+        assert position.topic == sealed.topic("intake")
+        # Sent right after: the worker seals its intake up to the end before the turn.
+        with Replies(sealed) as replies:
+            ask = new_chat_request(conversation, "What sleeps under the mill?")
+            replies.send(ask)
+            assert replies.wait(ask.request_id).status == ReplyStatus.OK
+        snapshot = snapshot_when(sealed, conversation, lambda s: s.message_count == 3)
+        assert [m.text for m in snapshot.messages] == [
+            LORE,
+            "What sleeps under the mill?",
+            "echo: What sleeps under the mill?",
+        ]
+
+        # A record that is no event: a dead letter, and the worker seals what follows.
+        with KafkaProducer(bootstrap_servers=sealed.require_bootstrap()) as raw:
+            raw.send(sealed.topic("intake"), key=conversation.encode(), value=b"not avro")
+            raw.flush()
+
+        async def publish_async() -> None:
+            async with AsyncEventPublisher(sealed) as publisher:
+                where = await publisher.user_message(conversation, "Quetzalfire? Truly?")
+                assert where.topic == sealed.topic("intake")
+
+        asyncio.run(publish_async())
+        monkeypatch.setenv("GOAICORE_INTAKE", "on")  # a game service: no master key
+        cli = goaicore(sealed, "publish-event", conversation, "Quetzalfire woke", "--kind", "lore")
+        assert cli.returncode == 0, cli.stderr
+        assert "intake[" in cli.stdout
+        assert "seals it into the log" in cli.stdout
+        snapshot_when(sealed, conversation, lambda s: s.message_count == 5)
+
+        with HistoryOperations(sealed) as ops:
+            titled = ops.set_metadata(conversation, title="Quetzalfire's lair")
+            first_offset = snapshot.last_position.offset - 2  # type: ignore[union-attr]
+            rewound = ops.rewind(conversation, first_offset)
+        assert titled.topic == rewound.position.topic == sealed.topic("events")
+        after = snapshot_when(sealed, conversation, lambda s: len(s.messages) == 1)
+    finally:
+        worker.stop()
+    assert [m.text for m in after.messages] == [LORE]
+    assert after.title == "Quetzalfire's lair"
+
+    events = topic_records(sealed, "events", conversation)
+    assert len(events) == 7
+    stored = [decode_event(r.value) for r in events]  # type: ignore[attr-defined]
+    assert all(e.sealed is not None for e in stored)
+    assert not any(b"Quetzalfire" in r.value or b"hoard" in r.value for r in events)  # type: ignore[attr-defined]
+    assert [(r.offset, e.event_id) for r, e in zip(events, stored, strict=True)][-2:] == [  # type: ignore[attr-defined]
+        (titled.offset, stored[-2].event_id),
+        (rewound.position.offset, stored[-1].event_id),
+    ]
+    intake = topic_records(sealed, "intake", conversation)
+    assert len(intake) == 6  # the bad record too; in the clear until the window expires it
+    assert b"Quetzalfire" in intake[0].value  # type: ignore[attr-defined]
+
+    [letter] = [
+        DeadLetter.from_record(r) for r in topic_records(sealed, "dead-letters", conversation)
+    ]
+    assert (letter.topic, letter.offset) == (sealed.topic("intake"), intake[1].offset)  # type: ignore[attr-defined]
+    assert letter.value == b"not avro"
+
+    with HistoryReader(sealed) as history:
+        assert isinstance(next(history.events(conversation)).body, GameEvent)
+        with SnapshotReader(sealed) as snapshots:
+            latest = snapshots.get(conversation)
+        assert latest is not None
+        report = verify_log(history, {conversation: latest}, progress=False)
+    assert report.differences == []
+
+
+def test_a_history_operation_says_when_no_worker_seals_its_event(sealed: Settings) -> None:
+    conversation = f"unsealed-{uuid.uuid4().hex[:8]}"
+    with (
+        HistoryOperations(sealed.with_overrides(read_wait=0.5)) as ops,
+        pytest.raises(OperationRefused, match="no store worker sealed it") as refused,
+    ):
+        ops.set_metadata(conversation, title="waits for a worker")
+    assert f"{sealed.topic('intake')}[" in str(refused.value)
+    assert len(topic_records(sealed, "intake", conversation)) == 1  # sealed once one runs
+
+
+def test_publishers_leave_room_for_the_seal(sealed: Settings) -> None:
+    small = sealed.with_overrides(max_record_bytes=65_536)
+    text = "x" * 65_400  # fits the limit alone, not with the seal beside it
+    direct = small.with_overrides(intake=False)
+    assert len(event_record(direct, "test", "room", GameEvent(kind="k", text=text))[1]) < 65_536
+    with pytest.raises(InvalidInputError, match="event is"):
+        event_record(small, "test", "room", GameEvent(kind="k", text=text))
