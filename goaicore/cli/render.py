@@ -107,7 +107,7 @@ def describe(record: Record) -> str:
 
 def print_report(report: VerifyReport, *, against_db: bool = False, as_json: bool = False) -> int:
     """Print a verify report, one line a finding (or as JSON), and return the exit status
-    (1: different)."""
+    (1: different, or content unreadable without an erasure)."""
     if as_json:
         print_json(
             {
@@ -118,9 +118,10 @@ def print_report(report: VerifyReport, *, against_db: bool = False, as_json: boo
                 "differences": report.differences,
                 "pending": report.pending,
                 "unknown": report.unknown,
+                "unreadable": report.unreadable,
             }
         )
-        return 1 if report.differences else 0
+        return 1 if report.differences or report.unreadable else 0
     replayed = "refolded" if against_db else "replayed"
     for diff in report.differences:
         print(
@@ -132,6 +133,12 @@ def print_report(report: VerifyReport, *, against_db: bool = False, as_json: boo
     missing = "no events of it are stored" if against_db else "the log has no events of it"
     for conversation_id in report.unknown:
         print(f"NO EVENTS {conversation_id}: {missing}, so no snapshot to verify")
+    for conversation_id, offsets in report.unreadable.items():
+        print(
+            f"UNREADABLE {conversation_id}: {len(offsets)} sealed events (from offset "
+            f"{offsets[0]}) do not open and no erasure covers them: their data key is missing "
+            "without an erasure, or GOAICORE_MASTER_KEYS lacks the master key it was wrapped in"
+        )
     checked = (
         f"{report.checked} stored snapshots against the stored events"
         if against_db
@@ -139,8 +146,9 @@ def print_report(report: VerifyReport, *, against_db: bool = False, as_json: boo
     )
     pending = f", {len(report.pending)} pending" if against_db else ""
     unknown = f", {len(report.unknown)} without events" if report.unknown else ""
+    unreadable = f", {len(report.unreadable)} unreadable" if report.unreadable else ""
     print(
         f"verified {checked}: {report.equal} equal, {len(report.different)} different"
-        f"{pending}{unknown}"
+        f"{pending}{unknown}{unreadable}"
     )
-    return 1 if report.differences else 0
+    return 1 if report.differences or report.unreadable else 0

@@ -56,6 +56,9 @@ class VerifyReport:
     """Conversations whose snapshot has applied events the source has not got yet."""
     unknown: list[str] = field(default_factory=list)
     """Conversations named that have no events at all."""
+    unreadable: dict[str, list[int]] = field(default_factory=dict)
+    """Offsets of sealed events that could not be opened and that no erasure covers, by
+    conversation: a data key lost without an erasure, or a master key not held here."""
 
     @property
     def different(self) -> set[str]:
@@ -90,6 +93,7 @@ def verify_log(
     until = {key: _last_position(stored.get(c)) for key, c in keys.items()}
     policies = {key: timeline_of(s) for key, c in keys.items() if (s := stored.get(c))}
     replayed: dict[bytes, ConversationSnapshot] = {}
+    unopened: dict[bytes, list[int]] = {}
 
     def wanted_records() -> Iterator[LogRecord]:
         for record in reader.all_records(progress):
@@ -104,8 +108,16 @@ def verify_log(
         if isinstance(outcome, Rejected):
             reader.skip(outcome.record, outcome.reason, outcome.detail)
         else:
-            replayed[outcome.event.conversation_id.encode()] = outcome.snapshot
+            key = outcome.event.conversation_id.encode()
+            replayed[key] = outcome.snapshot
+            if outcome.event.sealed is not None and outcome.changed:  # not opened here
+                unopened.setdefault(key, []).append(outcome.record.position.offset)
     report = VerifyReport()
+    for key, offsets in unopened.items():
+        erased = replayed[key].erased_before
+        lost = [o for o in offsets if erased is None or o > erased.offset]
+        if lost:
+            report.unreadable[keys[key]] = lost
     for key, conversation_id in keys.items():
         snapshot = stored.get(conversation_id)
         if snapshot is not None:

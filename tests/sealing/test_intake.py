@@ -128,3 +128,37 @@ def test_publishers_leave_room_for_the_seal(sealed: Settings) -> None:
     assert len(event_record(direct, "test", "room", GameEvent(kind="k", text=text))[1]) < 65_536
     with pytest.raises(InvalidInputError, match="event is"):
         event_record(small, "test", "room", GameEvent(kind="k", text=text))
+
+
+def test_verify_reports_content_whose_key_is_missing_without_an_erasure(
+    sealed: Settings, llm: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lost, erased = (f"{name}-{uuid.uuid4().hex[:8]}" for name in ("lost", "erased"))
+    worker = start_worker(sealed, llm, "keys-lost")
+    try:
+        with EventPublisher(sealed) as publisher:
+            for conversation in (lost, erased):
+                publisher.game_event(conversation, LORE)
+        for conversation in (lost, erased):
+            snapshot_when(sealed, conversation, lambda s: s.message_count == 1)
+        with HistoryOperations(sealed) as ops:
+            assert ops.erase(erased).key_destroyed
+    finally:
+        worker.stop()
+    # The key of ``lost`` goes without an erasure (a topic restored without it, say).
+    with KafkaProducer(bootstrap_servers=sealed.require_bootstrap()) as raw:
+        raw.send(sealed.topic("keys"), key=lost.encode(), value=None)
+        raw.flush()
+
+    monkeypatch.setenv("GOAICORE_MASTER_KEYS", sealed.master_keys or "")
+    checked = goaicore(sealed, "verify", lost, erased)
+    assert checked.returncode == 1, checked.stderr
+    [offset] = [r.offset for r in topic_records(sealed, "events", lost)]  # type: ignore[attr-defined]
+    assert (
+        f"UNREADABLE {lost}: 1 sealed events (from offset {offset}) do not open" in checked.stdout
+    )
+    assert f"UNREADABLE {erased}" not in checked.stdout  # its erasure explains it
+    assert (
+        checked.stdout.splitlines()[-1]
+        == "verified 2 snapshots: 1 equal, 1 different, 1 unreadable"
+    )

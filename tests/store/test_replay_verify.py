@@ -107,6 +107,7 @@ def test_verify_reports_a_wrong_snapshot_and_a_conversation_without_events(
         ],
         "pending": [],
         "unknown": ["nobody"],
+        "unreadable": {},
     }
 
 
