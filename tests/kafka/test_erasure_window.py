@@ -6,7 +6,8 @@ topic (sealed), the intake, requests and replies topics, the snapshots topic and
 replies table's changelog (in the clear, compressed). After ``erase``, once the window has
 passed and later records land in every partition, the broker's own log files (active,
 cleaned and pending deletion alike, decompressed) hold neither its text nor its
-wrapped data key; another conversation reads as it did, and verify passes.
+wrapped data key, and no table of the PostgreSQL projection holds its text; another
+conversation reads as it did, and verify passes.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import Replies, ScriptedLLM, http, snapshot_when
 from tests.kafka.helpers import chat_worker, kafka_settings, wait_until
 from tests.kafka_segments import partition_files, stored_records
+from tests.projector.helpers import project, query
 
 pytestmark = [pytest.mark.apache_kafka, pytest.mark.timeout(600)]
 
@@ -87,6 +89,12 @@ def test_after_an_erasure_and_its_window_no_topic_file_holds_the_content(
             assert _holds(_stored(kafka, settings, ".intake-"), SECRET.encode())
             assert _holds(before, wrapped.wrapped)
             assert not _holds(_stored(kafka, settings, ".events-"), SECRET.encode())
+            project(settings)
+            assert _tables_holding(settings, SECRET) >= {
+                "conversation_events",
+                "chat_replies",
+                "conversation_snapshots",
+            }
 
             status, erased = http("POST", f"{worker.url}/v1/conversations/gone/erase", {})
             assert (status, erased["key_destroyed"]) == (200, True)
@@ -108,6 +116,13 @@ def test_after_an_erasure_and_its_window_no_topic_file_holds_the_content(
             wait_until(content_gone, timeout=120, what="the erased content off the disk", poll=1)
         finally:
             worker.stop()
+    project(settings)
+    assert _tables_holding(settings, SECRET) == set()
+    assert _tables_holding(settings, "Ironbark") >= {
+        "conversation_events",
+        "chat_replies",
+        "conversation_snapshots",
+    }
 
     with HistoryReader(settings) as history:
         assert [e.body.text for e in history.events("kept")] == ["Ironbark", "echo: Ironbark"]  # type: ignore[union-attr]
@@ -118,6 +133,23 @@ def test_after_an_erasure_and_its_window_no_topic_file_holds_the_content(
     assert (report.checked, report.differences) == (len(stored), [])
     assert stored["gone"].erased_before is not None
     assert stored["gone"].message_count == 4
+
+
+def _tables_holding(settings: Settings, text: str) -> set[str]:
+    """The projection's tables with a row that holds ``text`` anywhere."""
+    tables = query(
+        settings,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+        settings.db_schema,
+    )
+    schema = settings.db_schema
+    return {
+        table
+        for (table,) in tables
+        if query(
+            settings, f'SELECT 1 FROM "{schema}"."{table}" t WHERE t::text LIKE %s', f"%{text}%"
+        )
+    }
 
 
 def _conversation_in(partition: int, settings: Settings) -> str:
