@@ -528,7 +528,9 @@ class Settings:
             value = getattr(self, name)
             if value is None or value == ():
                 continue
-            if name not in ALWAYS_PASSED and value == getattr(defaults, name):
+            # The intake's default follows the master keys (passed when set).
+            default = self.master_keys is not None if name == "intake" else getattr(defaults, name)
+            if name not in ALWAYS_PASSED and value == default:
                 continue
             out[variable] = ",".join(value) if isinstance(value, tuple) else str(value)
         return out

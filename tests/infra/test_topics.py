@@ -19,12 +19,10 @@ def _partition_counts(settings: Settings) -> dict[str, int]:
         admin.close()
 
 
-def test_creates_the_six_topics_under_the_prefix(settings: Settings) -> None:
+def test_creates_every_topic_under_the_prefix(settings: Settings) -> None:
     statuses = ensure_topics(settings)
-    expected = {
-        f"{settings.topic_prefix}.{name}"
-        for name in ("events", "snapshots", "keys", "requests", "replies", "dead-letters")
-    }
+    names = ("events", "snapshots", "keys", "intake", "requests", "replies", "dead-letters")
+    expected = {f"{settings.topic_prefix}.{name}" for name in names}
     assert {s.name for s in statuses} == expected
     assert all(s.action == "created" for s in statuses)
     assert _partition_counts(settings) == dict.fromkeys(expected, 3)
