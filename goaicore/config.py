@@ -451,7 +451,8 @@ class Settings:
     log_format: LogFormat = FROM_ENVIRONMENT
     http_tokens: tuple[str, ...] = field(default=FROM_ENVIRONMENT, repr=False)
     master_keys: str | None = field(default=None, repr=False)
-    intake: bool = FROM_ENVIRONMENT
+    intake_override: bool | None = None
+    """GOAICORE_INTAKE; None: :attr:`intake` follows the master keys."""
     erasure_window: float = FROM_ENVIRONMENT
     data_dir: Path = FROM_ENVIRONMENT
     env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
@@ -475,6 +476,14 @@ class Settings:
         for name, value in resolved.items():
             object.__setattr__(self, name, value)
         object.__setattr__(self, "env", None)
+
+    @property
+    def intake(self) -> bool:
+        """Whether publishers write to ``intake`` for the workers to seal: GOAICORE_INTAKE,
+        else on wherever master keys are set (so also after ``with_overrides``)."""
+        if self.intake_override is not None:
+            return self.intake_override
+        return self.master_keys is not None
 
     @property
     def embedded_broker(self) -> bool:
@@ -528,9 +537,7 @@ class Settings:
             value = getattr(self, name)
             if value is None or value == ():
                 continue
-            # The intake's default follows the master keys (passed when set).
-            default = self.master_keys is not None if name == "intake" else getattr(defaults, name)
-            if name not in ALWAYS_PASSED and value == default:
+            if name not in ALWAYS_PASSED and value == getattr(defaults, name):
                 continue
             out[variable] = ",".join(value) if isinstance(value, tuple) else str(value)
         return out
@@ -571,7 +578,7 @@ FIELD_VARIABLES: Mapping[str, str] = {
     "log_format": "GOAICORE_LOG_FORMAT",
     "http_tokens": "GOAICORE_HTTP_TOKENS",
     "master_keys": "GOAICORE_MASTER_KEYS",
-    "intake": "GOAICORE_INTAKE",
+    "intake_override": "GOAICORE_INTAKE",
     "erasure_window": "GOAICORE_ERASURE_WINDOW",
     "data_dir": "GOAICORE_DATA_DIR",
 }
@@ -693,7 +700,7 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     if out["db_schema"] is None:
         out["db_schema"] = "public"
     out["broker_profile"] = profile or "standard"
-    out["intake"] = pick("intake", "GOAICORE_INTAKE", _parse_switch, out["master_keys"] is not None)
+    out["intake_override"] = pick("intake_override", "GOAICORE_INTAKE", _parse_switch)
     out.update(_resolve_kafka_security(given, env, dev_broker))
     return out
 

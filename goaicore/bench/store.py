@@ -74,6 +74,7 @@ SHORT = "store worker, conversations holding up to 100 events"
 LONG = "store worker, conversations holding 900 to 1,000 events"
 VERIFY = "verify: every snapshot against one read of the log"
 SEALED = "store worker, every event sealed (GOAICORE_MASTER_KEYS)"
+INTAKE = "store worker, events published to intake and sealed by it (GOAICORE_INTAKE)"
 
 
 @dataclass(frozen=True)
@@ -321,7 +322,10 @@ class _Run:
         """The store worker's rate over ``events`` sealed under their conversations' keys,
         the keys on the keys topic before the worker starts (as it would have made them)."""
         masters = MasterKeys.generate("bench")
-        settings = self.settings().with_overrides(master_keys=masters.to_text())
+        settings = self.settings().with_overrides(
+            master_keys=masters.to_text(),
+            intake_override=False,  # sealed here: straight in
+        )
         keys = {c: DataKey.generate() for c in dict.fromkeys(e.conversation_id for e in events)}
         producer = make_producer(settings)
         try:
@@ -333,6 +337,14 @@ class _Run:
             producer.close()
         sealed = [seal_event(e, keys[e.conversation_id]) for e in events]
         return len(sealed) / max(_timed(WORKER_PROCESS, settings, sealed), 1e-3)
+
+    def intake_rate(self, events: Sequence[ConversationEvent]) -> float:
+        """The store worker's rate over ``events`` published to ``intake``: it makes each
+        conversation's key, seals every event into ``events``, and folds it. Only the
+        worker writes ``events`` here, so an event's offset there is its intake offset."""
+        masters = MasterKeys.generate("bench").to_text()
+        settings = self.settings().with_overrides(master_keys=masters)
+        return len(events) / max(_timed(WORKER_PROCESS, settings, events), 1e-3)
 
     def median_rate(
         self,
@@ -376,6 +388,7 @@ def store(broker: LocalBroker) -> list[Measurement]:
             rows.append(row(WORKER, rate, shape.params, baseline=CHANGELOG, also_versus=versus))
             if shape == first:
                 rows.append(row(SEALED, run.sealed_rate(events), shape.params, baseline=WORKER))
+                rows.append(row(INTAKE, run.intake_rate(events), shape.params, baseline=WORKER))
         step = LENGTH_STEP.params
         short = _events(LENGTH_STEP)
         rows.append(row(SHORT, run.median_rate(WORKER_PROCESS, short), step))

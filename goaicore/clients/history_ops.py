@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from goaicore.clients.publisher import EventPublisher, TopicPosition
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
+from goaicore.errors import GoaicoreError
 from goaicore.fold.carried import history_problem
 from goaicore.fold.fold import refusal
 from goaicore.fold.metadata import metadata_problem
@@ -65,6 +66,11 @@ class ConversationNotFound(InvalidInputError):
 class OperationRefused(InvalidInputError):
     """The conversation's state does not allow the operation (deleted, nothing to undo,
     a point inside a tool chain, a fork target that has events), or the fold refused it."""
+
+
+class OperationPending(GoaicoreError):
+    """The operation's event is on ``intake`` but no store worker sealed it into ``events``
+    in time: it takes effect when one does (do not repeat it); the message says where."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,8 @@ class HistoryOperations(Closing):
         self._reader = HistoryReader(self.settings)
         self._snapshots = SnapshotReader(self.settings)
         self._publisher = EventPublisher(self.settings, source=SOURCE)
+        self._intake: EventPublisher | None = None  # for sealed conversations, intake off
+        self._topic_keys: TopicKeys | None = None
 
     def rewind(self, conversation_id: str, until_offset: int, reason: str = "rewind") -> Rewound:
         """Make the history what it was after the event at ``until_offset`` (-1: empty)."""
@@ -200,7 +208,7 @@ class HistoryOperations(Closing):
             messages=then.messages if then else (),
             summary=then.summary if then else None,
         )
-        position = self._append(new_id, body, self._policy(new_id))
+        position = self._append(new_id, body, self._policy(new_id), related=(source_id,))
         return Forked(position, scan.partition, until, len(body.messages))
 
     def set_metadata(
@@ -258,7 +266,8 @@ class HistoryOperations(Closing):
         forks = self.forks_of(conversation_id) if name_forks else ()
         with TopicKeys(self.settings) as keys:
             had_key = keys.find(conversation_id) is not None
-            position = self._append(conversation_id, ConversationErased(reason=reason), policy)
+            erasure = ConversationErased(reason=reason)
+            position = self._append(conversation_id, erasure, policy, wait=timeout)
             if not had_key:
                 return Erased(position, key_destroyed=False, forks=forks)
             deadline = time.monotonic() + timeout
@@ -309,6 +318,10 @@ class HistoryOperations(Closing):
         self._reader.close()
         self._snapshots.close()
         self._publisher.close()
+        if self._intake is not None:
+            self._intake.close()
+        if self._topic_keys is not None:
+            self._topic_keys.close()
 
     def _policy(self, conversation_id: str) -> PolicyTimeline:
         """The bounds the worker folded this conversation under (its stored snapshot's)."""
@@ -421,19 +434,25 @@ class HistoryOperations(Closing):
         )
 
     def _append(
-        self, conversation_id: str, body: EventBody, policy: PolicyTimeline
+        self,
+        conversation_id: str,
+        body: EventBody,
+        policy: PolicyTimeline,
+        related: tuple[str, ...] = (),
+        wait: float | None = None,
     ) -> TopicPosition:
         """Append ``body``, then fold the log up to it: refused if the fold did not apply it.
 
-        Through ``intake`` (GOAICORE_INTAKE), the event's place in ``events`` is where the
-        worker sealed it: the log is read again until it is there, for ``read_wait``
-        (at least a second).
+        Through ``intake`` (GOAICORE_INTAKE, or a conversation here or in ``related``
+        with a data key: its workers seal), the event's place in ``events`` is where the
+        worker sealed it: the log is read again until it is there, for ``wait`` seconds
+        (``read_wait``, at least a second, unless given).
         """
         event = new_event(conversation_id, body, source=SOURCE)
-        position = self._publisher.publish(conversation_id, event)
+        position = self._publisher_for((conversation_id, *related)).publish(conversation_id, event)
         direct = position.topic == self._reader.topic
-        wait = max(self.settings.read_wait, 1.0)
-        deadline = time.monotonic() + wait
+        patience = wait if wait is not None else max(self.settings.read_wait, 1.0)
+        deadline = time.monotonic() + patience
         while True:
             until = position.offset if direct else None
             found = self._fold_to(conversation_id, event, policy, until)
@@ -442,12 +461,29 @@ class HistoryOperations(Closing):
             if direct:
                 return position
             if time.monotonic() > deadline:
-                raise OperationRefused(
+                raise OperationPending(
                     f"appended to {position}, but no store worker sealed it into "
-                    f"{self._reader.topic} within {wait:.0f} s: is a store worker running? "
-                    "The event is sealed and applied once one is"
+                    f"{self._reader.topic} within {patience:.0f} s: is one running? It takes "
+                    "effect once one does; do not repeat it"
                 )
             time.sleep(0.1)
+
+    def _publisher_for(self, conversations: Iterable[str]) -> EventPublisher:
+        """The intake's publisher where the workers seal (GOAICORE_INTAKE, or one of
+        ``conversations`` has a data key): never the clear log for sealed content."""
+        if self.settings.intake:
+            return self._publisher
+        if self._topic_keys is None:
+            self._topic_keys = TopicKeys(self.settings)
+        keys = self._topic_keys
+        for conversation_id in conversations:
+            keys.refresh(conversation_id)  # read on: a key may have been made since
+        if not any(c in keys.stored for c in conversations):
+            return self._publisher
+        if self._intake is None:
+            intake = self.settings.with_overrides(intake_override=True)
+            self._intake = EventPublisher(intake, source=SOURCE)
+        return self._intake
 
     def _fold_to(
         self,

@@ -7,10 +7,12 @@ that owns the conversation, the one writer of its key, seals each event and
 appends it to ``events``, then acknowledges the intake records. A crash in
 between appends an event twice: the fold takes an event id once.
 
-A record that is not an event of its key's conversation becomes a dead letter
-with the reason, as in the fold; an event already sealed goes on as it is, and so
-does an erasure: it holds no content, and sealing it under the key it destroys
-would leave the audit trail unable to say why the content went.
+A record that is not an event of its key's conversation, or that sits in another
+partition than its conversation's (its key would then have two writers), becomes a
+dead letter with the reason, as in the fold. An event already sealed goes on as it
+is, and so does an erasure: it holds no content, and sealing it under the key it
+destroys would leave the audit trail unable to say why the content went. What is
+sealed after an erasure is sealed under a key made after it (``ConversationKeys``).
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from goaicore.fold.admission import Unfoldable, admit
+from goaicore.kafka.connection import partition_for
 from goaicore.records import ConversationErased, ConversationEvent
 from goaicore.records.avro.api import encode_event
+from goaicore.records.avro.errors import EncodeError
 from goaicore.sealing.records import seal_event
 
 if TYPE_CHECKING:
@@ -40,14 +44,19 @@ async def seal_batch(store: StoreApp, messages: Sequence[Any]) -> None:
     sent: list[Any] = []
     for message in messages:
         consumed[message.partition] = max(consumed.get(message.partition, 0), message.offset + 1)
-        value = await sealed_value(store, message)
-        if value is not None:
-            headers = message.headers  # the publisher's trace context goes on
-            if isinstance(headers, Mapping):
-                headers = list(headers.items())
-            sent.append(
-                await store.events.send(key=message.key, value=value, headers=headers or None)
-            )
+        taken = await _taken(store, message)
+        if taken is None:
+            continue
+        event, value = taken
+        headers = message.headers  # the publisher's trace context goes on
+        if isinstance(headers, Mapping):
+            headers = list(headers.items())
+        delivery = await store.events.send(key=message.key, value=value, headers=headers or None)
+        if isinstance(event.body, ConversationErased) and store.keys.sealing:
+            # Where it landed, before anything after it of this conversation is sealed.
+            landed = await delivery
+            store.keys.erasure_appended(event.conversation_id, landed.offset)
+        sent.append(delivery)
     for delivery in sent:
         await delivery  # on the broker before the intake offsets are acknowledged
     await store.intake_progress.advance(consumed)  # read-your-writes waits on this
@@ -55,15 +64,31 @@ async def seal_batch(store: StoreApp, messages: Sequence[Any]) -> None:
     store.metrics.intake_batch_seconds.observe(time.perf_counter() - started)
 
 
-async def sealed_value(store: StoreApp, message: Any) -> bytes | None:
-    """What ``events`` gets for an intake record; None when it became a dead letter."""
+async def _taken(store: StoreApp, message: Any) -> tuple[ConversationEvent, bytes] | None:
+    """The event an intake record holds and what ``events`` gets for it; None when it
+    became a dead letter."""
     event = admit(message.key, message.value)
     if isinstance(event, Unfoldable):
         await store.dead_letter(message, event.reason, event.detail, force=False)
         return None
+    owner = partition_for(event.conversation_id, store.settings.partitions)
+    if owner != message.partition:
+        await store.dead_letter(
+            message,
+            "wrong-partition",
+            f"in partition {message.partition}, but its conversation's is {owner} "
+            "(publish keyed by conversation id, with Kafka's default partitioner)",
+            force=False,
+        )
+        return None
     if event.sealed is not None or not store.keys.sealing or _audit_only(event):
-        return bytes(message.value)
-    value = encode_event(seal_event(event, await store.keys.key_for(event.conversation_id)))
+        return event, bytes(message.value)
+    key = await store.keys.key_for(event.conversation_id)
+    try:
+        value = encode_event(seal_event(event, key))
+    except (EncodeError, ValueError) as err:
+        await store.dead_letter(message, "seal-failed", f"{type(err).__name__}: {err}", False)
+        return None
     limit = store.settings.max_record_bytes
     if len(value) > limit:
         await store.dead_letter(
@@ -74,7 +99,7 @@ async def sealed_value(store: StoreApp, message: Any) -> bytes | None:
             force=False,
         )
         return None
-    return value
+    return event, value
 
 
 def _audit_only(event: ConversationEvent) -> bool:

@@ -11,7 +11,9 @@ Folding an erasure destroys the key made before it (a tombstone). A key records 
 erasure it was made after, so reading the log a second time (after a crash, or a
 rebuild) never destroys the key of the content that followed. Making, destroying and
 wrapping again (master key rotation) a conversation's key take turns under one lock
-per conversation.
+per conversation. An erasure this worker appended itself (from the intake) counts from
+the moment it is on the log, before the fold reaches it: what is sealed after it is
+sealed under a key made after it, which the erasure does not destroy.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class ConversationKeys:
         self._erased_before = erased_before
         self._ring = KeyRing(masters, self.stored) if masters is not None else None
         self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+        self._appended_erasures: dict[str, int] = {}  # offsets in events, not yet folded
 
     @property
     def sealing(self) -> bool:
@@ -82,10 +85,9 @@ class ConversationKeys:
             key = self._usable(conversation_id)  # made while this one waited
             if key is None:
                 key = DataKey.generate()
-                erasure = self._erased_before(conversation_id)
                 wrapped = dataclasses.replace(
                     wrap(self.masters, conversation_id, key),
-                    after_erasure_offset=erasure.offset if erasure else None,
+                    after_erasure_offset=self._latest_erasure(conversation_id),
                 )
                 await self.table.put(conversation_id.encode(), wrapped)
             return key
@@ -130,13 +132,29 @@ class ConversationKeys:
                 done += 1
         return done
 
+    def erasure_appended(self, conversation_id: str, offset: int) -> None:
+        """This worker put an erasure of the conversation at ``offset`` of ``events``."""
+        known = self._appended_erasures.get(conversation_id, -1)
+        self._appended_erasures[conversation_id] = max(known, offset)
+
+    def _latest_erasure(self, conversation_id: str) -> int | None:
+        """The offset of the latest erasure folded, or appended here and not folded yet."""
+        folded = self._erased_before(conversation_id)
+        appended = self._appended_erasures.get(conversation_id)
+        if appended is not None and folded is not None and folded.offset >= appended:
+            del self._appended_erasures[conversation_id]  # the fold has caught up
+            appended = None
+        if folded is None:
+            return appended
+        return folded.offset if appended is None else max(folded.offset, appended)
+
     def _usable(self, conversation_id: str) -> DataKey | None:
-        """The stored key, unless an erasure folded since it was made dooms it."""
+        """The stored key, unless an erasure since it was made dooms it."""
         stored = self.stored(conversation_id)
         if stored is None or self._ring is None:
             return None
-        erasure = self._erased_before(conversation_id)
-        if erasure is not None and doomed_by(stored, erasure.offset):
+        erasure = self._latest_erasure(conversation_id)
+        if erasure is not None and doomed_by(stored, erasure):
             return None
         return self._ring.lookup(conversation_id, stored.key_id)
 

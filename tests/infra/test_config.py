@@ -122,6 +122,10 @@ def test_publishers_write_to_intake_where_workers_seal_unless_told_otherwise() -
     assert Settings(env={**keys, "GOAICORE_INTAKE": "false"}).intake is False
     child = Settings(env=keys).environment()
     assert Settings(env=child).intake is True
+    assert Settings(env={}).with_overrides(master_keys=keys["GOAICORE_MASTER_KEYS"]).intake
+    told = Settings(env={**keys, "GOAICORE_INTAKE": "off"})
+    assert Settings(env=told.environment()).intake is False
+    assert told.with_overrides(master_keys=None).intake is False
 
 
 @pytest.mark.parametrize(

@@ -63,7 +63,7 @@ def test_after_an_erasure_and_its_window_no_topic_file_holds_the_content(
     kafka: LocalKafka, postgres_url: str, tmp_path: Path
 ) -> None:
     settings = kafka_settings(kafka, postgres_url, tmp_path).with_overrides(
-        master_keys=MasterKeys.generate().to_text(), erasure_window=WINDOW, intake=True
+        master_keys=MasterKeys.generate().to_text(), erasure_window=WINDOW
     )
     ensure_topics(settings)
     with OpenAIServer(responder=ScriptedLLM()) as llm, Replies(settings) as replies:

@@ -16,17 +16,20 @@ from kafka import KafkaProducer
 
 from goaicore.clients import AsyncEventPublisher, EventPublisher, HistoryOperations, HistoryReader
 from goaicore.clients.deadletter import DeadLetter
-from goaicore.clients.history_ops import OperationRefused
+from goaicore.clients.history_ops import OperationPending
 from goaicore.clients.publisher import event_record
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
-from goaicore.records import GameEvent, ReplyStatus, new_chat_request
-from goaicore.records.avro.api import decode_event
+from goaicore.kafka.connection import partition_for
+from goaicore.records import ConversationErased, GameEvent, ReplyStatus, new_chat_request, new_event
+from goaicore.records.avro.api import decode_event, encode_event
 from goaicore.records.validation import InvalidInputError
 from goaicore.replay.verify import verify_log
+from goaicore.sealing.content import MARK
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import Replies, snapshot_when
 from tests.cli import goaicore
+from tests.kafka.helpers import wait_until
 from tests.sealing.helpers import start_worker, topic_records
 
 LORE = "Quetzalfire sleeps under the mill"
@@ -110,21 +113,87 @@ def test_published_events_reach_the_log_sealed_by_the_worker_that_owns_them(
     assert report.differences == []
 
 
-def test_a_history_operation_says_when_no_worker_seals_its_event(sealed: Settings) -> None:
-    conversation = f"unsealed-{uuid.uuid4().hex[:8]}"
+def test_an_operation_no_worker_seals_in_time_is_pending_and_applies_once_one_runs(
+    sealed: Settings, llm: OpenAIServer
+) -> None:
+    conversation = f"pending-{uuid.uuid4().hex[:8]}"
     with (
         HistoryOperations(sealed.with_overrides(read_wait=0.5)) as ops,
-        pytest.raises(OperationRefused, match="no store worker sealed it") as refused,
+        pytest.raises(OperationPending, match="no store worker sealed it") as pending,
     ):
         ops.set_metadata(conversation, title="waits for a worker")
-    assert f"{sealed.topic('intake')}[" in str(refused.value)
-    assert len(topic_records(sealed, "intake", conversation)) == 1  # sealed once one runs
+    assert f"{sealed.topic('intake')}[" in str(pending.value)
+    worker = start_worker(sealed, llm, "pending")
+    try:
+        titled = snapshot_when(sealed, conversation, lambda s: s.title == "waits for a worker")
+    finally:
+        worker.stop()
+    assert titled.event_count == 1
+    assert len(topic_records(sealed, "events", conversation)) == 1
+
+
+def test_the_intake_keeps_an_erasure_in_order_and_sets_aside_what_it_cannot_seal(
+    sealed: Settings, llm: OpenAIServer
+) -> None:
+    conversation = f"order-{uuid.uuid4().hex[:8]}"
+    before, after = (f"{LORE} ({when} the erasure)" for when in ("before", "after"))
+    worker = start_worker(sealed, llm, "order")
+    try:
+        with EventPublisher(sealed) as publisher:  # one flush: the worker takes them at once
+            publisher.publish_many(
+                [
+                    (conversation, GameEvent(kind="lore", text=before)),
+                    (conversation, ConversationErased(reason="asked")),
+                    (conversation, GameEvent(kind="lore", text=after)),
+                ]
+            )
+        snapshot = snapshot_when(sealed, conversation, lambda s: s.event_count == 3)
+        with KafkaProducer(bootstrap_servers=sealed.require_bootstrap()) as raw:
+            huge = new_event(conversation, GameEvent(kind="k", text="x" * 899_800), source="t")
+            raw.send(sealed.topic("intake"), key=conversation.encode(), value=encode_event(huge))
+            elsewhere = (partition_for(conversation, sealed.partitions) + 1) % sealed.partitions
+            stray = encode_event(new_event(conversation, GameEvent(kind="k", text="stray")))
+            raw.send(
+                sealed.topic("intake"), key=conversation.encode(), value=stray, partition=elsewhere
+            )
+            raw.flush()
+        wait_until(
+            lambda: len(topic_records(sealed, "dead-letters", conversation)) == 2,
+            timeout=30,
+            what="two dead letters",
+        )
+    finally:
+        worker.stop()
+    assert [m.text for m in snapshot.messages] == [after]  # sealed under a key made after it
+    with HistoryReader(sealed) as history:
+        texts = [getattr(e.body, "text", None) for e in history.events(conversation)]
+        with SnapshotReader(sealed) as snapshots:
+            latest = snapshots.get(conversation)
+        assert latest is not None
+        report = verify_log(history, {conversation: latest}, progress=False)
+    assert texts == [MARK, None, after]
+    assert (report.differences, report.unreadable) == ([], {})
+    letters = [
+        DeadLetter.from_record(r) for r in topic_records(sealed, "dead-letters", conversation)
+    ]
+    assert sorted(letter.reason for letter in letters) == ["too-large-sealed", "wrong-partition"]
+
+    # A worker started again, with the intake idle since: a request waits for nothing.
+    again = start_worker(sealed, llm, "order-again")
+    try:
+        with Replies(sealed) as replies:
+            ask = new_chat_request(conversation, "Still there?")
+            replies.send(ask)
+            assert replies.wait(ask.request_id).status == ReplyStatus.OK
+    finally:
+        again.stop()
+    assert "not taken in up to" not in (sealed.data_dir / "order-again.log").read_text()
 
 
 def test_publishers_leave_room_for_the_seal(sealed: Settings) -> None:
     small = sealed.with_overrides(max_record_bytes=65_536)
     text = "x" * 65_400  # fits the limit alone, not with the seal beside it
-    direct = small.with_overrides(intake=False)
+    direct = small.with_overrides(intake_override=False)
     assert len(event_record(direct, "test", "room", GameEvent(kind="k", text=text))[1]) < 65_536
     with pytest.raises(InvalidInputError, match="event is"):
         event_record(small, "test", "room", GameEvent(kind="k", text=text))

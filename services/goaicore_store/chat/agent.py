@@ -44,6 +44,7 @@ from goaicore.tracing import context_of, record_headers, tracer
 from goaicore_store.chat.dispatch import KeyedDispatcher
 from goaicore_store.chat.idempotency import RecentReplies, recover_from_log
 from goaicore_store.chat.turns import TurnOutcome, failure, run_request
+from goaicore_store.chat.watermarks import committed_offset
 from goaicore_store.metrics import MeasuredProvider
 
 if TYPE_CHECKING:
@@ -175,33 +176,46 @@ class ChatAgent:
     async def _read_your_writes(self, request: ChatRequest, partition: int, key: bytes) -> None:
         metrics = self.store.metrics
         started = time.perf_counter()
-        patience = self.services.read_wait
-        caught_up, topic, high = True, "intake", 0
+        deadline = started + self.services.read_wait
         intake = self.services.intake_watermarks
         if intake is not None:  # what publishers wrote before the request, sealed first
             high = await intake.get(partition)
-            caught_up = await self.store.intake_progress.wait_applied(
-                partition, high, lambda: None, patience
-            )
-            patience = max(0.0, patience - (time.perf_counter() - started))
-        if caught_up:
-            topic, high = "events", await self.services.watermarks.get(partition)
-            caught_up = await self.store.progress.wait_applied(
-                partition, high, lambda: self.store.table.get(key), patience
-            )
+            if not await self.store.intake_progress.wait_applied(
+                partition,
+                high,
+                lambda: None,
+                self.services.read_wait,
+                self._committed("intake", partition),
+            ):
+                self._not_caught_up(request, "intake", partition, high)
+        high = await self.services.watermarks.get(partition)
+        caught_up = await self.store.progress.wait_applied(
+            partition,
+            high,
+            lambda: self.store.table.get(key),
+            max(0.0, deadline - time.perf_counter()),
+            self._committed("events", partition),
+        )
         metrics.read_waits.inc()
         metrics.read_wait_seconds.observe(time.perf_counter() - started)
         if not caught_up:
-            metrics.read_timeouts.inc()
-            log.warning(
-                "request %s: %s[%d] not taken in up to %d after %.1f s; answering with the "
-                "snapshot as it is (GOAICORE_READ_WAIT)",
-                request.request_id,
-                topic,
-                partition,
-                high,
-                self.services.read_wait,
-            )
+            self._not_caught_up(request, "events", partition, high)
+
+    def _committed(self, name: str, partition: int) -> Callable[[], int | None]:
+        topic = self.store.settings.topic(name)
+        return lambda: committed_offset(self.store.app, topic, partition)
+
+    def _not_caught_up(self, request: ChatRequest, name: str, partition: int, high: int) -> None:
+        self.store.metrics.read_timeouts.inc()
+        log.warning(
+            "request %s: %s[%d] not taken in up to %d after %.1f s; answering with the "
+            "snapshot as it is (GOAICORE_READ_WAIT)",
+            request.request_id,
+            name,
+            partition,
+            high,
+            self.services.read_wait,
+        )
 
     async def _outcome(self, request: ChatRequest, key: bytes) -> TurnOutcome:
         snapshot = self.store.table.get(key)

@@ -17,11 +17,13 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]
 from aiokafka.structs import TopicPartition  # type: ignore[import-untyped]
+from faust.types import TP
 
 from goaicore.config import Settings
 from goaicore.kafka.profile import client_profile
@@ -58,16 +60,19 @@ class FoldProgress:
         high_watermark: int,
         snapshot_of: Any,
         patience: float,
+        committed: Callable[[], int | None] = lambda: None,
     ) -> bool:
         """Wait until the fold is at ``high_watermark``; False when ``patience`` ran out.
 
         ``snapshot_of()`` returns the conversation's current snapshot: when it has
         applied offset ``high_watermark - 1`` nothing of this conversation is missing
-        even if the fold is behind on other conversations' records.
+        even if the fold is behind on other conversations' records. ``committed()`` is
+        the group's committed offset of the partition: everything below it was taken in
+        before this worker got the partition, which then brings nothing new to count.
         """
 
         def caught_up() -> bool:
-            if self._next[partition] >= high_watermark:
+            if max(self._next[partition], committed() or 0) >= high_watermark:
                 return True
             snapshot: ConversationSnapshot | None = snapshot_of()
             last = snapshot.last_position if snapshot is not None else None
@@ -83,6 +88,16 @@ class FoldProgress:
         except TimeoutError:
             return False
         return True
+
+
+def committed_offset(app: Any, topic: str, partition: int) -> int | None:
+    """The offset of ``topic[partition]`` the worker's consumer group has committed, as
+    Faust learnt it on assignment (or since): None when it knows none."""
+    offsets = getattr(app.consumer, "_committed_offset", None)  # Faust keeps no public one
+    if offsets is None:
+        return None
+    value = offsets.get(TP(topic, partition))
+    return int(value) if value is not None else None
 
 
 @dataclass

@@ -13,7 +13,12 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from goaicore.clients.history_ops import ConversationNotFound, HistoryOperations, OperationRefused
+from goaicore.clients.history_ops import (
+    ConversationNotFound,
+    HistoryOperations,
+    OperationPending,
+    OperationRefused,
+)
 from goaicore.errors import InputError
 from goaicore_store.http.errors import ApiError
 
@@ -50,6 +55,8 @@ class OperationRunner:
                 raise ApiError(404, str(err)) from None
             except OperationRefused as err:
                 raise ApiError(409, str(err)) from None
+            except OperationPending as err:  # appended; it takes effect once sealed
+                raise ApiError(504, str(err)) from None
             except InputError as err:
                 raise ApiError(400, str(err)) from None
 
