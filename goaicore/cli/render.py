@@ -85,8 +85,10 @@ def describe_metadata(change: MetadataSet) -> str:
 
 
 def describe_event(event: ConversationEvent) -> str:
+    """One line; a sealed event not opened here (read raw, or its key gone) says so."""
     when = event.occurred_at.isoformat(timespec="seconds")
-    return f"{when} {event.conversation_id} {describe_body(event.body)}"
+    sealed = f"  (sealed under key {event.sealed.key_id})" if event.sealed is not None else ""
+    return f"{when} {event.conversation_id} {describe_body(event.body)}{sealed}"
 
 
 def describe(record: Record) -> str:

@@ -94,6 +94,14 @@ def test_published_events_reach_the_log_sealed_by_the_worker_that_owns_them(
         (titled.offset, stored[-2].event_id),
         (rewound.position.offset, stored[-1].event_id),
     ]
+    tailed = goaicore(
+        sealed, "tail", "--topic", "events", "--from-beginning", "--idle-timeout", "3"
+    )
+    lore = [line for line in tailed.stdout.splitlines() if f"{conversation} game[lore]" in line]
+    key_id = stored[0].sealed.key_id  # type: ignore[union-attr]
+    assert len(lore) == 2
+    assert all(line.endswith(f"(sealed under key {key_id})") for line in lore)
+    assert LORE not in tailed.stdout
     intake = topic_records(sealed, "intake", conversation)
     assert len(intake) == 6  # the bad record too; in the clear until the window expires it
     assert b"Quetzalfire" in intake[0].value  # type: ignore[attr-defined]
