@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from goaicore.fold.admission import Unfoldable, admit
 from goaicore.kafka.connection import partition_for
+from goaicore.kafka.faust.transport import SteadyProducer
 from goaicore.records import ConversationErased, ConversationEvent
 from goaicore.records.avro.api import encode_event
 from goaicore.records.avro.errors import EncodeError
@@ -37,31 +38,56 @@ log = logging.getLogger(__name__)
 INTAKE_BATCH = 500
 
 
+Record = tuple[bytes, bytes, list[tuple[str, bytes]] | None]
+
+
 async def seal_batch(store: StoreApp, messages: Sequence[Any]) -> None:
-    """Seal a fetch of ``intake`` records into ``events``; acked once all are on the log."""
+    """Seal a fetch of ``intake`` records into ``events`` (each partition's in as few
+    record batches as fit); acknowledged once all are on the log."""
     started = time.perf_counter()
+    producer = store.app.producer
+    if not isinstance(producer, SteadyProducer):
+        raise TypeError(f"the worker needs goaicore's Faust producer, not {producer!r}")
+    topic = store.events.get_topic_name()
     consumed: dict[int, int] = {}
-    sent: list[Any] = []
+    waiting: dict[int, list[Record]] = {}  # by partition, in order
+    deliveries: list[Any] = []
+    appended = 0
     for message in messages:
-        consumed[message.partition] = max(consumed.get(message.partition, 0), message.offset + 1)
+        partition = message.partition
+        consumed[partition] = max(consumed.get(partition, 0), message.offset + 1)
         taken = await _taken(store, message)
         if taken is None:
             continue
         event, value = taken
-        headers = message.headers  # the publisher's trace context goes on
-        if isinstance(headers, Mapping):
-            headers = list(headers.items())
-        delivery = await store.events.send(key=message.key, value=value, headers=headers or None)
+        record = (bytes(message.key), value, _headers(message))
+        appended += 1
         if isinstance(event.body, ConversationErased) and store.keys.sealing:
-            # Where it landed, before anything after it of this conversation is sealed.
-            landed = await delivery
-            store.keys.erasure_appended(event.conversation_id, landed.offset)
-        sent.append(delivery)
-    for delivery in sent:
+            # Where it lands counts before anything after it of the conversation is sealed.
+            deliveries += await producer.send_in_batches(
+                topic, partition, waiting.pop(partition, [])
+            )
+            for delivery in deliveries:
+                await delivery
+            [alone] = await producer.send_in_batches(topic, partition, [record])
+            store.keys.erasure_appended(event.conversation_id, (await alone).offset)
+            continue
+        waiting.setdefault(partition, []).append(record)
+    for partition, records in waiting.items():
+        deliveries += await producer.send_in_batches(topic, partition, records)
+    for delivery in deliveries:
         await delivery  # on the broker before the intake offsets are acknowledged
     await store.intake_progress.advance(consumed)  # read-your-writes waits on this
-    store.metrics.intake_sealed.inc(len(sent))
+    store.metrics.intake_sealed.inc(appended)
     store.metrics.intake_batch_seconds.observe(time.perf_counter() - started)
+
+
+def _headers(message: Any) -> list[tuple[str, bytes]] | None:
+    """The publisher's headers (its trace context), passed on."""
+    headers = message.headers
+    if isinstance(headers, Mapping):
+        return list(headers.items())
+    return list(headers) if headers else None
 
 
 async def _taken(store: StoreApp, message: Any) -> tuple[ConversationEvent, bytes] | None:

@@ -188,15 +188,26 @@ class SteadyProducer(driver.Producer):
         instead of one each (an idempotent producer has one request in flight per
         partition). Returns each batch's delivery future, in order.
         """
-        producer = self._ensure_producer()
         partition = self.key_partition(topic, key).partition
+        return await self.send_in_batches(topic, partition, [(key, v, headers) for v in values])
+
+    async def send_in_batches(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[tuple[bytes, bytes, Sequence[tuple[str, bytes]] | None]],
+    ) -> list[Awaitable[Any]]:
+        """Send ``(key, value, headers)`` records to one partition, in order, in as few
+        record batches as the batch size allows; each batch's delivery future, in order."""
+        producer = self._ensure_producer()
         delivered: list[Awaitable[Any]] = []
         batch = producer.create_batch()
-        for value in values:
-            if batch.append(key=key, value=value, timestamp=None, headers=list(headers)) is None:
+        for key, value, headers in records:
+            kept = list(headers or ())
+            if batch.append(key=key, value=value, timestamp=None, headers=kept) is None:
                 delivered.append(await producer.send_batch(batch, topic, partition=partition))
                 batch = producer.create_batch()  # a batch always takes its first record
-                batch.append(key=key, value=value, timestamp=None, headers=list(headers))
+                batch.append(key=key, value=value, timestamp=None, headers=kept)
         if batch.record_count():
             delivered.append(await producer.send_batch(batch, topic, partition=partition))
         return delivered
