@@ -40,6 +40,7 @@ from goaicore.records import (
     ConversationErased,
     ConversationEvent,
     ConversationForked,
+    ConversationKey,
     ConversationRewound,
     ConversationSnapshot,
     MetadataSet,
@@ -50,7 +51,7 @@ from goaicore.records import (
 from goaicore.records.types import EventBody
 from goaicore.records.validation import InvalidInputError, check_conversation_id
 from goaicore.replay.reader import HistoryReader
-from goaicore.sealing.keyring import TopicKeys, doomed_by
+from goaicore.sealing.keyring import TopicKeys, doomed_by, not_erased
 
 if TYPE_CHECKING:
     from goaicore.clients.chat_client import ChatClient
@@ -264,22 +265,20 @@ class HistoryOperations(Closing):
         policy = self._policy(conversation_id)
         self._scan(conversation_id, policy, allow_deleted=True)
         forks = self.forks_of(conversation_id) if name_forks else ()
-        with TopicKeys(self.settings) as keys:
-            had_key = keys.find(conversation_id) is not None
-            erasure = ConversationErased(reason=reason)
-            position = self._append(conversation_id, erasure, policy, wait=timeout)
-            if not had_key:
-                return Erased(position, key_destroyed=False, forks=forks)
-            deadline = time.monotonic() + timeout
-            while doomed_by(keys.find(conversation_id), position.offset):
-                if time.monotonic() > deadline:
-                    raise OperationRefused(
-                        f"erasure appended at {position} and folded, but the data key of "
-                        f"{conversation_id!r} was not destroyed within {timeout:.0f} s: is a "
-                        "store worker running? It destroys the key when it folds the erasure"
-                    )
-                time.sleep(0.1)
-                keys.refresh(conversation_id)
+        had_key = self._key_of(conversation_id) is not None
+        erasure = ConversationErased(reason=reason)
+        position = self._append(conversation_id, erasure, policy, wait=timeout)
+        if not had_key:
+            return Erased(position, key_destroyed=False, forks=forks)
+        deadline = time.monotonic() + timeout
+        while doomed_by(self._key_of(conversation_id), position.offset):
+            if time.monotonic() > deadline:
+                raise OperationRefused(
+                    f"erasure appended at {position} and folded, but the data key of "
+                    f"{conversation_id!r} was not destroyed within {timeout:.0f} s: is a "
+                    "store worker running? It destroys the key when it folds the erasure"
+                )
+            time.sleep(0.1)
         return Erased(position, key_destroyed=True, forks=forks)
 
     def forks_of(self, conversation_id: str, progress: bool | None = False) -> tuple[str, ...]:
@@ -473,17 +472,20 @@ class HistoryOperations(Closing):
         ``conversations`` has a data key): never the clear log for sealed content."""
         if self.settings.intake:
             return self._publisher
-        if self._topic_keys is None:
-            self._topic_keys = TopicKeys(self.settings)
-        keys = self._topic_keys
-        for conversation_id in conversations:
-            keys.refresh(conversation_id)  # read on: a key may have been made since
-        if not any(c in keys.stored for c in conversations):
+        if all(self._key_of(c) is None for c in conversations):
             return self._publisher
         if self._intake is None:
             intake = self.settings.with_overrides(intake_override=True)
             self._intake = EventPublisher(intake, source=SOURCE)
         return self._intake
+
+    def _key_of(self, conversation_id: str) -> ConversationKey | None:
+        """The conversation's data key as the keys topic holds it now (read on to its end:
+        a key may have been made or destroyed since the last look)."""
+        if self._topic_keys is None:
+            self._topic_keys = TopicKeys(self.settings)
+        self._topic_keys.refresh(conversation_id)
+        return self._topic_keys.stored.get(conversation_id)
 
     def _fold_to(
         self,
@@ -519,8 +521,7 @@ def _offset(applied: Applied) -> int:
 def _refuse_unopened(conversation_id: str, scan: _Scan) -> None:
     """An operation that copies history must not copy ``[erased]`` marks in place of
     content this process merely cannot open; content an erasure cleared is no loss."""
-    erased = scan.latest.erased_before
-    unread = [o for o in scan.unopened if erased is None or o > erased.offset]
+    unread = not_erased(scan.unopened, scan.latest)
     if unread:
         raise OperationRefused(
             f"{len(unread)} sealed events of {conversation_id!r} (from offset {unread[0]}) "

@@ -18,6 +18,7 @@ from goaicore.fold.records import LogRecord, Rejected, fold_records
 from goaicore.records import ConversationSnapshot, LogPosition
 from goaicore.replay.log import replay
 from goaicore.replay.reader import HistoryReader
+from goaicore.sealing.keyring import not_erased
 
 
 @dataclass(frozen=True)
@@ -114,8 +115,7 @@ def verify_log(
                 unopened.setdefault(key, []).append(outcome.record.position.offset)
     report = VerifyReport()
     for key, offsets in unopened.items():
-        erased = replayed[key].erased_before
-        lost = [o for o in offsets if erased is None or o > erased.offset]
+        lost = not_erased(offsets, replayed[key])
         if lost:
             report.unreadable[keys[key]] = lost
     for key, conversation_id in keys.items():

@@ -16,7 +16,7 @@ from typing import Any
 from goaicore.config import Settings
 from goaicore.extras import needs
 from goaicore.lifecycle import Closing
-from goaicore.records import ConversationKey
+from goaicore.records import ConversationKey, ConversationSnapshot
 from goaicore.records.avro.api import decode_key
 from goaicore.records.avro.errors import DecodeError
 from goaicore.sealing.keys import DataKey, MasterKeys, unwrap
@@ -80,6 +80,13 @@ def doomed_by(key: ConversationKey | None, erasure_offset: int) -> bool:
     if key is None:
         return False
     return key.after_erasure_offset is None or key.after_erasure_offset < erasure_offset
+
+
+def not_erased(unopened: Iterable[int], snapshot: ConversationSnapshot) -> list[int]:
+    """The offsets of sealed events not opened that no erasure ``snapshot`` folded covers:
+    content unreadable without an erasure (a key lost, or a master key not held here)."""
+    erased = snapshot.erased_before
+    return [offset for offset in unopened if erased is None or offset > erased.offset]
 
 
 def master_keys(settings: Settings) -> MasterKeys | None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from goaicore.fold.admission import Unfoldable, admit
 from goaicore.kafka.connection import partition_for
-from goaicore.kafka.faust.transport import SteadyProducer
+from goaicore.kafka.faust.transport import steady_producer
 from goaicore.records import ConversationErased, ConversationEvent
 from goaicore.records.avro.api import encode_event
 from goaicore.records.avro.errors import EncodeError
@@ -45,9 +45,7 @@ async def seal_batch(store: StoreApp, messages: Sequence[Any]) -> None:
     """Seal a fetch of ``intake`` records into ``events`` (each partition's in as few
     record batches as fit); acknowledged once all are on the log."""
     started = time.perf_counter()
-    producer = store.app.producer
-    if not isinstance(producer, SteadyProducer):
-        raise TypeError(f"the worker needs goaicore's Faust producer, not {producer!r}")
+    producer = steady_producer(store.app)
     topic = store.events.get_topic_name()
     consumed: dict[int, int] = {}
     waiting: dict[int, list[Record]] = {}  # by partition, in order
@@ -69,6 +67,7 @@ async def seal_batch(store: StoreApp, messages: Sequence[Any]) -> None:
             )
             for delivery in deliveries:
                 await delivery
+            deliveries.clear()
             [alone] = await producer.send_in_batches(topic, partition, [record])
             store.keys.erasure_appended(event.conversation_id, (await alone).offset)
             continue

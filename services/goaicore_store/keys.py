@@ -140,13 +140,14 @@ class ConversationKeys:
     def _latest_erasure(self, conversation_id: str) -> int | None:
         """The offset of the latest erasure folded, or appended here and not folded yet."""
         folded = self._erased_before(conversation_id)
+        folded_at = folded.offset if folded is not None else None
         appended = self._appended_erasures.get(conversation_id)
-        if appended is not None and folded is not None and folded.offset >= appended:
+        if appended is None:
+            return folded_at
+        if folded_at is not None and folded_at >= appended:
             del self._appended_erasures[conversation_id]  # the fold has caught up
-            appended = None
-        if folded is None:
-            return appended
-        return folded.offset if appended is None else max(folded.offset, appended)
+            return folded_at
+        return appended
 
     def _usable(self, conversation_id: str) -> DataKey | None:
         """The stored key, unless an erasure since it was made dooms it."""

@@ -228,6 +228,14 @@ class SteadyProducer(driver.Producer):
         return TP(topic, producer._partitioner(key, seen, seen))
 
 
+def steady_producer(app: Any) -> SteadyProducer:
+    """The app's producer, which must be goaicore's (it sends record batches whole)."""
+    producer = app.producer
+    if not isinstance(producer, SteadyProducer):
+        raise TypeError(f"the worker needs goaicore's Faust producer, not {producer!r}")
+    return producer
+
+
 class IdempotentProducer(SteadyProducer):
     """acks=all and idempotence (see ``goaicore.kafka.profile``); Faust enables them
     only inside transactions, which goaicore does not use."""

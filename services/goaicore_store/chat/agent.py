@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from opentelemetry.trace import SpanKind
 
-from goaicore.kafka.faust.transport import SteadyProducer
+from goaicore.kafka.faust.transport import steady_producer
 from goaicore.logs import log_context, origin
 from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyStatus
 from goaicore.records.avro.api import decode_chat_request, encode_chat_reply, encode_event
@@ -253,9 +253,7 @@ class ChatAgent:
         if any(e.conversation_id.encode() != key for e in events):
             raise ValueError("a turn's events belong to one conversation")
         values = await self._encoded(events)
-        producer = self.store.app.producer
-        if not isinstance(producer, SteadyProducer):
-            raise TypeError(f"the worker needs goaicore's Faust producer, not {producer!r}")
+        producer = steady_producer(self.store.app)
         topic, headers = self.store.events.get_topic_name(), record_headers()
         for delivered in await _retrying(
             lambda: producer.send_together(topic, key, values, headers)
