@@ -11,10 +11,12 @@ changing what clients see; goaicore's client settings stay the production ones.
 from __future__ import annotations
 
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from goaicore.config import BrokerProfile
+from goaicore.config import BrokerProfile, Settings
 from goaicore.kafka import EmbeddedBroker
 from goaicore.kafka.apache import KAFKA_VERSION, LocalKafka, prepared_or_reason
 from goaicore.kafka.apache.jars import KafkaUnavailable
@@ -71,6 +73,19 @@ class SessionBroker:
     bootstrap_servers: str
     profile: BrokerProfile
     apache: LocalKafka | None = None
+
+    def settings(self, data_dir: Path, letter: str, **changes: Any) -> Settings:
+        """Settings on this broker, 3 partitions, under a topic prefix of their own
+        (``letter`` and a random suffix), with ``changes``."""
+        return Settings(
+            env={},
+            bootstrap_servers=self.bootstrap_servers,
+            broker_profile=self.profile,
+            topic_prefix=f"{letter}{uuid.uuid4().hex[:12]}",
+            partitions=3,
+            data_dir=data_dir,
+            **changes,
+        )
 
 
 def start_apache_kafka(folder: Path, nodes: int = 1, **overrides: str) -> LocalKafka:

@@ -136,12 +136,4 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings(kafka_broker: SessionBroker, postgres_url: str, data_dir: Path) -> Settings:
-    return Settings(
-        env={},
-        bootstrap_servers=kafka_broker.bootstrap_servers,
-        broker_profile=kafka_broker.profile,
-        topic_prefix=f"t{uuid.uuid4().hex[:12]}",
-        partitions=3,
-        database_url=postgres_url,
-        data_dir=data_dir,
-    )
+    return kafka_broker.settings(data_dir, "t", database_url=postgres_url)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -16,14 +15,7 @@ from tests.chat_agent.helpers import ChatWorker, Replies, ScriptedLLM, llm_env, 
 
 @pytest.fixture(scope="module")
 def topics(kafka_broker: SessionBroker, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    settings = Settings(
-        env={},
-        bootstrap_servers=kafka_broker.bootstrap_servers,
-        broker_profile=kafka_broker.profile,
-        topic_prefix=f"c{uuid.uuid4().hex[:12]}",
-        partitions=3,
-        data_dir=tmp_path_factory.mktemp("chat"),
-    )
+    settings = kafka_broker.settings(tmp_path_factory.mktemp("chat"), "c")
     ensure_topics(settings)
     return settings
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -18,15 +17,8 @@ from tests.chat_agent.helpers import ScriptedLLM
 @pytest.fixture(scope="module")
 def sealed(kafka_broker: SessionBroker, tmp_path_factory: pytest.TempPathFactory) -> Settings:
     """Master keys set, so publishers write to intake (GOAICORE_INTAKE's default)."""
-    settings = Settings(
-        env={},
-        bootstrap_servers=kafka_broker.bootstrap_servers,
-        broker_profile=kafka_broker.profile,
-        topic_prefix=f"s{uuid.uuid4().hex[:12]}",
-        partitions=3,
-        data_dir=tmp_path_factory.mktemp("sealed"),
-        master_keys=MasterKeys.generate("k1").to_text(),
-    )
+    masters = MasterKeys.generate("k1").to_text()
+    settings = kafka_broker.settings(tmp_path_factory.mktemp("sealed"), "s", master_keys=masters)
     assert settings.intake
     ensure_topics(settings)
     return settings

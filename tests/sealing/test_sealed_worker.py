@@ -252,15 +252,7 @@ def test_a_rotated_master_key_wraps_every_key_again_and_the_old_one_can_go(
     kafka_broker: SessionBroker, llm: OpenAIServer, tmp_path: Path
 ) -> None:
     old, new = MasterKeys.generate("old"), MasterKeys.generate("new")
-    settings = Settings(
-        env={},
-        bootstrap_servers=kafka_broker.bootstrap_servers,
-        broker_profile=kafka_broker.profile,
-        topic_prefix=f"r{uuid.uuid4().hex[:12]}",
-        partitions=3,
-        data_dir=tmp_path,
-        master_keys=old.to_text(),
-    )
+    settings = kafka_broker.settings(tmp_path, "r", master_keys=old.to_text())
     ensure_topics(settings)
     conversation = "rotated"
     both = MasterKeys((*new, *old))  # the new key first: it wraps; both open
