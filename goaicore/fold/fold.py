@@ -19,8 +19,8 @@ from goaicore.fold.admission import MAX_CONVERSATION_ID_BYTES
 from goaicore.fold.bound import bounded, with_anomaly
 from goaicore.fold.carried import history_problem
 from goaicore.fold.compaction import CompactionMismatch, apply_compaction_record
-from goaicore.fold.evolve import evolve
-from goaicore.fold.metadata import metadata_problem, with_metadata
+from goaicore.fold.evolve import SnapshotChanges, evolve
+from goaicore.fold.metadata import metadata_changes, metadata_problem
 from goaicore.fold.pending import note_appended, pending_caller, unanswered_calls
 from goaicore.fold.policy import DEFAULT_POLICY, MAX_EARLIER_BOUNDS, FoldPolicy
 from goaicore.fold.size import note_inserted, note_window_slid
@@ -67,11 +67,16 @@ def fold(
     problem = refusal(snapshot, event, policy)
     if problem is None:
         try:
-            applied = _apply(seen, event, position, policy)
+            # One copy of the snapshot per event: the event's own changes and the bookkeeping
+            # (fields of their own: neither sets the other's).
+            changes = _apply(snapshot, event, position, policy)
+            changes.update(seen)
+            applied = evolve(snapshot, **changes)
         except CompactionMismatch as err:
             problem = f"compaction not applied: {err}"
     if problem is not None:
-        noted = with_anomaly(seen, f"{_where(event, position, policy)}: {problem}", policy)
+        note = f"{_where(event, position, policy)}: {problem}"
+        noted = with_anomaly(evolve(snapshot, **seen), note, policy)
         if policy.max_bytes is None:
             return noted  # fold version 1 bounded only what an applied event added
         return bounded(noted, policy, lambda: _where(event, position, policy), position)
@@ -102,7 +107,7 @@ def _seen(
     event: ConversationEvent,
     position: LogPosition,
     policy: FoldPolicy,
-) -> ConversationSnapshot:
+) -> SnapshotChanges:
     """Bookkeeping for every event not skipped as a duplicate: position, ids, times."""
     body_type = type(event.body).__name__
     by_type = dict(snapshot.events_by_type)
@@ -111,8 +116,7 @@ def _seen(
     if policy.max_id_chars is None or len(event.event_id) <= policy.max_id_chars:
         ids = (*ids, event.event_id)[-policy.recent_ids :]
         note_window_slid(ids, snapshot.recent_event_ids)
-    return evolve(
-        snapshot,
+    return SnapshotChanges(
         last_position=position,
         recent_event_ids=ids,
         event_count=snapshot.event_count + 1,
@@ -172,7 +176,8 @@ def _apply(
     event: ConversationEvent,
     position: LogPosition,
     policy: FoldPolicy,
-) -> ConversationSnapshot:
+) -> SnapshotChanges:
+    """The fields ``event`` changes in ``snapshot`` (its bookkeeping aside: :func:`_seen`)."""
     body = event.body
     eid = event.event_id
     if isinstance(body, UserMessage):
@@ -194,8 +199,8 @@ def _apply(
             event_id=eid,
         )
         usage = body.usage
-        return evolve(
-            _append(snapshot, message),
+        return SnapshotChanges(
+            **_append(snapshot, message),
             prompt_tokens=snapshot.prompt_tokens + (usage.prompt_tokens if usage else 0),
             completion_tokens=snapshot.completion_tokens
             + (usage.completion_tokens if usage else 0),
@@ -220,15 +225,14 @@ def _apply(
         kept = apply_compaction_record(snapshot.messages, body)
         # The summary (if any) is now a context message in the history; the snapshot
         # also keeps the latest one for readers who want it without the transcript.
-        return evolve(snapshot, messages=kept, summary=body.summary or snapshot.summary)
+        return SnapshotChanges(messages=kept, summary=body.summary or snapshot.summary)
     if isinstance(body, TurnFailed):
-        return snapshot  # audit only: counted in events_by_type, never sent to the model
+        return SnapshotChanges()  # audit only: counted in events_by_type, never sent to the model
     if isinstance(body, ConversationReset):
-        return evolve(snapshot, messages=(), summary=None)
+        return SnapshotChanges(messages=(), summary=None)
     if isinstance(body, ConversationDeleted):
         # The metadata may name a person (a title, an owner): it goes with the history.
-        return evolve(
-            snapshot,
+        return SnapshotChanges(
             messages=(),
             summary=None,
             deleted=True,
@@ -239,28 +243,28 @@ def _apply(
         )
     if isinstance(body, ConversationRewound):
         # The log keeps what came after until_offset; the history is as it stood then.
-        return evolve(snapshot, messages=body.messages, summary=body.summary)
+        return SnapshotChanges(messages=body.messages, summary=body.summary)
     if isinstance(body, ConversationForked):
         origin = ForkOrigin(
             conversation_id=body.source_conversation_id,
             partition=body.source_partition,
             until_offset=body.until_offset,
         )
-        return evolve(snapshot, messages=body.messages, summary=body.summary, forked_from=origin)
+        return SnapshotChanges(messages=body.messages, summary=body.summary, forked_from=origin)
     if isinstance(body, MetadataSet):
-        return with_metadata(snapshot, body)
+        return metadata_changes(snapshot, body)
     if isinstance(body, ConversationErased):
-        return _erased(snapshot, position)
-    return with_anomaly(snapshot, f"{_where(event, position, policy)}: unknown body", policy)
+        return _erased(position)
+    unknown = with_anomaly(snapshot, f"{_where(event, position, policy)}: unknown body", policy)
+    return SnapshotChanges(anomalies=unknown.anomalies)
 
 
-def _erased(snapshot: ConversationSnapshot, position: LogPosition) -> ConversationSnapshot:
+def _erased(position: LogPosition) -> SnapshotChanges:
     """Everything derived from content leaves: the history, the summary, the metadata, and
     the notes and size counts (they depend on the content's size). A replay whose sealed
     content can no longer be opened folds to this same snapshot; the counts, ids, times,
     tokens and costs stay."""
-    return evolve(
-        snapshot,
+    return SnapshotChanges(
         messages=(),
         summary=None,
         anomalies=(),
@@ -275,7 +279,7 @@ def _erased(snapshot: ConversationSnapshot, position: LogPosition) -> Conversati
     )
 
 
-def _append(snapshot: ConversationSnapshot, message: SnapshotMessage) -> ConversationSnapshot:
+def _append(snapshot: ConversationSnapshot, message: SnapshotMessage) -> SnapshotChanges:
     """Add ``message`` at the end, or, while tool calls are pending, before their call.
 
     Another producer's message can land in the log between a tool call and its
@@ -290,7 +294,7 @@ def _append(snapshot: ConversationSnapshot, message: SnapshotMessage) -> Convers
         placed = (*messages[:caller], message, *messages[caller:])
     note_inserted(placed, messages, message)
     note_appended(placed, messages, message)
-    return evolve(snapshot, messages=placed, message_count=snapshot.message_count + 1)
+    return SnapshotChanges(messages=placed, message_count=snapshot.message_count + 1)
 
 
 def _where(event: ConversationEvent, position: LogPosition, policy: FoldPolicy) -> str:

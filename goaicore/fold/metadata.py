@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from goaicore.fold.evolve import evolve
+from goaicore.fold.evolve import SnapshotChanges, evolve
 from goaicore.fold.size import metadata_bytes
 from goaicore.records import ConversationSnapshot, MetadataSet
 
@@ -51,7 +51,8 @@ def metadata_problem(
                 f"attribute {key!r} of {len(value)} characters "
                 f"(at most {MAX_ATTRIBUTE_VALUE_CHARS})"
             )
-    after = with_metadata(snapshot or ConversationSnapshot(conversation_id=""), change)
+    base = snapshot or ConversationSnapshot(conversation_id="")
+    after = evolve(base, **metadata_changes(base, change))
     if len(after.attributes) > MAX_ATTRIBUTES:
         return f"{len(after.attributes)} attributes (at most {MAX_ATTRIBUTES})"
     if max_bytes is not None and metadata_bytes(after) > max_bytes // METADATA_SHARE:
@@ -62,8 +63,8 @@ def metadata_problem(
     return None
 
 
-def with_metadata(snapshot: ConversationSnapshot, change: MetadataSet) -> ConversationSnapshot:
-    """``snapshot`` with ``change`` applied (checked first by :func:`metadata_problem`)."""
+def metadata_changes(snapshot: ConversationSnapshot, change: MetadataSet) -> SnapshotChanges:
+    """The fields ``change`` sets on ``snapshot`` (checked first by :func:`metadata_problem`)."""
     title, owner, tags = snapshot.title, snapshot.owner, snapshot.tags
     if change.title is not None:
         title = change.title or None
@@ -72,8 +73,7 @@ def with_metadata(snapshot: ConversationSnapshot, change: MetadataSet) -> Conver
     if change.tags is not None:
         tags = tuple(sorted(set(change.tags)))
     attributes = _patched(snapshot.attributes, change) if change.attributes else None
-    return evolve(
-        snapshot,
+    return SnapshotChanges(
         title=title,
         owner=owner,
         tags=tags,

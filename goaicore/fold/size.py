@@ -11,7 +11,7 @@ same immutable message stays in a history across many folds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from goaicore.records import ConversationSnapshot, Sealed, SnapshotMessage, ToolCall
 from goaicore.records.avro.framing import HEADER_SIZE
@@ -188,35 +188,59 @@ def _remember_total(messages: tuple[SnapshotMessage, ...], total: int) -> None:
     _totals[id(messages)] = (messages, total)
 
 
+_FIXED = (
+    HEADER_SIZE
+    + _LONG  # format_version
+    + _LONG
+    + _ARRAY_END  # the messages array's count and end
+    + 1
+    + 2 * _LONG  # last_position
+    + 2 * _LONG  # event_count, duplicate_count
+    + 4 * _LONG  # message_count, prompt_tokens, completion_tokens, cost_usd_nanos
+    + 1  # deleted
+    + 2 * (1 + _LONG)  # started_at, updated_at
+    + 2 * _LONG  # max_bytes, dropped_messages
+    + 1
+    + 2 * _LONG  # dropped_before
+    + _LONG  # truncated_messages
+    + 1
+    + 2 * _LONG  # erased_before
+)
+"""The fields of fixed width (each long charged its widest varint), computed once."""
+
+
 def bookkeeping_bytes(snapshot: ConversationSnapshot) -> int:
     """Everything but the messages: the header, ids, counts, notes, positions, times."""
-    by_type = snapshot.events_by_type
+    bounds = len(snapshot.earlier_bounds)
     return (
-        HEADER_SIZE
+        _FIXED
         + string_bytes(snapshot.conversation_id)
-        + _LONG  # format_version
-        + _LONG
-        + _ARRAY_END  # the messages array's count and end
         + _optional(snapshot.summary)
-        + 1
-        + 2 * _LONG  # last_position
         + _strings(snapshot.recent_event_ids)
-        + 2 * _LONG  # event_count, duplicate_count
-        + _array(len(by_type), sum(string_bytes(k) + _LONG for k in by_type))
-        + 4 * _LONG  # message_count, prompt_tokens, completion_tokens, cost_usd_nanos
+        + _counts(snapshot.events_by_type)
         + _strings(snapshot.anomalies)
-        + 1  # deleted
-        + 2 * (1 + _LONG)  # started_at, updated_at
-        + 2 * _LONG  # max_bytes, dropped_messages
-        + 1
-        + 2 * _LONG  # dropped_before
-        + _LONG  # truncated_messages
         + metadata_bytes(snapshot)
-        + _array(len(snapshot.earlier_bounds), len(snapshot.earlier_bounds) * 4 * _LONG)
-        + 1
-        + 2 * _LONG  # erased_before
+        + _array(bounds, bounds * 4 * _LONG)
         + _sealed(snapshot.sealed)
     )
+
+
+_count_bytes: dict[str, int] = {}
+
+
+def _counts(counts: Mapping[str, int]) -> int:
+    """The events-by-type map: each body type's name and its count (a long)."""
+    if not counts:
+        return _ARRAY_END
+    total = 0
+    for name in counts:
+        size = _count_bytes.get(name)
+        if size is None:  # a handful of body type names: remembered, the cache stays small
+            size = string_bytes(name) + _LONG
+            if len(_count_bytes) < _CACHED:
+                _count_bytes[name] = size
+        total += size
+    return _array(len(counts), total)
 
 
 def _sealed(sealed: Sealed | None) -> int:
@@ -228,12 +252,19 @@ def _sealed(sealed: Sealed | None) -> int:
 
 def metadata_bytes(snapshot: ConversationSnapshot) -> int:
     """The title, owner, tags, attributes and fork origin (schema v3)."""
-    attributes = snapshot.attributes
-    origin = snapshot.forked_from
+    title, owner, tags, attributes, origin = (
+        snapshot.title,
+        snapshot.owner,
+        snapshot.tags,
+        snapshot.attributes,
+        snapshot.forked_from,
+    )
+    if title is None and owner is None and not tags and not attributes and origin is None:
+        return 5  # most conversations: five empty unions and arrays, a byte each
     return (
-        _optional(snapshot.title)
-        + _optional(snapshot.owner)
-        + _strings(snapshot.tags)
+        _optional(title)
+        + _optional(owner)
+        + _strings(tags)
         + _array(
             len(attributes), sum(string_bytes(k) + string_bytes(v) for k, v in attributes.items())
         )
