@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import logging.config
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -105,6 +106,15 @@ def logging_config(
 
 def configure(level: int | str, log_format: LogFormat, stream: str = "stderr") -> None:
     logging.config.dictConfig(logging_config(level, log_format, stream))
+
+
+def configure_from_environment() -> bool:
+    """JSON log lines at WARNING when ``GOAICORE_LOG_FORMAT=json`` (a command, or a process
+    it starts); True when so configured."""
+    if os.environ.get("GOAICORE_LOG_FORMAT", "").strip() != "json":
+        return False
+    configure(logging.WARNING, "json")
+    return True
 
 
 def line(logger: str, message: str, log_format: LogFormat) -> str:

@@ -24,6 +24,11 @@ class ProgressBar:
         if self._bar is not None:
             self._bar.advance(self._task)
 
+    def update(self, completed: int) -> None:
+        """Show ``completed`` records read (counted elsewhere, e.g. by other processes)."""
+        if self._bar is not None:
+            self._bar.update(self._task, completed=completed)
+
     def counted(self, items: Iterable[T]) -> Iterator[T]:
         """``items``, advancing the bar by one for each."""
         for item in items:

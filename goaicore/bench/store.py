@@ -16,11 +16,14 @@ the same 100 events for each of 50 conversations, once the conversations are new
 and once they already hold 900 events (each the median of three runs). Verify:
 10 events for each of 10,000 conversations (1,000 on the embedded broker) folded
 by the worker, then every snapshot verified against one read of the log (what
-``goaicore verify`` does), beside a plain read of the same events.
+``goaicore verify`` does: a process per core, and in one process), beside a plain
+read of the same events by kafka-python and by aiokafka (each the median of three).
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -72,7 +75,9 @@ CHANGELOG = "bare Faust agent writing a changelog record per key per batch"
 WORKER = "store worker: events folded into snapshots"
 SHORT = "store worker, conversations holding up to 100 events"
 LONG = "store worker, conversations holding 900 to 1,000 events"
-VERIFY = "verify: every snapshot against one read of the log"
+VERIFY = "verify: every snapshot against one read of the log, a process per core"
+VERIFY_ONE = "verify in one process"
+AIO_PLAIN = "plain aiokafka consumer reading the same events"
 SEALED = "store worker, every event sealed (GOAICORE_MASTER_KEYS)"
 INTAKE = "store worker, events published to intake and sealed by it (GOAICORE_INTAKE)"
 
@@ -269,19 +274,36 @@ def plain_read(settings: Settings, count: int) -> float:
         consumer.close()
 
 
-def _verify_rate(settings: Settings, count: int) -> float:
-    """Events/s of ``goaicore verify`` (all snapshots, then the log once), which must agree."""
-    from goaicore.clients.snapshots import SnapshotReader
-    from goaicore.replay.reader import HistoryReader
-    from goaicore.replay.verify import verify_log
+async def plain_read_async(settings: Settings, count: int) -> float:
+    """Events/s of an aiokafka consumer reading every partition of the events topic."""
+    from goaicore.clients.aio.connection import partitions_of, start_consumer
+
+    consumer = await start_consumer(settings)
+    try:
+        partitions = await partitions_of(consumer, settings.topic("events"))
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        started = time.perf_counter()
+        read = 0
+        while read < count:
+            fetched = await consumer.getmany(timeout_ms=500, max_records=5000)
+            read += sum(len(records) for records in fetched.values())
+        return read / (time.perf_counter() - started)
+    finally:
+        await consumer.stop()
+
+
+def _verify_rate(
+    settings: Settings, count: int, conversations: int, processes: int = os.cpu_count() or 1
+) -> float:
+    """Events/s of ``goaicore verify`` over ``count`` events of ``conversations`` (all
+    snapshots, then the log once, in ``processes``), which must agree."""
+    from goaicore.replay.verify_shards import verify_against_log
 
     started = time.perf_counter()
-    with SnapshotReader(settings) as snapshots:
-        stored = snapshots.all(progress=False)
-    with HistoryReader(settings) as reader:
-        report = verify_log(reader, stored, progress=False)
+    report = verify_against_log(settings, progress=False, processes=processes).report
     elapsed = time.perf_counter() - started
-    if report.differences or report.pending or report.checked != len(stored):
+    if report.differences or report.pending or report.unknown or report.checked != conversations:
         raise RuntimeError(
             f"verify disagrees with the benchmark's own log: {len(report.different)} of "
             f"{report.checked} snapshots differ, {len(report.pending)} pending"
@@ -402,15 +424,37 @@ def store(broker: LocalBroker) -> list[Measurement]:
 
 
 def _verify_rows(settings: Settings, shape: Shape) -> list[Measurement]:
-    """Snapshots folded by the worker, then verified: beside one plain read of the log."""
+    """Snapshots folded by the worker, then verified (a process per core, and in one):
+    beside one plain read of the log by kafka-python (the baseline) and by aiokafka (the
+    client verify reads with); each the median of three runs."""
     events = _events(shape)
     folding = len(events) / _timed(WORKER_PROCESS, settings, events)
     total = 1 + len(events)  # and the warm-up event
-    plain = plain_read(settings, total)
-    verified = _verify_rate(settings, total)
+    conversations = 1 + shape.conversations
+    runs = [
+        (
+            plain_read(settings, total),
+            asyncio.run(plain_read_async(settings, total)),
+            _verify_rate(settings, total, conversations),
+            _verify_rate(settings, total, conversations, processes=1),
+        )
+        for _ in range(REPEATS)  # each a second or a few: the median of three
+    ]
+    plain, aio_plain, verified, one_process = (statistics.median(column) for column in zip(*runs))
     params = shape.params
     return [
         Measurement("store", WORKER, folding, "events/s", params, NOTE),
         Measurement("store", PLAIN, plain, "events/s", params, NOTE),
-        Measurement("store", VERIFY, verified, "events/s", params, NOTE, baseline=PLAIN),
+        Measurement("store", AIO_PLAIN, aio_plain, "events/s", params, NOTE),
+        Measurement(
+            "store",
+            VERIFY,
+            verified,
+            "events/s",
+            params,
+            NOTE,
+            baseline=PLAIN,
+            also_versus=(AIO_PLAIN,),
+        ),
+        Measurement("store", VERIFY_ONE, one_process, "events/s", params, NOTE, baseline=PLAIN),
     ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -63,9 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    as_json = os.environ.get("GOAICORE_LOG_FORMAT", "").strip() == "json"
-    if as_json:
-        logs.configure(logging.WARNING, "json")
+    as_json = logs.configure_from_environment()
     try:
         code: int = args.handler(args)
     except GoaicoreError as err:

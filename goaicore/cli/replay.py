@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
-from goaicore.cli.args import OFFSET, moment
+from goaicore.cli.args import OFFSET, POSITIVE, moment
 from goaicore.cli.output import add_json_option, print_json
 from goaicore.cli.render import clip, print_report
+from goaicore.errors import InputError
 
 
 def register(subparsers: Any) -> None:
@@ -31,6 +33,12 @@ def register(subparsers: Any) -> None:
         "--db",
         action="store_true",
         help="check the snapshots stored in PostgreSQL against the stored events instead",
+    )
+    verify.add_argument(
+        "--processes",
+        type=POSITIVE,
+        metavar="N",
+        help="processes sharing the log's partitions (default: one per core)",
     )
     add_json_option(verify)
     verify.set_defaults(handler=handle_verify)
@@ -73,16 +81,15 @@ def handle_replay(args: argparse.Namespace) -> int:
 
 def handle_verify(args: argparse.Namespace) -> int:
     if args.db:
+        if args.processes is not None:
+            raise InputError("--processes applies to a verify against the log, not --db")
         from goaicore.cli.audit import verify_from_db
 
         return verify_from_db(args)
 
-    from goaicore.clients import HistoryReader
-    from goaicore.clients.snapshots import SnapshotReader
-    from goaicore.replay.verify import verify_log
+    from goaicore.config import Settings
+    from goaicore.replay.verify_shards import verify_against_log
 
-    with SnapshotReader() as snapshots:
-        stored = snapshots.all()
-    with HistoryReader() as reader:
-        report = verify_log(reader, stored, args.conversations)
-    return print_report(report, as_json=args.json)
+    processes = args.processes or os.cpu_count() or 1
+    result = verify_against_log(Settings(), args.conversations, processes=processes)
+    return print_report(result.report, as_json=args.json)

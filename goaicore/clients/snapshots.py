@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from goaicore.config import Settings
 from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
@@ -59,16 +59,27 @@ class SnapshotReader(Closing):
                         raw[record.key] = record.value
         finally:
             bar.close()
-        out: dict[str, ConversationSnapshot] = {}
-        for key, value in raw.items():
-            if value is None:
-                continue  # a tombstone: no snapshot
-            try:
-                out[key.decode()] = decode_snapshot(value)
-            except (DecodeError, UnicodeDecodeError) as err:
-                self.skipped += 1
-                log.warning("skipped an undecodable snapshot for key %r: %s", key, err)
+        out, skipped = decode_latest(raw)
+        self.skipped += skipped
         return out
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def decode_latest(
+    latest: Mapping[bytes, bytes | None],
+) -> tuple[dict[str, ConversationSnapshot], int]:
+    """The snapshots held by each key's latest value (a tombstone: none), by conversation
+    id, and how many did not decode (each logged and left out)."""
+    out: dict[str, ConversationSnapshot] = {}
+    skipped = 0
+    for key, value in latest.items():
+        if value is None:
+            continue  # a tombstone: no snapshot
+        try:
+            out[key.decode()] = decode_snapshot(value)
+        except (DecodeError, UnicodeDecodeError) as err:
+            skipped += 1
+            log.warning("skipped an undecodable snapshot for key %r: %s", key, err)
+    return out, skipped

@@ -8,13 +8,15 @@ Reading stops at the high watermark as it stood when the read began, so a
 partition that keeps growing cannot keep the reader going forever.
 
 :func:`read_to_end` reads with a kafka-python consumer, :func:`read_to_end_async`
-with an aiokafka one; both follow one :class:`PartitionEnd`.
+with an aiokafka one, and :func:`read_partitions_async` several partitions at once
+with an aiokafka one (its C record parser reads a whole log about three times as
+fast as kafka-python); all follow one :class:`PartitionEnd` per partition.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from goaicore.config import Settings
@@ -57,11 +59,14 @@ class PartitionEnd:
                 return
             yield record
 
-    def after_fetch(self, batch_size: int, highwater: int | None) -> None:
-        """Learn the end from the high watermark; LogReadTimeout when fetches stay empty."""
+    def after_fetch(
+        self, batch_size: int, highwater: int | None, others_moved: bool = False
+    ) -> None:
+        """Learn the end from the high watermark; LogReadTimeout when fetches stay empty
+        (a read of several partitions is not idle while ``others_moved``)."""
         if highwater is not None and self.target is None:
             self.target = max(int(highwater), self.hint if self.trust_end_offsets else 0)
-        if batch_size:
+        if batch_size or others_moved:
             self._last_progress = time.monotonic()
         elif time.monotonic() - self._last_progress > self.idle:
             raise LogReadTimeout(
@@ -117,3 +122,38 @@ async def read_to_end_async(
             for record in end.take(batch):
                 yield record
             end.after_fetch(len(batch), consumer.highwater(partition))
+
+
+async def read_partitions_async(
+    consumer: Any,
+    partitions: Sequence[Any],
+    settings: Settings | None = None,
+    idle_timeout: float = 10.0,
+) -> AsyncIterator[list[Any]]:
+    """Batches of the records of ``partitions``, each from its beginning to its current end,
+    all fetched at once: each partition's records come in order, partitions interleave."""
+    with client_errors():
+        consumer.assign(list(partitions))
+        await consumer.seek_to_beginning(*partitions)
+        hints = await consumer.end_offsets(list(partitions))
+        ends = {}
+        for partition in partitions:
+            start = await consumer.position(partition)
+            ends[partition] = PartitionEnd(
+                partition, start, int(hints[partition] or 0), settings, idle_timeout
+            )
+        reading = [partition for partition in partitions if not ends[partition].reached]
+        while reading:
+            fetched = await consumer.getmany(*reading, timeout_ms=POLL_MS, max_records=MAX_RECORDS)
+            moved = any(fetched.values())
+            for partition in reading:
+                batch = fetched.get(partition, [])
+                end = ends[partition]
+                taken = list(end.take(batch))
+                if taken:
+                    yield taken
+                end.after_fetch(len(batch), consumer.highwater(partition), others_moved=moved)
+            done = [partition for partition in reading if ends[partition].reached]
+            if done:
+                consumer.pause(*done)  # its end is read: fetch nothing more of it
+                reading = [partition for partition in reading if partition not in done]

@@ -12,6 +12,7 @@ import dataclasses
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from goaicore.fold.policy import DEFAULT_POLICY, timeline_of
 from goaicore.fold.records import LogRecord, Rejected, fold_records
@@ -19,6 +20,9 @@ from goaicore.records import ConversationSnapshot, LogPosition
 from goaicore.replay.log import replay
 from goaicore.replay.reader import HistoryReader
 from goaicore.sealing.keyring import not_erased
+
+if TYPE_CHECKING:
+    from goaicore.sealing.records import KeyLookup
 
 
 @dataclass(frozen=True)
@@ -89,46 +93,81 @@ def verify_log(
     position and under its snapshot's bounds, through the worker's own loop; a record
     the worker set aside is skipped and counted in ``reader.skipped``.
     """
-    wanted = list(dict.fromkeys(conversation_ids)) or sorted(stored)
-    keys = {conversation_id.encode(): conversation_id for conversation_id in wanted}
-    until = {key: _last_position(stored.get(c)) for key, c in keys.items()}
-    policies = {key: timeline_of(s) for key, c in keys.items() if (s := stored.get(c))}
-    replayed: dict[bytes, ConversationSnapshot] = {}
-    unopened: dict[bytes, list[int]] = {}
+    verifier = LogVerifier(stored, conversation_ids, reader.keys)
+    for rejected in verifier.feed(reader.all_records(progress)):
+        reader.skip(rejected.record, rejected.reason, rejected.detail)
+    return verifier.report()
 
-    def wanted_records() -> Iterator[LogRecord]:
-        for record in reader.all_records(progress):
-            last = until.get(record.key) if record.key is not None else None
-            if last is not None and _within(record.position, last):
-                yield record
 
-    folded = fold_records(
-        wanted_records(), DEFAULT_POLICY, own_policy=policies.get, keys=reader.keys
-    )
-    for outcome in folded:
-        if isinstance(outcome, Rejected):
-            reader.skip(outcome.record, outcome.reason, outcome.detail)
-        else:
+class LogVerifier:
+    """Replays of stored snapshots, folded from the log's records in one pass.
+
+    The records may come in any number of :meth:`feed` calls, each partition's in
+    order (a reader's batches); :meth:`report` compares the replays with the snapshots.
+    """
+
+    def __init__(
+        self,
+        stored: Mapping[str, ConversationSnapshot],
+        conversation_ids: Iterable[str] = (),
+        keys: KeyLookup | None = None,
+    ) -> None:
+        self.stored = stored
+        self.keys = keys
+        wanted = list(dict.fromkeys(conversation_ids)) or sorted(stored)
+        self._ids = {conversation_id.encode(): conversation_id for conversation_id in wanted}
+        self._until = {key: _last_position(stored.get(c)) for key, c in self._ids.items()}
+        self._policies = {
+            key: timeline_of(s) for key, c in self._ids.items() if (s := stored.get(c))
+        }
+        self._replayed: dict[bytes, ConversationSnapshot] = {}
+        self._unopened: dict[bytes, list[int]] = {}
+
+    def feed(self, records: Iterable[LogRecord]) -> Iterator[Rejected]:
+        """Fold the wanted records among ``records``; yield those the worker set aside."""
+        until = self._until
+
+        def wanted() -> Iterator[LogRecord]:
+            for record in records:
+                last = until.get(record.key) if record.key is not None else None
+                if last is not None and _within(record.position, last):
+                    yield record
+
+        folded = fold_records(
+            wanted(),
+            DEFAULT_POLICY,
+            current=self._replayed.get,
+            own_policy=self._policies.get,
+            keys=self.keys,
+        )
+        for outcome in folded:
+            if isinstance(outcome, Rejected):
+                yield outcome
+                continue
             key = outcome.event.conversation_id.encode()
-            replayed[key] = outcome.snapshot
+            self._replayed[key] = outcome.snapshot
             if outcome.event.sealed is not None and outcome.changed:  # not opened here
-                unopened.setdefault(key, []).append(outcome.record.position.offset)
-    report = VerifyReport()
-    for key, offsets in unopened.items():
-        lost = not_erased(offsets, replayed[key])
-        if lost:
-            report.unreadable[keys[key]] = lost
-    for key, conversation_id in keys.items():
-        snapshot = stored.get(conversation_id)
-        if snapshot is not None:
-            report.checked += 1
-            report.differences.extend(compare(conversation_id, snapshot, replayed.get(key)))
-        elif key not in replayed:
-            report.unknown.append(conversation_id)
-        else:
-            report.checked += 1
-            report.differences.append(Difference(conversation_id, "snapshot", None, "missing"))
-    return report
+                self._unopened.setdefault(key, []).append(outcome.record.position.offset)
+
+    def report(self) -> VerifyReport:
+        """How the replays so far compare with the stored snapshots."""
+        report = VerifyReport()
+        for key, offsets in self._unopened.items():
+            lost = not_erased(offsets, self._replayed[key])
+            if lost:
+                report.unreadable[self._ids[key]] = lost
+        for key, conversation_id in self._ids.items():
+            snapshot = self.stored.get(conversation_id)
+            replayed = self._replayed.get(key)
+            if snapshot is not None:
+                report.checked += 1
+                report.differences.extend(compare(conversation_id, snapshot, replayed))
+            elif replayed is None:
+                report.unknown.append(conversation_id)
+            else:
+                report.checked += 1
+                report.differences.append(Difference(conversation_id, "snapshot", None, "missing"))
+        return report
 
 
 _ANY = -1

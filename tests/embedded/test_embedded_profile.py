@@ -19,6 +19,7 @@ from goaicore.config import Settings
 from goaicore.kafka import EmbeddedBroker, ensure_topics
 from tests.clients import test_publish_and_history as clients_suite
 from tests.store import test_store_worker as store_suite
+from tests.store import test_verify_shards as verify_suite
 from tests.store.workers import StoreWorker
 
 
@@ -58,3 +59,7 @@ def test_worker_folds_and_verify_agrees(topics: Settings, worker: StoreWorker) -
 
 def test_a_restarted_worker_recovers_its_table(topics: Settings) -> None:
     store_suite.test_a_restarted_worker_recovers_its_table(topics)
+
+
+def test_verify_in_processes_reads_every_partition_to_its_end(topics: Settings) -> None:
+    verify_suite.test_any_number_of_processes_gives_the_report_of_one_pass(topics, 2)

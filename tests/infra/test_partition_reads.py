@@ -1,0 +1,66 @@
+"""Reading several partitions at once to their ends (what verify reads the log with)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+
+from aiokafka import TopicPartition  # type: ignore[import-untyped]
+
+from goaicore.clients.aio.connection import start_consumer, start_producer
+from goaicore.config import Settings
+from goaicore.kafka import ensure_topics
+from goaicore.kafka.partition_reader import read_partitions_async
+
+
+async def _read_while_writing(settings: Settings) -> tuple[dict[int, list[int]], int]:
+    """Records in partitions 0 and 2 (1 left empty); a record written after the
+    first batch is read must not be."""
+    topic = settings.topic("events")
+    producer = await start_producer(settings)
+    consumer = await start_consumer(settings)
+    try:
+        for n in range(300):
+            partition = 0 if n % 3 else 2
+            await producer.send(topic, f"{n}".encode(), key=b"k", partition=partition)
+        await producer.flush()
+        partitions = [TopicPartition(topic, p) for p in range(settings.partitions)]
+        seen: dict[int, list[int]] = defaultdict(list)
+        batches = 0
+        async for batch in read_partitions_async(consumer, partitions, settings):
+            if batches == 0:
+                late = await producer.send_and_wait(topic, b"late", key=b"k", partition=0)
+            batches += 1
+            for record in batch:
+                assert record.value != b"late"
+                seen[record.partition].append(record.offset)
+        assert late.offset == 200  # written, past the end the read took
+        return dict(seen), batches
+    finally:
+        await consumer.stop()
+        await producer.stop()
+
+
+def test_every_partition_is_read_once_in_order_to_the_end_it_had_when_the_read_began(
+    settings: Settings,
+) -> None:
+    ensure_topics(settings)
+    seen, batches = asyncio.run(_read_while_writing(settings))
+    assert seen == {0: list(range(200)), 2: list(range(100))}
+    assert batches >= 2  # two partitions: at least a batch each
+
+
+async def _read_empty(settings: Settings) -> int:
+    consumer = await start_consumer(settings)
+    try:
+        partitions = [
+            TopicPartition(settings.topic("events"), p) for p in range(settings.partitions)
+        ]
+        return sum([len(batch) async for batch in read_partitions_async(consumer, partitions)])
+    finally:
+        await consumer.stop()
+
+
+def test_empty_partitions_end_the_read_at_once(settings: Settings) -> None:
+    ensure_topics(settings)
+    assert asyncio.run(asyncio.wait_for(_read_empty(settings), 30)) == 0

@@ -1,0 +1,144 @@
+"""``goaicore verify`` with the log's partitions shared among processes: the same report
+as one pass, in the same order, whatever the number of processes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from kafka import KafkaProducer
+
+from goaicore.clients import EventPublisher, HistoryReader
+from goaicore.config import Settings
+from goaicore.devstack.worker_process import settings_env
+from goaicore.kafka import ensure_topics
+from goaicore.records import ConversationSnapshot, UserMessage, new_event
+from goaicore.records.avro.api import encode_event, encode_snapshot
+from goaicore.replay.verify import Difference, LogVerifier, verify_log
+from goaicore.replay.verify_shards import Shard, ShardResult, merge, plan_shards, verify_against_log
+from tests.cli import run_goaicore
+from tests.fold.conversations import fold_all
+
+CONVERSATIONS = [f"c{n}" for n in range(12)]
+
+
+def _log_and_snapshots(settings: Settings) -> dict[str, ConversationSnapshot]:
+    """Three rounds of events for twelve conversations and a stray record the worker sets
+    aside; on the snapshots topic, an outdated snapshot then the right one for c0..c9, a
+    wrong one for c3 (its latest), a tombstone for c11, none for c10."""
+    ensure_topics(settings)
+    producer = KafkaProducer(bootstrap_servers=settings.require_bootstrap())
+    with EventPublisher(settings) as publisher:
+        for round_ in range(3):
+            if round_ == 2:  # under c0's key, of c1: the worker sets it aside
+                stray = encode_event(new_event("c1", UserMessage(text="stray")))
+                producer.send(settings.topic("events"), key=b"c0", value=stray).get(10)
+            publisher.publish_many(
+                (c, new_event(c, UserMessage(text=f"{c} {round_}"))) for c in CONVERSATIONS
+            )
+    with HistoryReader(settings) as reader:
+        logged = list(reader.all_events(progress=False))
+    stored: dict[str, ConversationSnapshot] = {}
+    topic = settings.topic("snapshots")
+    for conversation in CONVERSATIONS[:10]:
+        history = [(e.event, e.position) for e in logged if e.event.conversation_id == conversation]
+        outdated, latest = fold_all(history[:1]), fold_all(history)
+        assert outdated is not None
+        assert latest is not None
+        if conversation == "c3":
+            latest = dataclasses.replace(latest, message_count=99)
+        for snapshot in (outdated, latest):
+            producer.send(topic, key=conversation.encode(), value=encode_snapshot(snapshot))
+        stored[conversation] = latest
+    producer.send(topic, key=b"c11", value=None)
+    producer.flush(10)
+    producer.close()
+    return stored
+
+
+@pytest.mark.parametrize("processes", [1, 2, 4])
+def test_any_number_of_processes_gives_the_report_of_one_pass(
+    settings: Settings, processes: int
+) -> None:
+    stored = _log_and_snapshots(settings)
+    with HistoryReader(settings) as reader:
+        one_pass = verify_log(reader, stored, progress=False)
+
+    result = verify_against_log(settings, processes=processes, progress=processes == 2)
+
+    assert result.report == one_pass
+    assert [(d.conversation_id, d.field) for d in result.report.differences] == [
+        ("c3", "message_count")
+    ]
+    assert (result.report.checked, result.report.equal) == (10, 9)
+    assert result.skipped_events == 1  # the stray record, as the worker dead-lettered it
+    assert result.skipped_snapshots == 0
+
+    named = verify_against_log(settings, ["c11", "nobody", "c3", "c0"], processes=processes)
+    assert [(d.conversation_id, d.field) for d in named.report.differences] == [
+        ("c11", "snapshot"),  # events, but its snapshot is a tombstone
+        ("c3", "message_count"),
+    ]
+    assert named.report.unknown == ["nobody"]
+    assert named.report.checked == 3
+
+
+def test_the_command_verifies_in_processes_and_refuses_them_with_db(settings: Settings) -> None:
+    _log_and_snapshots(settings)
+    env = settings_env(settings)
+    found = run_goaicore("verify", "--processes", "2", env=env)
+    assert found.returncode == 1, found.stderr
+    assert "DIFFERENT c3 message_count: stored 99 replayed 3" in found.stdout
+    assert "10 snapshots" in found.stdout
+    refused = run_goaicore("verify", "--db", "--processes", "2", env=env)
+    assert refused.returncode == 2
+    assert "--processes applies to a verify against the log" in refused.stderr
+    invalid = run_goaicore("verify", "--processes", "0", env=env)
+    assert invalid.returncode == 2
+
+
+def test_shards_deal_out_the_partitions_or_those_of_the_named_conversations() -> None:
+    assert plan_shards(6, [], 4) == [
+        Shard((0, 4)),
+        Shard((1, 5)),
+        Shard((2,)),
+        Shard((3,)),
+    ]
+    assert plan_shards(3, [], 8) == [Shard((0,)), Shard((1,)), Shard((2,))]
+    assert plan_shards(6, [], 1) == [Shard((0, 1, 2, 3, 4, 5))]
+    shards = plan_shards(3, ["c0", "c1", "c2", "c3"], 2)
+    assert sorted(c for s in shards for c in s.conversation_ids) == ["c0", "c1", "c2", "c3"]
+    assert all(len(s.partitions) >= 1 for s in shards)
+    one = plan_shards(3, ["c0", "c0x"], 8)
+    assert sum(len(s.partitions) for s in one) == len({p for s in one for p in s.partitions})
+
+
+def test_merged_reports_follow_the_named_order_else_the_conversation_ids() -> None:
+    def part(*ids: str) -> ShardResult:
+        verifier = LogVerifier({})
+        report = verifier.report()
+        report.differences = [Difference(c, "snapshot", None, "missing") for c in ids]
+        report.unknown = list(ids)
+        report.checked = len(ids)
+        return ShardResult(report, skipped_events=1)
+
+    merged = merge([part("b", "d"), part("a", "c")], [])
+    assert [d.conversation_id for d in merged.report.differences] == ["a", "b", "c", "d"]
+    assert merged.report.checked == 4
+    assert merged.skipped_events == 2
+    named = merge([part("b", "d"), part("a", "c")], ["d", "a", "c", "b"])
+    assert named.report.unknown == ["d", "a", "c", "b"]
+
+
+def test_a_verify_fed_in_batches_equals_one_fed_at_once(settings: Settings) -> None:
+    stored = _log_and_snapshots(settings)
+    with HistoryReader(settings) as reader:
+        records = list(reader.all_records(progress=False))
+    whole = LogVerifier(stored)
+    assert len(list(whole.feed(records))) == 1  # the stray record
+    batched = LogVerifier(stored)
+    rejected = [
+        r for start in range(0, len(records), 5) for r in batched.feed(records[start : start + 5])
+    ]
+    assert len(rejected) == 1
+    assert batched.report() == whole.report()
