@@ -143,16 +143,27 @@ async def read_partitions_async(
                 partition, start, int(hints[partition] or 0), settings, idle_timeout
             )
         reading = [partition for partition in partitions if not ends[partition].reached]
+        # Nothing is yielded before every partition's end is known: a record written while
+        # the caller works on a first batch must not extend another partition's read.
+        early: list[list[Any]] | None = []
         while reading:
             fetched = await consumer.getmany(*reading, timeout_ms=POLL_MS, max_records=MAX_RECORDS)
             moved = any(fetched.values())
+            taken = []
             for partition in reading:
                 batch = fetched.get(partition, [])
                 end = ends[partition]
-                taken = list(end.take(batch))
-                if taken:
-                    yield taken
+                records = list(end.take(batch))
+                if records:
+                    taken.append(records)
                 end.after_fetch(len(batch), consumer.highwater(partition), others_moved=moved)
+            if early is not None:
+                early += taken
+                if any(ends[partition].target is None for partition in reading):
+                    continue
+                taken, early = early, None
+            for records in taken:
+                yield records
             done = [partition for partition in reading if ends[partition].reached]
             if done:
                 consumer.pause(*done)  # its end is read: fetch nothing more of it
