@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import multiprocessing
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from goaicore.clients.snapshots import decode_latest
 from goaicore.config import Settings
 from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
 from goaicore.kafka.partition_reader import read_partitions_async
+from goaicore.kafka.topics import TopicMismatchError
 from goaicore.logs import configure_from_environment
 from goaicore.progress import ProgressBar
 from goaicore.records.validation import check_conversation_id
@@ -181,17 +183,21 @@ async def _verify_shard(settings: Settings, shard: Shard) -> ShardResult:
 
 
 def _partitions(settings: Settings, progress: bool | None) -> tuple[int, dict[int, int]]:
-    """How many partitions the events topic has (MissingTopicError: none), and when a bar
-    is shown, how many records each partition number holds in both topics."""
-    import sys
-
+    """How many partitions the events and snapshots topics each have (MissingTopicError:
+    one is missing; TopicMismatchError: not co-partitioned), and when a bar is shown, how
+    many records each partition number holds in both."""
     consumer = make_consumer(settings)
     try:
         events = topic_partitions(consumer, settings.topic("events"))
-        show = sys.stderr.isatty() if progress is None else progress
-        if not show:
-            return len(events), {}
         snapshots = topic_partitions(consumer, settings.topic("snapshots"))
+        if len(snapshots) != len(events):
+            raise TopicMismatchError(
+                f"topic {settings.topic('snapshots')} has {len(snapshots)} partitions and "
+                f"{settings.topic('events')} {len(events)}: a conversation's snapshots must be "
+                "in its events' partition number"
+            )
+        if not (sys.stderr.isatty() if progress is None else progress):
+            return len(events), {}
         totals: dict[int, int] = {}
         for partition, end in consumer.end_offsets([*events, *snapshots]).items():
             totals[partition.partition] = totals.get(partition.partition, 0) + int(end or 0)

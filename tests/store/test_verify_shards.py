@@ -7,11 +7,14 @@ import dataclasses
 
 import pytest
 from kafka import KafkaProducer
+from kafka.admin import NewTopic
 
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
 from goaicore.kafka import ensure_topics
+from goaicore.kafka.connection import make_admin
+from goaicore.kafka.topics import TopicMismatchError
 from goaicore.records import ConversationSnapshot, UserMessage, new_event
 from goaicore.records.avro.api import encode_event, encode_snapshot
 from goaicore.replay.verify import Difference, LogVerifier, verify_log
@@ -142,3 +145,13 @@ def test_a_verify_fed_in_batches_equals_one_fed_at_once(settings: Settings) -> N
     ]
     assert len(rejected) == 1
     assert batched.report() == whole.report()
+
+
+def test_topics_not_co_partitioned_are_refused_with_both_counts(settings: Settings) -> None:
+    admin = make_admin(settings)
+    admin.create_topics(
+        [NewTopic(settings.topic("events"), 3, 1), NewTopic(settings.topic("snapshots"), 2, 1)]
+    )
+    admin.close()
+    with pytest.raises(TopicMismatchError, match=r"has 2 partitions and \S+ 3:"):
+        verify_against_log(settings)
