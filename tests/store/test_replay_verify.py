@@ -18,11 +18,12 @@ from goaicore.devstack.worker_process import settings_env
 from goaicore.fold.records import LogRecord
 from goaicore.kafka import ensure_topics
 from goaicore.records import GameEvent, UserMessage, new_event
-from goaicore.records.avro.api import encode_event, encode_snapshot
+from goaicore.records.avro.api import encode_snapshot
 from goaicore.replay.log import replay
 from goaicore.replay.verify import verify_log
 from tests.cli import run_goaicore
 from tests.fold.conversations import fold_all
+from tests.store.stories import rounds_and_a_stray
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -124,24 +125,8 @@ class CountingReader(HistoryReader):
 
 
 def test_verify_folds_every_conversation_in_one_read_of_the_log(settings: Settings) -> None:
-    ensure_topics(settings)
     conversations = [f"c{n}" for n in range(12)]
-    producer = KafkaProducer(bootstrap_servers=settings.require_bootstrap())
-    with EventPublisher(settings) as publisher:
-        for round_ in range(3):
-            if round_ == 2:  # under c0's key, of c1: the worker sets it aside
-                stray = encode_event(new_event("c1", UserMessage(text="stray")))
-                producer.send(settings.topic("events"), key=b"c0", value=stray).get(10)
-            publisher.publish_many(
-                (c, new_event(c, UserMessage(text=f"{c} {round_}"))) for c in conversations
-            )
-    producer.close()
-    with HistoryReader(settings) as reader:
-        logged = list(reader.all_events(progress=False))
-    history = {
-        c: [(e.event, e.position) for e in logged if e.event.conversation_id == c]
-        for c in conversations
-    }
+    history = rounds_and_a_stray(settings, conversations)
     stored = {c: fold_all(history[c]) for c in conversations[:10]}
     stored["c10"] = fold_all(history["c10"][:2])  # behind the log: later events not counted
     assert all(s is not None for s in stored.values())

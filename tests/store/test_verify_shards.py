@@ -9,18 +9,18 @@ import pytest
 from kafka import KafkaProducer
 from kafka.admin import NewTopic
 
-from goaicore.clients import EventPublisher, HistoryReader
+from goaicore.clients import HistoryReader
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
-from goaicore.kafka import ensure_topics
 from goaicore.kafka.connection import make_admin
 from goaicore.kafka.topics import TopicMismatchError
-from goaicore.records import ConversationSnapshot, UserMessage, new_event
-from goaicore.records.avro.api import encode_event, encode_snapshot
+from goaicore.records import ConversationSnapshot
+from goaicore.records.avro.api import encode_snapshot
 from goaicore.replay.verify import Difference, LogVerifier, verify_log
 from goaicore.replay.verify_shards import Shard, ShardResult, merge, plan_shards, verify_against_log
 from tests.cli import run_goaicore
 from tests.fold.conversations import fold_all
+from tests.store.stories import rounds_and_a_stray
 
 CONVERSATIONS = [f"c{n}" for n in range(12)]
 
@@ -29,22 +29,12 @@ def _log_and_snapshots(settings: Settings) -> dict[str, ConversationSnapshot]:
     """Three rounds of events for twelve conversations and a stray record the worker sets
     aside; on the snapshots topic, an outdated snapshot then the right one for c0..c9, a
     wrong one for c3 (its latest), a tombstone for c11, none for c10."""
-    ensure_topics(settings)
+    histories = rounds_and_a_stray(settings, CONVERSATIONS)
     producer = KafkaProducer(bootstrap_servers=settings.require_bootstrap())
-    with EventPublisher(settings) as publisher:
-        for round_ in range(3):
-            if round_ == 2:  # under c0's key, of c1: the worker sets it aside
-                stray = encode_event(new_event("c1", UserMessage(text="stray")))
-                producer.send(settings.topic("events"), key=b"c0", value=stray).get(10)
-            publisher.publish_many(
-                (c, new_event(c, UserMessage(text=f"{c} {round_}"))) for c in CONVERSATIONS
-            )
-    with HistoryReader(settings) as reader:
-        logged = list(reader.all_events(progress=False))
     stored: dict[str, ConversationSnapshot] = {}
     topic = settings.topic("snapshots")
     for conversation in CONVERSATIONS[:10]:
-        history = [(e.event, e.position) for e in logged if e.event.conversation_id == conversation]
+        history = histories[conversation]
         outdated, latest = fold_all(history[:1]), fold_all(history)
         assert outdated is not None
         assert latest is not None
