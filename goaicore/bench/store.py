@@ -440,7 +440,9 @@ def _verify_rows(settings: Settings, shape: Shape) -> list[Measurement]:
         )
         for _ in range(REPEATS)  # each a second or a few: the median of three
     ]
-    plain, aio_plain, verified, one_process = (statistics.median(column) for column in zip(*runs))
+    plain, aio_plain, verified, one_process = (
+        statistics.median(column) for column in zip(*runs, strict=True)
+    )
     params = shape.params
     return [
         Measurement("store", WORKER, folding, "events/s", params, NOTE),
