@@ -60,15 +60,16 @@ class DatabaseError(GoaicoreError):
 
 
 def wrap_client_error(err: BaseException) -> GoaicoreError | None:
-    """A kafka-python or psycopg error as a BrokerError or DatabaseError, else None.
+    """A kafka-python, aiokafka or psycopg error as a BrokerError or DatabaseError, else None.
 
     For the edges where a client library's error would otherwise escape: the
     command line, and the clients' public methods (``raise wrapped from err``).
     Only already-imported libraries are looked at, so this never loads one.
     """
-    kafka_errors = sys.modules.get("kafka.errors")
-    if kafka_errors is not None and isinstance(err, kafka_errors.KafkaError):
-        return BrokerError(f"Kafka: {type(err).__name__}: {err}")
+    for module in ("kafka.errors", "aiokafka.errors"):  # kafka-python's and aiokafka's
+        kafka_errors = sys.modules.get(module)
+        if kafka_errors is not None and isinstance(err, kafka_errors.KafkaError):
+            return BrokerError(f"Kafka: {type(err).__name__}: {err}")
     psycopg = sys.modules.get("psycopg")
     if psycopg is not None and isinstance(err, psycopg.Error):
         # The first line only: psycopg adds the failing statement and hints below it.
@@ -79,7 +80,7 @@ def wrap_client_error(err: BaseException) -> GoaicoreError | None:
 
 @contextmanager
 def client_errors() -> Iterator[None]:
-    """Raise kafka-python and psycopg errors in this block as BrokerError or DatabaseError.
+    """Raise Kafka clients' and psycopg's errors in this block as BrokerError or DatabaseError.
 
     The original error is kept as ``__cause__``; every other error passes unchanged.
     """

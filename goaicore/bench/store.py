@@ -23,7 +23,6 @@ read of the same events by kafka-python and by aiokafka (each the median of thre
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import subprocess
 import sys
@@ -60,6 +59,7 @@ from goaicore.records import (
     new_event,
 )
 from goaicore.records.avro.api import decode_snapshot, encode_key
+from goaicore.replay.verify_shards import default_processes, verify_against_log
 from goaicore.sealing.keys import DataKey, MasterKeys, wrap
 from goaicore.sealing.records import seal_event
 
@@ -293,20 +293,17 @@ async def plain_read_async(settings: Settings, count: int) -> float:
         await consumer.stop()
 
 
-def _verify_rate(
-    settings: Settings, count: int, conversations: int, processes: int = os.cpu_count() or 1
-) -> float:
+def _verify_rate(settings: Settings, count: int, conversations: int, processes: int) -> float:
     """Events/s of ``goaicore verify`` over ``count`` events of ``conversations`` (all
     snapshots, then the log once, in ``processes``), which must agree."""
-    from goaicore.replay.verify_shards import verify_against_log
-
     started = time.perf_counter()
     report = verify_against_log(settings, progress=False, processes=processes).report
     elapsed = time.perf_counter() - started
     if report.differences or report.pending or report.unknown or report.checked != conversations:
         raise RuntimeError(
             f"verify disagrees with the benchmark's own log: {len(report.different)} of "
-            f"{report.checked} snapshots differ, {len(report.pending)} pending"
+            f"{report.checked} snapshots differ ({conversations} expected), "
+            f"{len(report.pending)} pending, {len(report.unknown)} without events"
         )
     return count / elapsed
 
@@ -431,12 +428,13 @@ def _verify_rows(settings: Settings, shape: Shape) -> list[Measurement]:
     folding = len(events) / _timed(WORKER_PROCESS, settings, events)
     total = 1 + len(events)  # and the warm-up event
     conversations = 1 + shape.conversations
+    processes = min(default_processes(), settings.partitions)
     runs = [
         (
             plain_read(settings, total),
             asyncio.run(plain_read_async(settings, total)),
-            _verify_rate(settings, total, conversations),
-            _verify_rate(settings, total, conversations, processes=1),
+            _verify_rate(settings, total, conversations, processes),
+            _verify_rate(settings, total, conversations, 1),
         )
         for _ in range(REPEATS)  # each a second or a few: the median of three
     ]
@@ -454,7 +452,7 @@ def _verify_rows(settings: Settings, shape: Shape) -> list[Measurement]:
             verified,
             "events/s",
             params,
-            NOTE,
+            f"loopback, {processes} processes (one per core, at most one per partition)",
             baseline=PLAIN,
             also_versus=(AIO_PLAIN,),
         ),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from goaicore.cli.args import OFFSET, POSITIVE, moment
@@ -88,8 +87,8 @@ def handle_verify(args: argparse.Namespace) -> int:
         return verify_from_db(args)
 
     from goaicore.config import Settings
-    from goaicore.replay.verify_shards import verify_against_log
+    from goaicore.replay.verify_shards import default_processes, verify_against_log
 
-    processes = args.processes or os.cpu_count() or 1
+    processes = args.processes or default_processes()
     result = verify_against_log(Settings(), args.conversations, processes=processes)
     return print_report(result.report, as_json=args.json)

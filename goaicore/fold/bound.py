@@ -197,6 +197,13 @@ def with_anomaly(
     snapshot: ConversationSnapshot, note: str, policy: FoldPolicy
 ) -> ConversationSnapshot:
     """``snapshot`` with ``note`` added to its bounded list of anomalies."""
+    return evolve(snapshot, anomalies=anomalies_with(snapshot, note, policy))
+
+
+def anomalies_with(
+    snapshot: ConversationSnapshot, note: str, policy: FoldPolicy
+) -> tuple[str, ...]:
+    """``snapshot``'s anomalies with ``note`` added, the oldest beyond the bound dropped."""
     anomalies = (*snapshot.anomalies, note)[-policy.max_anomalies :]
     note_window_slid(anomalies, snapshot.anomalies)
-    return evolve(snapshot, anomalies=anomalies)
+    return anomalies

@@ -16,7 +16,7 @@ counts of applied events unchanged; only the position moves past it and
 from __future__ import annotations
 
 from goaicore.fold.admission import MAX_CONVERSATION_ID_BYTES
-from goaicore.fold.bound import bounded, with_anomaly
+from goaicore.fold.bound import anomalies_with, bounded, with_anomaly
 from goaicore.fold.carried import history_problem
 from goaicore.fold.compaction import CompactionMismatch, apply_compaction_record
 from goaicore.fold.evolve import SnapshotChanges, evolve
@@ -67,8 +67,8 @@ def fold(
     problem = refusal(snapshot, event, policy)
     if problem is None:
         try:
-            # One copy of the snapshot per event: the event's own changes and the bookkeeping
-            # (fields of their own: neither sets the other's).
+            # An applied event copies the snapshot once: its own changes and the bookkeeping
+            # together (fields of their own: neither sets the other's).
             changes = _apply(snapshot, event, position, policy)
             changes.update(seen)
             applied = evolve(snapshot, **changes)
@@ -255,8 +255,11 @@ def _apply(
         return metadata_changes(snapshot, body)
     if isinstance(body, ConversationErased):
         return _erased(position)
-    unknown = with_anomaly(snapshot, f"{_where(event, position, policy)}: unknown body", policy)
-    return SnapshotChanges(anomalies=unknown.anomalies)
+    return SnapshotChanges(
+        anomalies=anomalies_with(
+            snapshot, f"{_where(event, position, policy)}: unknown body", policy
+        )
+    )
 
 
 def _erased(position: LogPosition) -> SnapshotChanges:

@@ -260,7 +260,7 @@ def metadata_bytes(snapshot: ConversationSnapshot) -> int:
         snapshot.forked_from,
     )
     if title is None and owner is None and not tags and not attributes and origin is None:
-        return 5  # most conversations: five empty unions and arrays, a byte each
+        return 2 + 2 * _ARRAY_END + 1  # most: no title, owner, tags, attributes or origin
     return (
         _optional(title)
         + _optional(owner)

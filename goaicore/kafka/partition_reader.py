@@ -1,11 +1,11 @@
-"""Read a partition from an offset to its end, where "end" comes from fetches.
+"""Read a partition from an offset to the end it had when the read began.
 
-The end of a partition is taken from the high watermark that fetch responses
-carry, with the broker's end-offset answer used only as a lower bound: some
-brokers (the embedded one) answer end offsets too low when the last batch
-holds several records, and a reader that trusted them would stop early.
-Reading stops at the high watermark as it stood when the read began, so a
-partition that keeps growing cannot keep the reader going forever.
+On Apache Kafka (the standard profile) that end is the broker's end-offset answer
+at the start. Some brokers (the embedded one) answer end offsets too low when the
+last batch holds several records, and a reader that trusted them would stop
+early: there the end is the high watermark the first fetch response carries, the
+end-offset answer only a lower bound. Either way a partition that keeps growing
+cannot keep the reader going forever.
 
 :func:`read_to_end` reads with a kafka-python consumer, :func:`read_to_end_async`
 with an aiokafka one, and :func:`read_partitions_async` several partitions at once
@@ -40,8 +40,9 @@ class PartitionEnd:
         self.partition = partition
         self.trust_end_offsets = settings is None or client_profile(settings).trust_end_offsets
         self.hint = hint
-        # An empty partition (by a trusted end offset) needs no fetch at all.
-        self.target: int | None = hint if self.trust_end_offsets and hint <= start else None
+        # A trusted end offset is the end as it stood when the read began (an empty
+        # partition then needs no fetch at all); else the first fetch tells it.
+        self.target: int | None = hint if self.trust_end_offsets else None
         self.position = start
         self.idle = idle
         self._last_progress = time.monotonic()
@@ -143,20 +144,25 @@ async def read_partitions_async(
                 partition, start, int(hints[partition] or 0), settings, idle_timeout
             )
         reading = [partition for partition in partitions if not ends[partition].reached]
-        # Nothing is yielded before every partition's end is known: a record written while
-        # the caller works on a first batch must not extend another partition's read.
+        # Nothing is yielded before every partition's end is known (on a profile whose end
+        # offsets are not trusted, after its first fetch): a record written while the
+        # caller works on a first batch must not extend another partition's read.
         early: list[list[Any]] | None = []
         while reading:
             fetched = await consumer.getmany(*reading, timeout_ms=POLL_MS, max_records=MAX_RECORDS)
-            moved = any(fetched.values())
             taken = []
             for partition in reading:
-                batch = fetched.get(partition, [])
-                end = ends[partition]
-                records = list(end.take(batch))
+                records = list(ends[partition].take(fetched.get(partition, [])))
                 if records:
                     taken.append(records)
-                end.after_fetch(len(batch), consumer.highwater(partition), others_moved=moved)
+            for partition in reading:  # idle only when no partition gave anything to read
+                batch_size = len(fetched.get(partition, []))
+                highwater = consumer.highwater(partition)
+                ends[partition].after_fetch(batch_size, highwater, others_moved=bool(taken))
+            done = [partition for partition in reading if ends[partition].reached]
+            if done:
+                consumer.pause(*done)  # its end is read: fetch nothing more of it
+                reading = [partition for partition in reading if partition not in done]
             if early is not None:
                 early += taken
                 if any(ends[partition].target is None for partition in reading):
@@ -164,7 +170,3 @@ async def read_partitions_async(
                 taken, early = early, None
             for records in taken:
                 yield records
-            done = [partition for partition in reading if ends[partition].reached]
-            if done:
-                consumer.pause(*done)  # its end is read: fetch nothing more of it
-                reading = [partition for partition in reading if partition not in done]

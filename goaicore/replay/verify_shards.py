@@ -12,18 +12,21 @@ order a single pass would give.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import multiprocessing
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
+from multiprocessing.connection import wait as wait_for_any
 from typing import Any
 
 from goaicore.clients.aio.connection import start_consumer
 from goaicore.clients.snapshots import decode_latest
 from goaicore.config import Settings
+from goaicore.errors import GoaicoreError
 from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
 from goaicore.kafka.partition_reader import read_partitions_async
 from goaicore.kafka.topics import TopicMismatchError
@@ -35,7 +38,7 @@ from goaicore.replay.verify import LogVerifier, VerifyReport
 from goaicore.sealing.keyring import topic_key_ring
 
 WAIT_SECONDS = 0.2
-"""How often the parent redraws the progress bar while shards run."""
+"""How long the parent waits for a shard process's result at a time."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ class Shard:
 
 
 @dataclass
-class ShardResult:
+class VerifyResult:
     """One shard's report, and the records it set aside (each logged where it was read)."""
 
     report: VerifyReport
@@ -60,7 +63,7 @@ def verify_against_log(
     conversation_ids: Iterable[str] = (),
     progress: bool | None = None,
     processes: int = 1,
-) -> ShardResult:
+) -> VerifyResult:
     """Verify the stored snapshots (those named, or all) against one read of the log,
     in up to ``processes`` processes (1: in this one). More than one are spawned, so a
     script calling this runs it under ``if __name__ == "__main__":``."""
@@ -73,10 +76,19 @@ def verify_against_log(
     counter = ctx.Value("q", 0)
     bar = ProgressBar(bool(totals), sum(totals.get(p, 0) for s in shards for p in s.partitions))
     try:
-        results = _run(ctx, counter, settings, shards, lambda: bar.update(counter.value))
+        others = _ShardProcesses(ctx, counter, settings, shards[1:])
+        counted = _Counted(counter, bar, others.check)
+        results = others.run(lambda: verify_shard(settings, shards[0], counted))
     finally:
         bar.close()
     return merge(results, named)
+
+
+def default_processes() -> int:
+    """The cores this process may run on (its CPU affinity), not the machine's count."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 def plan_shards(partitions: int, named: Sequence[str], processes: int) -> list[Shard]:
@@ -100,9 +112,10 @@ def plan_shards(partitions: int, named: Sequence[str], processes: int) -> list[S
     return shards
 
 
-def merge(results: Sequence[ShardResult], named: Sequence[str]) -> ShardResult:
-    """One report from the shards', in the order one pass gives (the named order, else
-    by conversation id)."""
+def merge(results: Sequence[VerifyResult], named: Sequence[str]) -> VerifyResult:
+    """One result from the shards': differences, pending and unknown conversations in the
+    order one pass gives (the named order, else by conversation id), and the unreadable
+    ones in that order too."""
     order = {conversation_id: index for index, conversation_id in enumerate(named)}
 
     def place(conversation_id: str) -> tuple[int, str]:
@@ -120,17 +133,20 @@ def merge(results: Sequence[ShardResult], named: Sequence[str]) -> ShardResult:
     report.pending.sort(key=place)
     report.unknown.sort(key=place)
     report.unreadable = dict(sorted(report.unreadable.items(), key=lambda item: place(item[0])))
-    return ShardResult(
+    return VerifyResult(
         report,
         sum(r.skipped_events for r in results),
         sum(r.skipped_snapshots for r in results),
     )
 
 
-def verify_shard(settings: Settings, shard: Shard) -> ShardResult:
-    """Verify one shard's conversations: its snapshots, then its events, read once each."""
+def verify_shard(
+    settings: Settings, shard: Shard, read: Callable[[int], None] = lambda records: None
+) -> VerifyResult:
+    """Verify one shard's conversations: its snapshots, then its events, read once each
+    (``read`` is told each batch's size). Runs its own event loop: not callable from one."""
     with _rare_full_collections():
-        return asyncio.run(_verify_shard(settings, shard))
+        return asyncio.run(_verify_shard(settings, shard, read))
 
 
 @contextmanager
@@ -150,20 +166,23 @@ def _rare_full_collections() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-async def _verify_shard(settings: Settings, shard: Shard) -> ShardResult:
+async def _verify_shard(
+    settings: Settings, shard: Shard, read: Callable[[int], None]
+) -> VerifyResult:
     from aiokafka import TopicPartition  # type: ignore[import-untyped]
 
     named = {conversation_id.encode() for conversation_id in shard.conversation_ids}
     consumer = await start_consumer(settings)
-    ring = topic_key_ring(settings)
+    ring = None
     try:
+        ring = topic_key_ring(settings)
         latest: dict[bytes, bytes | None] = {}
         snapshots = [TopicPartition(settings.topic("snapshots"), p) for p in shard.partitions]
         async for batch in read_partitions_async(consumer, snapshots, settings):
             for record in batch:
                 if record.key is not None and (not named or record.key in named):
                     latest[record.key] = record.value
-            _count(len(batch))
+            read(len(batch))
         stored, skipped_snapshots = decode_latest(latest)
         del latest
         verifier = LogVerifier(stored, shard.conversation_ids, ring[0] if ring else None)
@@ -174,8 +193,8 @@ async def _verify_shard(settings: Settings, shard: Shard) -> ShardResult:
             for rejected in verifier.feed(map(log_record, batch)):
                 skipped += 1
                 log_skipped(topic, rejected.record, rejected.reason, rejected.detail)
-            _count(len(batch))
-        return ShardResult(verifier.report(), skipped, skipped_snapshots)
+            read(len(batch))
+        return VerifyResult(verifier.report(), skipped, skipped_snapshots)
     finally:
         await consumer.stop()
         if ring is not None:
@@ -206,53 +225,101 @@ def _partitions(settings: Settings, progress: bool | None) -> tuple[int, dict[in
         consumer.close()
 
 
-def _run(
-    ctx: Any, counter: Any, settings: Settings, shards: Sequence[Shard], redraw: Callable[[], None]
-) -> list[ShardResult]:
-    """The first shard in this process, the others each in a process spawned first (its
-    start-up overlaps the work here); the results in the shards' order."""
-    _count_into(counter, redraw)
-    try:
-        if len(shards) == 1:
-            return [verify_shard(settings, shards[0])]
-        with ProcessPoolExecutor(
-            len(shards) - 1, mp_context=ctx, initializer=_start_child, initargs=(counter,)
-        ) as pool:
-            futures = [pool.submit(verify_shard, settings, shard) for shard in shards[1:]]
-            try:
-                here = verify_shard(settings, shards[0])
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-            pending: set[Future[ShardResult]] = set(futures)
-            while pending:
-                _, pending = wait(pending, timeout=WAIT_SECONDS)
-                redraw()
-            return [here, *(future.result() for future in futures)]
-    finally:
-        _count_into(None, None)
+class _Counted:
+    """Counts records read into the count all processes share, and redraws the bar; in
+    the process that shows it, also notices a shard process that failed meanwhile."""
+
+    def __init__(
+        self,
+        counter: Any,
+        bar: ProgressBar | None = None,
+        check: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.counter = counter
+        self.bar = bar
+        self.check = check
+
+    def __call__(self, records: int) -> None:
+        with self.counter.get_lock():
+            self.counter.value += records
+        if self.bar is not None:
+            self.bar.update(self.counter.value)
+        self.check()
 
 
-_counter: Any = None
-"""The records read by every shard, shared by their processes (for the progress bar)."""
-_redraw: Callable[[], None] | None = None
-"""In the process that shows the bar: redraws it."""
+class ShardProcessDied(GoaicoreError):
+    """A verify process ended without a report (killed, or out of memory)."""
 
 
-def _count_into(counter: Any, redraw: Callable[[], None] | None) -> None:
-    global _counter, _redraw
-    _counter, _redraw = counter, redraw
+class _ShardProcesses:
+    """Shards verified in processes of their own, each sending its result (or its error)
+    back on a pipe; on any error every one still running is stopped."""
+
+    def __init__(self, ctx: Any, counter: Any, settings: Settings, shards: Sequence[Shard]):
+        self.counter = counter
+        self.results: dict[int, VerifyResult] = {}
+        self.children = []
+        for index, shard in enumerate(shards):
+            receiving, sending = ctx.Pipe(duplex=False)
+            process = ctx.Process(
+                target=_shard_process,
+                args=(settings, shard, counter, sending),
+                name=f"goaicore-verify-{index + 1}",
+                daemon=True,
+            )
+            self.children.append((shard, process, receiving))
+
+    def run(self, here: Callable[[], VerifyResult]) -> list[VerifyResult]:
+        """Start the processes, run ``here`` meanwhile; every result, ``here``'s first."""
+        for _, process, _ in self.children:
+            process.start()  # first: their start-up overlaps the work here
+        try:
+            mine = here()
+            while len(self.results) < len(self.children):
+                self.check(timeout=WAIT_SECONDS)
+            return [mine, *(self.results[i] for i in range(len(self.children)))]
+        finally:
+            for _, process, receiving in self.children:
+                if process.is_alive():
+                    process.terminate()
+                process.join()
+                receiving.close()
+
+    def check(self, timeout: float = 0.0) -> None:
+        """Take the results sent so far (waiting up to ``timeout`` for one); raise a
+        shard's error, or ShardProcessDied for a process gone without a report."""
+        waiting = [i for i in range(len(self.children)) if i not in self.results]
+        if timeout:
+            ends = [c[2] for c in self.children] + [c[1].sentinel for c in self.children]
+            wait_for_any(ends, timeout)
+        for index in waiting:
+            shard, process, receiving = self.children[index]
+            outcome = None
+            if receiving.poll():
+                with contextlib.suppress(EOFError):  # its end closed: the process is gone
+                    outcome = receiving.recv()
+            if isinstance(outcome, BaseException):
+                raise outcome
+            if outcome is not None:
+                self.results[index] = outcome
+            elif not process.is_alive():
+                process.join()
+                raise ShardProcessDied(
+                    f"the verify process for partitions {list(shard.partitions)} ended "
+                    f"(exit code {process.exitcode}) without a report"
+                )
 
 
-def _start_child(counter: Any) -> None:
-    """A shard process logs as the command does, and counts its records for the bar."""
+def _shard_process(settings: Settings, shard: Shard, counter: Any, sending: Any) -> None:
+    """A shard process: log as the command does, verify, send the result or the error."""
     configure_from_environment()
-    _count_into(counter, None)
-
-
-def _count(records: int) -> None:
-    if _counter is not None:
-        with _counter.get_lock():
-            _counter.value += records
-    if _redraw is not None:
-        _redraw()
+    try:
+        outcome: VerifyResult | BaseException = verify_shard(settings, shard, _Counted(counter))
+    except Exception as err:  # sent to the parent, which raises it
+        outcome = err
+    try:
+        sending.send(outcome)
+    except Exception as err:  # an error that does not pickle: its text
+        sending.send(GoaicoreError(f"{type(outcome).__name__}: {outcome} ({err})"))
+    finally:
+        sending.close()

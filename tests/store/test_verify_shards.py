@@ -4,6 +4,9 @@ as one pass, in the same order, whatever the number of processes."""
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
+import time
+from pathlib import Path
 
 import pytest
 from kafka import KafkaProducer
@@ -12,12 +15,23 @@ from kafka.admin import NewTopic
 from goaicore.clients import HistoryReader
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
+from goaicore.errors import BrokerError
+from goaicore.kafka import ensure_topics
 from goaicore.kafka.connection import make_admin
 from goaicore.kafka.topics import TopicMismatchError
 from goaicore.records import ConversationSnapshot
 from goaicore.records.avro.api import encode_snapshot
 from goaicore.replay.verify import Difference, LogVerifier, verify_log
-from goaicore.replay.verify_shards import Shard, ShardResult, merge, plan_shards, verify_against_log
+from goaicore.replay.verify_shards import (
+    Shard,
+    ShardProcessDied,
+    VerifyResult,
+    _Counted,
+    _ShardProcesses,
+    merge,
+    plan_shards,
+    verify_against_log,
+)
 from tests.cli import run_goaicore
 from tests.fold.conversations import fold_all
 from tests.store.stories import rounds_and_a_stray
@@ -107,13 +121,13 @@ def test_shards_deal_out_the_partitions_or_those_of_the_named_conversations() ->
 
 
 def test_merged_reports_follow_the_named_order_else_the_conversation_ids() -> None:
-    def part(*ids: str) -> ShardResult:
+    def part(*ids: str) -> VerifyResult:
         verifier = LogVerifier({})
         report = verifier.report()
         report.differences = [Difference(c, "snapshot", None, "missing") for c in ids]
         report.unknown = list(ids)
         report.checked = len(ids)
-        return ShardResult(report, skipped_events=1)
+        return VerifyResult(report, skipped_events=1)
 
     merged = merge([part("b", "d"), part("a", "c")], [])
     assert [d.conversation_id for d in merged.report.differences] == ["a", "b", "c", "d"]
@@ -145,3 +159,42 @@ def test_topics_not_co_partitioned_are_refused_with_both_counts(settings: Settin
     admin.close()
     with pytest.raises(TopicMismatchError, match=r"has 2 partitions and \S+ 3:"):
         verify_against_log(settings)
+
+
+def _processes(settings: Settings, shards: int) -> _ShardProcesses:
+    ctx = multiprocessing.get_context("spawn")
+    return _ShardProcesses(ctx, ctx.Value("q", 0), settings, plan_shards(shards, [], shards))
+
+
+def test_a_shard_process_error_is_raised_here_and_the_others_are_stopped(tmp_path: Path) -> None:
+    unreachable = Settings(env={}, bootstrap_servers="127.0.0.1:9", data_dir=tmp_path)
+    others = _processes(unreachable, 2)
+    counted = _Counted(multiprocessing.get_context("spawn").Value("q", 0), check=others.check)
+    finished_here = []
+
+    def here() -> VerifyResult:
+        """A long shard here, between its batches counting (which checks the others)."""
+        for _ in range(1200):
+            counted(0)
+            time.sleep(0.05)
+        finished_here.append(True)
+        return VerifyResult(LogVerifier({}).report())
+
+    with pytest.raises(BrokerError, match=r"127\.0\.0\.1:9"):
+        others.run(here)
+    assert finished_here == []  # raised at a batch, not once the shard here was done
+    assert all(not process.is_alive() for _, process, _ in others.children)
+
+
+def test_a_shard_process_that_dies_without_a_report_is_named(settings: Settings) -> None:
+    ensure_topics(settings)
+    others = _processes(settings, 1)
+    _, process, _ = others.children[0]
+
+    def here() -> VerifyResult:
+        process.kill()
+        process.join()
+        return VerifyResult(LogVerifier({}).report())
+
+    with pytest.raises(ShardProcessDied, match=r"partitions \[0\] ended \(exit code -9\)"):
+        others.run(here)
