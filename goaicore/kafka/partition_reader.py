@@ -3,9 +3,8 @@
 On Apache Kafka (the standard profile) that end is the broker's end-offset answer
 at the start. Some brokers (the embedded one) answer end offsets too low when the
 last batch holds several records, and a reader that trusted them would stop
-early: there the end is the high watermark the first fetch response carries, the
-end-offset answer only a lower bound. Either way a partition that keeps growing
-cannot keep the reader going forever.
+early: there the end is the high watermark the first fetch response carries.
+Either way a partition that keeps growing cannot keep the reader going forever.
 
 :func:`read_to_end` reads with a kafka-python consumer, :func:`read_to_end_async`
 with an aiokafka one, and :func:`read_partitions_async` several partitions at once
@@ -39,7 +38,6 @@ class PartitionEnd:
     ) -> None:
         self.partition = partition
         self.trust_end_offsets = settings is None or client_profile(settings).trust_end_offsets
-        self.hint = hint
         # A trusted end offset is the end as it stood when the read began (an empty
         # partition then needs no fetch at all); else the first fetch tells it.
         self.target: int | None = hint if self.trust_end_offsets else None
@@ -65,8 +63,8 @@ class PartitionEnd:
     ) -> None:
         """Learn the end from the high watermark; LogReadTimeout when fetches stay empty
         (a read of several partitions is not idle while ``others_moved``)."""
-        if highwater is not None and self.target is None:
-            self.target = max(int(highwater), self.hint if self.trust_end_offsets else 0)
+        if highwater is not None and self.target is None:  # untrusted end offsets only
+            self.target = int(highwater)
         if batch_size or others_moved:
             self._last_progress = time.monotonic()
         elif time.monotonic() - self._last_progress > self.idle:

@@ -12,7 +12,6 @@ order a single pass would give.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import multiprocessing
 import os
@@ -51,7 +50,8 @@ class Shard:
 
 @dataclass
 class VerifyResult:
-    """One shard's report, and the records it set aside (each logged where it was read)."""
+    """A verify's report (a shard's, or all shards' merged), and the records it set aside
+    (each logged where it was read)."""
 
     report: VerifyReport
     skipped_events: int = 0
@@ -256,7 +256,7 @@ class _ShardProcesses:
     back on a pipe; on any error every one still running is stopped."""
 
     def __init__(self, ctx: Any, counter: Any, settings: Settings, shards: Sequence[Shard]):
-        self.counter = counter
+        self.counter = counter  # held: a child rebuilds it from this process's copy at start
         self.results: dict[int, VerifyResult] = {}
         self.children = []
         for index, shard in enumerate(shards):
@@ -289,25 +289,32 @@ class _ShardProcesses:
         """Take the results sent so far (waiting up to ``timeout`` for one); raise a
         shard's error, or ShardProcessDied for a process gone without a report."""
         waiting = [i for i in range(len(self.children)) if i not in self.results]
-        if timeout:
-            ends = [c[2] for c in self.children] + [c[1].sentinel for c in self.children]
-            wait_for_any(ends, timeout)
+        if timeout:  # on the pipes and lives of those still owing a result (a finished
+            # one's pipe stays readable at its end, and would never let this wait)
+            children = [self.children[i] for i in waiting]
+            wait_for_any([c[2] for c in children] + [c[1].sentinel for c in children], timeout)
         for index in waiting:
             shard, process, receiving = self.children[index]
-            outcome = None
-            if receiving.poll():
-                with contextlib.suppress(EOFError):  # its end closed: the process is gone
+            sent = receiving.poll()
+            if not sent and not process.is_alive():
+                sent = receiving.poll()  # it may have sent just before it ended
+            if sent:
+                try:
                     outcome = receiving.recv()
-            if isinstance(outcome, BaseException):
-                raise outcome
-            if outcome is not None:
-                self.results[index] = outcome
-            elif not process.is_alive():
-                process.join()
-                raise ShardProcessDied(
-                    f"the verify process for partitions {list(shard.partitions)} ended "
-                    f"(exit code {process.exitcode}) without a report"
-                )
+                except EOFError:  # its end closed without a result: the process is gone
+                    pass
+                else:
+                    if isinstance(outcome, BaseException):
+                        raise outcome
+                    self.results[index] = outcome
+                    continue
+            elif process.is_alive():
+                continue
+            process.join()
+            raise ShardProcessDied(
+                f"the verify process for partitions {list(shard.partitions)} ended "
+                f"(exit code {process.exitcode}) without a report"
+            )
 
 
 def _shard_process(settings: Settings, shard: Shard, counter: Any, sending: Any) -> None:
