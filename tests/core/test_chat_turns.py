@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
+import re
+import socket
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +27,7 @@ from goaicore import (
     validate_history,
 )
 from goaicore.conversation.compaction.protocol import CompactionReason
+from goaicore.conversation.providers.base import PROXY_VARIABLES, http_client_options
 
 from .conftest import Backend
 
@@ -310,6 +314,40 @@ def test_a_timeout_is_a_provider_error(backend: Backend) -> None:
     with pytest.raises(ProviderError, match=r"(?i)time"):
         chat.chat(user="hi")
     assert time.perf_counter() - started < 1.5
+
+
+def test_an_unreachable_server_is_a_provider_error_naming_what_the_client_saw(
+    backend: Backend,
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    chat = backend.chat({"base_url": f"http://127.0.0.1:{port}", "max_retries": 0})
+    with pytest.raises(ProviderError) as info:
+        chat.chat(user="hi")
+    assert info.value.provider == backend.name
+    # the SDK's words, then the refused connection underneath them
+    assert re.search(r"\((\w+Error): .+\)$", str(info.value)), str(info.value)
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "proxy variable", "credentials in the url"])
+def test_the_sdk_talks_over_aiohttp_unless_the_default_client_is_needed(
+    backend: Backend, transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    base_url = backend.server.base_url
+    if transport == "proxy variable":  # honoured by the default client; 127.0.0.1 bypasses it
+        monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    if transport == "credentials in the url":
+        base_url = base_url.replace("http://", "http://user:pass@")
+    sdk = importlib.import_module(backend.name)
+    options = http_client_options(sdk, base_url)
+    assert ("http_client" in options) == (transport == "aiohttp")
+    backend.add(backend.text("over the wire"))
+    assert backend.chat({"base_url": base_url}).chat(user="hi") == "over the wire"
 
 
 def test_context_length_is_its_own_error(backend: Backend) -> None:
