@@ -43,6 +43,12 @@ class RecordedRequest:
 Responder = Callable[[RecordedRequest], ScriptedResponse]
 
 
+class _Listener(ThreadingHTTPServer):
+    # The stdlib's backlog of 5 drops connections a client opens at once (a worker
+    # with a hundred turns in flight), and each dropped one waits a second to retry.
+    request_queue_size = socket.SOMAXCONN
+
+
 class ScriptedServer(Running):
     """Answers API requests from a queue of responses, then from ``responder``.
 
@@ -89,7 +95,7 @@ class ScriptedServer(Running):
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # keep test output clean
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Listener(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
