@@ -252,13 +252,7 @@ class ChatAgent:
         key = events[0].conversation_id.encode()
         if any(e.conversation_id.encode() != key for e in events):
             raise ValueError("a turn's events belong to one conversation")
-        values = await self._encoded(events)
-        producer = steady_producer(self.store.app)
-        topic, headers = self.store.events.get_topic_name(), record_headers()
-        for delivered in await _retrying(
-            lambda: producer.send_together(topic, key, values, headers)
-        ):
-            await delivered
+        await self._send_now(self.store.events.get_topic_name(), key, await self._encoded(events))
 
     async def _encoded(self, events: Sequence[ConversationEvent]) -> list[bytes]:
         """The events' record values: sealed under their conversation's key when the
@@ -275,23 +269,20 @@ class ChatAgent:
         ``reply`` is already within the record limit: fitted by the caller, or stored
         (the replies table keeps only fitted replies).
         """
-        value = encode_chat_reply(reply)
         key = reply.conversation_id.encode()
-        await (await _send(self.store.replies, key, value))
+        await self._send_now(self.store.replies.get_topic_name(), key, [encode_chat_reply(reply)])
         self.services.waiters.resolve(reply)
 
-
-async def _send(topic: Any, key: bytes, value: bytes) -> Awaitable[Any]:
-    """Hand a record to the producer now (not attached to the current event's commit),
-    with the current trace context in its headers.
-
-    Returns the delivery future; records of one partition are delivered in order.
-    """
-    headers = record_headers()
-    future: Awaitable[Any] = await _retrying(
-        lambda: topic.send(key=key, value=value, headers=headers, force=True)
-    )
-    return future
+    async def _send_now(self, topic: str, key: bytes, values: Sequence[bytes]) -> None:
+        """Send records under one key straight to the producer (not through Faust's
+        buffer, nor tied to the current request's commit), with the current trace
+        context in their headers, and return once the broker has them all."""
+        producer = steady_producer(self.store.app)
+        headers = record_headers()
+        for delivered in await _retrying(
+            lambda: producer.send_together(topic, key, values, headers)
+        ):
+            await delivered
 
 
 async def _retrying(send: Callable[[], Awaitable[T]]) -> T:

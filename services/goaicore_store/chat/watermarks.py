@@ -145,8 +145,10 @@ class HighWatermarks:
         await consumer.start()
         partitions = [TopicPartition(self.topic, p) for p in range(self.settings.partitions)]
         consumer.assign(partitions)
-        if not self.trust_end_offsets:
-            consumer.pause(*partitions)  # fetch only while answering a question
+        # Fetch only while answering a question (never, when end offsets are trusted): a
+        # fetch waiting on the broker would hold up the end-offset question behind it on
+        # the same connection.
+        consumer.pause(*partitions)
         return consumer
 
     async def stop(self) -> None:
