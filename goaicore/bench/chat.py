@@ -3,13 +3,13 @@
 The LLM is the scripted OpenAI-compatible server answering at once
 (``openai_echo``), so the figures are the worker's own cost: Kafka round trips
 (request, events, reply), read-your-writes, the fold and the SDK call. Each of
-N concurrent conversations asks its questions one after another through
-``ChatClient`` (closed loop). Baselines, at the same concurrency in the same
-run: the same server asked directly through the same SDK (``OpenAIProvider``),
-and a bare aiokafka request/reply echo service on the same broker
-(``goaicore.bench.echo``); "echo plus the LLM" adds their medians, the floor a
-turn through Kafka could reach. It runs on each benchmarked broker, a fresh one
-each time.
+N concurrent conversations asks its questions one after another through one
+``AsyncChatClient`` (closed loop, the shape of the echo's own client).
+Baselines, at the same concurrency in the same run: the same server asked
+directly through the same SDK (``OpenAIProvider``), and a bare aiokafka
+request/reply echo service on the same broker (``goaicore.bench.echo``); "echo
+plus the LLM" adds their medians, the floor a turn through Kafka could reach.
+It runs on each benchmarked broker, a fresh one each time.
 """
 
 from __future__ import annotations
@@ -20,13 +20,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from goaicore.bench import echo
 from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
-from goaicore.clients import ChatClient
+from goaicore.clients.aio import AsyncChatClient
 from goaicore.config import Settings
 from goaicore.conversation.messages import Message
 from goaicore.conversation.providers.base import CompletionRequest
@@ -54,19 +53,26 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _through_worker(client: ChatClient, conversations: int, questions: int) -> list[float]:
-    def converse(n: int) -> list[float]:
+def _through_worker(settings: Settings, conversations: int, questions: int) -> list[float]:
+    """Closed-loop asks from one asyncio client, the shape of the echo's own client."""
+
+    async def converse(client: AsyncChatClient, n: int) -> list[float]:
         latencies = []
         for q in range(questions):
             started = time.perf_counter()
-            reply = client.ask(f"bench-{conversations}-{n}", f"question {q}", timeout=60)
+            reply = await client.ask(f"bench-{conversations}-{n}", f"question {q}", timeout=60)
             latencies.append(time.perf_counter() - started)
             if reply.status != ReplyStatus.OK:
                 raise RuntimeError(f"bench request failed: {reply.error}")
         return latencies
 
-    with ThreadPoolExecutor(conversations) as pool:
-        return [x for part in pool.map(converse, range(conversations)) for x in part]
+    async def main() -> list[float]:
+        async with AsyncChatClient(settings) as client:
+            await client.ask("bench-warmup", "ready?", timeout=120)  # the worker is up
+            parts = await asyncio.gather(*(converse(client, n) for n in range(conversations)))
+        return [x for part in parts for x in part]
+
+    return asyncio.run(main())
 
 
 def _direct(base_url: str, conversations: int, questions: int) -> list[float]:
@@ -146,38 +152,37 @@ def chat(broker: LocalBroker) -> list[Measurement]:
         worker = _start_worker(settings, llm)
         echo_service = _start_echo(settings)
         try:
-            with ChatClient(settings) as client:
-                client.ask("bench-warmup", "ready?", timeout=120)  # the worker is up
-                for conversations, questions in LEVELS:
-                    direct = _direct(llm.base_url, conversations, questions)
-                    echoed = echo.echo_latencies(settings, conversations, questions)
-                    through = _through_worker(client, conversations, questions)
-                    rows += _rows(THROUGH, conversations, through, DIRECT, also=(FLOOR,))
-                    rows += _rows(DIRECT, conversations, direct)
-                    rows += _rows(ECHO, conversations, echoed)
-                    floor = [_percentile(echoed, q) + _percentile(direct, q) for q in (0.5, 0.99)]
-                    rows += [
-                        Measurement(
-                            "chat",
-                            f"{FLOOR} p{p}",
-                            value * 1000,
-                            "ms",
-                            {"conversations": conversations},
-                            NOTE,
-                        )
-                        for p, value in zip((50, 99), floor, strict=True)
-                    ]
-                    overhead = statistics.median(through) - statistics.median(direct)
-                    rows.append(
-                        Measurement(
-                            "chat",
-                            "overhead of the worker (p50 difference)",
-                            overhead * 1000,
-                            "ms",
-                            {"conversations": conversations},
-                            NOTE,
-                        )
+            _through_worker(settings, 1, 1)  # the worker is up
+            for conversations, questions in LEVELS:
+                direct = _direct(llm.base_url, conversations, questions)
+                echoed = echo.echo_latencies(settings, conversations, questions)
+                through = _through_worker(settings, conversations, questions)
+                rows += _rows(THROUGH, conversations, through, DIRECT, also=(FLOOR,))
+                rows += _rows(DIRECT, conversations, direct)
+                rows += _rows(ECHO, conversations, echoed)
+                floor = [_percentile(echoed, q) + _percentile(direct, q) for q in (0.5, 0.99)]
+                rows += [
+                    Measurement(
+                        "chat",
+                        f"{FLOOR} p{p}",
+                        value * 1000,
+                        "ms",
+                        {"conversations": conversations},
+                        NOTE,
                     )
+                    for p, value in zip((50, 99), floor, strict=True)
+                ]
+                overhead = statistics.median(through) - statistics.median(direct)
+                rows.append(
+                    Measurement(
+                        "chat",
+                        "overhead of the worker (p50 difference)",
+                        overhead * 1000,
+                        "ms",
+                        {"conversations": conversations},
+                        NOTE,
+                    )
+                )
         finally:
             echo_service.terminate()
             worker.terminate()
