@@ -32,7 +32,12 @@ from goaicore.records import (
 from goaicore.testing import OpenAIServer
 from goaicore_store.chat import game_tools
 from goaicore_store.chat.dispatch import KeyedDispatcher
-from goaicore_store.chat.idempotency import RecentReplies, RecentRepliesCodec, recover_from_log
+from goaicore_store.chat.idempotency import (
+    KEEP_REPLIES,
+    RecentReplies,
+    RecentRepliesCodec,
+    recover_from_log,
+)
 from goaicore_store.chat.output_limits import OutputLimits
 from goaicore_store.chat.tools import ToolsConfigError, as_registry, load_tools
 from goaicore_store.chat.turns import TurnSettings, run_request, turn_event_id
@@ -211,8 +216,9 @@ def test_recent_replies_keep_the_latest_and_round_trip() -> None:
             ChatReply(request_id=f"r{n}", conversation_id="c", status=ReplyStatus.OK, text=str(n)),
             max_bytes=900_000,
         )
-    assert len(replies.entries) == 256
-    assert replies.get("r10") is None
+    assert len(replies.entries) == KEEP_REPLIES
+    assert replies.get(f"r{299 - KEEP_REPLIES}") is None
+    assert replies.get(f"r{300 - KEEP_REPLIES}") is not None
     codec = RecentRepliesCodec()
     back = codec.loads(codec.dumps(replies))
     assert back == replies
