@@ -134,9 +134,18 @@ def _price(entry: Any) -> Price:
     return Price(input_price, output_price, number("cache_read"), number("cache_write"))
 
 
+# Models genai-prices does not know: its lookup scans every model before it gives up
+# (about 0.15 ms, on every turn of a self-hosted model), and its data does not change
+# while the process runs.
+_UNPRICED: set[tuple[str, str]] = set()
+_UNPRICED_KEPT = 1024
+
+
 def _genai_price(
     provider: str, model: str, prompt: int, completion: int, cache_read: int, cache_write: int
 ) -> Decimal | None:
+    if (provider, model) in _UNPRICED:
+        return None
     try:
         from genai_prices import Usage, calc_price
     except ImportError:
@@ -150,5 +159,8 @@ def _genai_price(
     try:
         total: Decimal = calc_price(usage, model_ref=model, provider_id=provider).total_price
     except LookupError:
+        if len(_UNPRICED) >= _UNPRICED_KEPT:
+            _UNPRICED.clear()
+        _UNPRICED.add((provider, model))
         return None
     return total

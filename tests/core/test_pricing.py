@@ -37,8 +37,17 @@ def test_the_shipped_data_prices_known_models_offline() -> None:
     assert table.cost_nanos("anthropic", "claude-sonnet-4-20250514", 1000, 100) is not None
 
 
-def test_an_unknown_model_has_no_cost_and_the_offline_model_costs_nothing() -> None:
+def test_an_unknown_model_has_no_cost_and_the_offline_model_costs_nothing(
+    tmp_path: Path,
+) -> None:
     assert PriceTable().cost_nanos("openai", "gpt-test", 10, 10) is None
+    assert PriceTable().cost_nanos("openai", "gpt-test", 10, 10) is None  # remembered
+    # An operator's price for it still counts, and known models are still priced.
+    priced = PriceTable.from_file(
+        _table(tmp_path, {"openai": {"gpt-test": {"input": 1, "output": 2}}})
+    )
+    assert priced.cost_nanos("openai", "gpt-test", 1000, 1000) == 3_000_000
+    assert PriceTable().cost_nanos("openai", "gpt-4o", 1000, 100) == 3_500_000
     assert PriceTable(fallback=False).cost_nanos("openai", "gpt-4o", 10, 10) is None
     assert PriceTable().cost_nanos("offline", "goaicore-offline", 10, 10) == 0
 
