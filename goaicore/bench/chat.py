@@ -78,7 +78,8 @@ def _through_worker(settings: Settings, conversations: int, questions: int) -> l
 def _direct(base_url: str, conversations: int, questions: int) -> list[float]:
     from goaicore.conversation.providers import OpenAIProvider
 
-    provider = OpenAIProvider("bench", api_key="bench", base_url=base_url)
+    # The store worker's transport (services/goaicore_store/app.py): only the worker differs.
+    provider = OpenAIProvider("bench", api_key="bench", base_url=base_url, transport="aiohttp")
 
     async def converse(n: int) -> list[float]:
         latencies = []
@@ -90,7 +91,10 @@ def _direct(base_url: str, conversations: int, questions: int) -> list[float]:
         return latencies
 
     async def main() -> list[float]:
-        parts = await asyncio.gather(*(converse(n) for n in range(conversations)))
+        try:
+            parts = await asyncio.gather(*(converse(n) for n in range(conversations)))
+        finally:
+            await provider.aclose()
         return [x for part in parts for x in part]
 
     return asyncio.run(main())
@@ -152,7 +156,7 @@ def chat(broker: LocalBroker) -> list[Measurement]:
         worker = _start_worker(settings, llm)
         echo_service = _start_echo(settings)
         try:
-            _through_worker(settings, 1, 1)  # the worker is up
+            _through_worker(settings, 0, 0)  # its warm-up ask alone: the worker is up
             for conversations, questions in LEVELS:
                 direct = _direct(llm.base_url, conversations, questions)
                 echoed = echo.echo_latencies(settings, conversations, questions)

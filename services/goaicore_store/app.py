@@ -212,12 +212,15 @@ def create_app(
     app.timer(REWRAP_INTERVAL, name="rewrap-keys")(partial(rewrap_keys, store))
     watermarks = [store.chat.watermarks, store.chat.intake_watermarks]
 
-    async def stop_watermarks(sender: Any, *args: Any, **kwargs: Any) -> None:
+    async def stop_clients(sender: Any, *args: Any, **kwargs: Any) -> None:
         for each in watermarks:
             if each is not None:
                 await each.stop()
+        # Faust closes its loop without finalising async generators, so the providers'
+        # HTTP clients are closed here, while it still runs.
+        await store.chat.providers.aclose()
 
-    app.on_before_shutdown.connect(stop_watermarks)  # type: ignore[arg-type]
+    app.on_before_shutdown.connect(stop_clients)  # type: ignore[arg-type]
     operations = OperationRunner(store)
     register_views(store, operations)
     register_history_views(store, operations)
@@ -293,7 +296,7 @@ def _chat_services(settings: Settings) -> ChatServices:
         settings.max_record_bytes, sealed=settings.master_keys is not None
     )
     return ChatServices(
-        providers=Providers(settings),
+        providers=Providers(settings, transport="aiohttp"),  # closed at shutdown
         registry=traced(load_tools(settings.tools)),
         turn=TurnSettings(
             system_prompt=settings.system_prompt,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from datetime import timedelta
 
 import pytest
@@ -178,6 +179,29 @@ def test_llm_error_fails_the_turn_and_keeps_its_usage_out_of_history() -> None:
     assert outcome.reply.error is not None
     assert "no thanks" in outcome.reply.error
     assert [type(e.body) for e in outcome.events] == [TurnFailed]
+
+
+def test_the_workers_providers_call_over_aiohttp_and_close_before_the_loop_does(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with OpenAIServer() as server:
+        server.reply("hello back")
+        settings = Settings(env={}, openai_base_url=server.base_url)
+
+        async def turn() -> str | None:
+            providers = Providers(settings, transport="aiohttp")
+            request = new_chat_request("c", "hello")
+            outcome = await run_request(request, None, providers.get(), REGISTRY, SETTINGS)
+            await providers.aclose()  # as the worker does before Faust closes its loop
+            return outcome.reply.text
+
+        loop = asyncio.new_event_loop()  # closed as Faust closes it: no asyncgen shutdown
+        try:
+            assert loop.run_until_complete(turn()) == "hello back"
+        finally:
+            loop.close()
+    gc.collect()
+    assert not [r for r in caplog.records if "Unclosed" in r.getMessage()]
 
 
 def test_recovery_answers_a_complete_turn_from_the_log() -> None:

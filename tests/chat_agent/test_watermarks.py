@@ -1,4 +1,9 @@
-"""Read-your-writes asks the broker for a partition's end: exact, and never behind a fetch."""
+"""Read-your-writes asks the broker for a partition's end: exact, and never behind a fetch.
+
+On Apache Kafka the end-offset answer is trusted, and a consumer left unpaused fetched
+in the background on the connection that question goes over; the embedded profile's
+consumer was always paused between questions.
+"""
 
 from __future__ import annotations
 

@@ -31,6 +31,7 @@ from goaicore.conversation.providers.base import (
     CompletionRequest,
     Provider,
     SdkProvider,
+    Transport,
     as_int,
 )
 from goaicore.conversation.providers.wire import ProviderSpec, Violation, Wire, string
@@ -222,8 +223,8 @@ class AnthropicProvider(SdkProvider):
         )
 
 
-def _build(settings: Settings, model: str) -> Provider:
-    return AnthropicProvider(model, api_key=settings.anthropic_api_key)
+def _build(settings: Settings, model: str, transport: Transport) -> Provider:
+    return AnthropicProvider(model, api_key=settings.anthropic_api_key, transport=transport)
 
 
 SPEC = ProviderSpec(

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
 from goaicore.config import mask_password
@@ -115,20 +114,21 @@ class PerLoopClients(Generic[C]):
             await entry[1].aclose()
 
 
-PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
+Transport = Literal["httpx", "aiohttp"]
+"""The HTTP client under an SDK: its default (httpx), or its aiohttp transport."""
 
 
-def http_client_options(sdk: Any, base_url: str | None = None) -> dict[str, Any]:
-    """The SDK's aiohttp transport, where it serves as the default client would.
+def http_client_options(
+    sdk: Any, transport: Transport, base_url: str | None = None
+) -> dict[str, Any]:
+    """The SDK client's ``http_client`` for ``transport``; none for the SDK's default.
 
-    With many turns at once, the SDKs' default httpx pool costs several times the
-    latency and a third more CPU per call than their aiohttp transport (the same
-    SDK and requests, only the HTTP client differs; see docs/operations.md). The
-    aiohttp transport ignores the proxy variables and refuses a base URL with a
-    user and password beside the SDK's Authorization header, so in those cases
-    the default client stays.
+    With many calls at once the aiohttp transport answers several times as many per
+    second as the SDKs' default httpx pool, for less CPU each (docs/operations.md). It
+    refuses a base URL with a user and password beside the SDK's Authorization
+    header, so such a URL keeps the default client.
     """
-    if any(os.environ.get(name) or os.environ.get(name.lower()) for name in PROXY_VARIABLES):
+    if transport == "httpx":
         return {}
     if base_url is not None and "@" in urlsplit(base_url).netloc:
         return {}
@@ -148,14 +148,17 @@ class SdkClients:
     provider is built; the first client is built now, so a missing key fails at once.
     """
 
-    def __init__(self, module: str, extra: str, client_class: str, **options: Any) -> None:
+    def __init__(
+        self, module: str, extra: str, client_class: str, transport: Transport, **options: Any
+    ) -> None:
         sdk = require(module, extra)
         self.status_error: type[Exception] = sdk.APIStatusError
         self.connection_error: type[Exception] = sdk.APIConnectionError
         client_type = getattr(sdk, client_class)
 
         def client() -> Any:
-            return client_type(**options, **http_client_options(sdk, options.get("base_url")))
+            http = http_client_options(sdk, transport, options.get("base_url"))
+            return client_type(**options, **http)
 
         self.clients: PerLoopClients[Any] = PerLoopClients(client, first=client())
 
@@ -192,6 +195,11 @@ class SdkProvider(ABC):
     typed ``create``, which walks every message of the history against its parameter
     types before sending: tens of milliseconds a call once a history is long, on the
     path of every turn. Retries, timeouts, headers and errors are the client's own.
+
+    ``transport="aiohttp"`` sends through the SDK's aiohttp transport, for many calls
+    at once (the store worker uses it). Close such a provider with :meth:`aclose` in
+    the loop that used it: aiohttp warns about a session it finds open when it is
+    collected, as a dropped provider's can be before its loop closes it.
     """
 
     name: ClassVar[str]
@@ -210,6 +218,7 @@ class SdkProvider(ABC):
         temperature: float | None = None,
         max_tokens: int | None = None,
         extra_body: JSONDict | None = None,
+        transport: Transport = "httpx",
     ) -> None:
         self.model = model
         self.base_url = base_url
@@ -220,6 +229,7 @@ class SdkProvider(ABC):
             self.name,
             self.name,
             self.client_class,
+            transport,
             api_key=api_key,
             base_url=base_url,
             timeout=timeout,
@@ -308,12 +318,14 @@ async def response_json(
 
 
 def _root_cause(exc: BaseException) -> str:
-    """What the HTTP client saw, when the SDK's own words are vaguer ("Request timed
-    out." for a refused connection under the aiohttp transport)."""
+    """The kind of error the HTTP client saw, where the SDK's words are vaguer ("Request
+    timed out." for a refused connection under the aiohttp transport). Only its type:
+    the message goes into replies and the log, and the error's own text can name
+    internal addresses or a whole URL."""
     root = exc
     while root.__cause__ is not None:
         root = root.__cause__
-    return "" if root is exc else f" ({type(root).__name__}: {root})"
+    return "" if root is exc else f" ({type(root).__name__})"
 
 
 def as_int(value: Any) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from goaicore.config import Settings
 from goaicore.conversation.providers import openai
-from goaicore.conversation.providers.base import Provider
+from goaicore.conversation.providers.base import Provider, Transport
 from goaicore.conversation.providers.offline import OfflineProvider
 from goaicore.conversation.providers.registry import SPECS
 from goaicore.conversation.providers.wire import ProviderSpec
@@ -21,9 +21,11 @@ from goaicore.conversation.providers.wire import ProviderSpec
 
 @dataclass
 class Providers:
-    """Providers by model name, for the backend the settings select."""
+    """Providers by model name, for the backend the settings select, on ``transport``
+    (see :class:`~goaicore.conversation.providers.base.SdkProvider`)."""
 
     settings: Settings
+    transport: Transport = "httpx"
     _cache: dict[str | None, Provider] = field(default_factory=dict)
 
     @property
@@ -60,4 +62,11 @@ class Providers:
 
     def _make(self, model: str) -> Provider:
         spec = self.spec
-        return spec.build(self.settings, model) if spec else OfflineProvider()
+        return spec.build(self.settings, model, self.transport) if spec else OfflineProvider()
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients the providers opened in the running event loop."""
+        for provider in self._cache.values():
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                await close()

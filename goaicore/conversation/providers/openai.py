@@ -26,6 +26,7 @@ from goaicore.conversation.providers.base import (
     CompletionRequest,
     Provider,
     SdkProvider,
+    Transport,
     as_int,
 )
 from goaicore.conversation.providers.wire import ProviderSpec, Wire, no_rules, string
@@ -187,10 +188,13 @@ class OpenAIProvider(SdkProvider):
         )
 
 
-def _build(settings: Settings, model: str) -> Provider:
+def _build(settings: Settings, model: str, transport: Transport) -> Provider:
     # A local OpenAI-compatible server may need no key; the SDK insists on one.
     return OpenAIProvider(
-        model, api_key=settings.openai_api_key or "unused", base_url=settings.openai_base_url
+        model,
+        api_key=settings.openai_api_key or "unused",
+        base_url=settings.openai_base_url,
+        transport=transport,
     )
 
 

@@ -16,7 +16,7 @@ from goaicore.conversation.messages import JSONDict, Message, ToolCall
 
 if TYPE_CHECKING:
     from goaicore.config import Settings
-    from goaicore.conversation.providers.base import Provider
+    from goaicore.conversation.providers.base import Provider, Transport
 
 # The first message that breaks a provider's own rules: (position, reason), or None.
 Violation = tuple[int, str] | None
@@ -54,7 +54,8 @@ class ProviderSpec:
     wire: Wire
     default_model: str
     configured: Callable[[Settings], bool]
-    build: Callable[[Settings, str], Provider]
+    build: Callable[[Settings, str, Transport], Provider]
+    """A provider for a model, on an HTTP transport (the offline model has none)."""
 
 
 def no_rules(messages: Sequence[Message]) -> Violation:

@@ -40,8 +40,8 @@ REPLIES_CODEC = "goaicore.recent-replies"
 # Replies kept per conversation. Every turn writes them all to the changelog again,
 # so each one kept costs every later turn: 256 replies of 1 KB were 345 KiB and
 # 1.2 ms of CPU a turn, 32 are 43 KiB and 0.17 ms. A retry comes seconds after its
-# request, not dozens of requests later; an older one whose turn is in the log is
-# answered from the log (recover_from_log).
+# request, not dozens of requests later; an older one whose turn is still in the
+# history is answered from the log (recover_from_log; a failed turn runs again).
 KEEP_REPLIES = 32
 
 
