@@ -323,7 +323,9 @@ def _root_cause(exc: BaseException) -> str:
     the message goes into replies and the log, and the error's own text can name
     internal addresses or a whole URL."""
     root = exc
-    while root.__cause__ is not None:
+    for _ in range(16):  # a chain is a few links; a cycle must not hold the turn
+        if root.__cause__ is None:
+            break
         root = root.__cause__
     return "" if root is exc else f" ({type(root).__name__})"
 
