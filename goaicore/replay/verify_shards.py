@@ -295,10 +295,10 @@ class _ShardProcesses:
             wait_for_any([c[2] for c in children] + [c[1].sentinel for c in children], timeout)
         for index in waiting:
             shard, process, receiving = self.children[index]
-            sent = receiving.poll()
-            if not sent and not process.is_alive():
-                sent = receiving.poll()  # it may have sent just before it ended
-            if sent:
+            # Asked before the pipe, once: a process found gone has already sent anything
+            # it sent, and one found running that has sent nothing is simply not done.
+            alive = process.is_alive()
+            if receiving.poll():
                 try:
                     outcome = receiving.recv()
                 except EOFError:  # its end closed without a result: the process is gone
@@ -308,7 +308,7 @@ class _ShardProcesses:
                         raise outcome
                     self.results[index] = outcome
                     continue
-            elif process.is_alive():
+            elif alive:
                 continue
             process.join()
             raise ShardProcessDied(
