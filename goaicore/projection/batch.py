@@ -89,7 +89,7 @@ class Batch:
 def build_batch(
     polled: Mapping[Any, list[Any]], topics: ProjectedTopics, keys: KeyLookup | None = None
 ) -> Batch:
-    """Sort records (kafka-python's poll result) into a Batch."""
+    """Sort one poll's records, by partition as Kafka consumers return them, into a Batch."""
     batch = Batch()
     for tp, records in polled.items():
         if not records:
@@ -198,7 +198,7 @@ def _is_int(value: bytes) -> bool:
 
 
 def set_aside(record: Any, reason: str, detail: str) -> Rejected:
-    """A kafka-python record set aside, with the reason its dead letter carries."""
+    """A consumed record set aside, with the reason its dead letter carries."""
     position = LogPosition(partition=record.partition, offset=record.offset)
     return Rejected(LogRecord(record.key, record.value, position, origin=record), reason, detail)
 

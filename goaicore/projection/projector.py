@@ -42,11 +42,11 @@ from typing import Any
 import psycopg
 from opentelemetry.trace import Link, get_current_span
 
+from goaicore.clients.aio.threaded_consumer import ThreadedConsumer
 from goaicore.clients.deadletter import DeadLetterWriter
 from goaicore.config import Settings
 from goaicore.extras import needs
 from goaicore.fold.records import Rejected
-from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.lifecycle import Running
 from goaicore.logs import origin
 from goaicore.projection.batch import (
@@ -63,8 +63,8 @@ from goaicore.sealing.keyring import KeyRing, TopicKeys, topic_key_ring
 from goaicore.tracing import context_of, tracer
 
 with needs("kafka"):
-    from kafka import OffsetAndMetadata, TopicPartition
-    from kafka.errors import KafkaError
+    from aiokafka import TopicPartition  # type: ignore[import-untyped]
+    from aiokafka.errors import KafkaError  # type: ignore[import-untyped]
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +159,7 @@ class Projector(Running):
         self._crash_at = crash_after_write_before_commit
         self._batches_written = 0
         self._conn: Connection | None = None
-        self._consumer: Any = None
+        self._consumer: ThreadedConsumer | None = None
         self._partitions: list[Any] = []
         self._dead_letters: DeadLetterWriter | None = None
         self._writer: ThreadPoolExecutor | None = None
@@ -185,21 +185,19 @@ class Projector(Running):
             log.info("schema %s: applied migrations %s", self.settings.db_schema, applied)
         if not self._take_lock(stop):
             return self
-        self._consumer = make_consumer(
+        self._consumer = ThreadedConsumer(
             self.settings,
-            client_id=CONSUMER_NAME,
+            CONSUMER_NAME,
             group_id=group_id(self.settings),  # for commits only: partitions are assigned
             auto_offset_reset="earliest",
         )
         self._partitions = [
-            tp for topic in self.topics.names for tp in topic_partitions(self._consumer, topic)
+            tp for topic in self.topics.names for tp in self._consumer.partitions(topic)
         ]
         self.positions = load_positions(
             self._conn, [(tp.topic, tp.partition) for tp in self._partitions]
         )
-        self._consumer.assign(self._partitions)
-        for tp in self._partitions:
-            self._consumer.seek(tp, self.positions[(tp.topic, tp.partition)])
+        self._consumer.assign_at(self._stored_positions())
         self._dead_letters = DeadLetterWriter(self.settings, CONSUMER_NAME)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="goaicore-projector-writer")
         if not self._short_switch:
@@ -235,6 +233,15 @@ class Projector(Running):
     def started(self) -> bool:
         return self._consumer is not None
 
+    @property
+    def consumer(self) -> ThreadedConsumer:
+        if self._consumer is None:
+            raise RuntimeError("start() the projector first")
+        return self._consumer
+
+    def _stored_positions(self) -> dict[Any, int]:
+        return {tp: self.positions[(tp.topic, tp.partition)] for tp in self._partitions}
+
     def step(self, timeout_ms: int = 200) -> int:
         """Poll once and hand what came in to the writer as one transaction; the number of records.
 
@@ -245,10 +252,8 @@ class Projector(Running):
         if self._writer is None:
             raise RuntimeError("start() the projector first")
         try:
-            polled = self._consumer.poll(timeout_ms=timeout_ms, max_records=self.batch_size)
-        except KafkaError as err:
-            # With a group (for reporting positions) kafka-python looks its coordinator up
-            # in every poll, and raises when no broker answers: wait for the broker instead.
+            polled = self.consumer.poll(timeout_ms, self.batch_size)
+        except KafkaError as err:  # a retriable one passes once the broker answers again
             if not err.retriable:
                 raise
             log.warning("no broker answers (%s); polling again", err)
@@ -303,36 +308,34 @@ class Projector(Running):
         moved = {key: at for key, at in self.positions.items() if self._reported.get(key) != at}
         if not moved:
             return
-        offsets = {
-            TopicPartition(topic, partition): OffsetAndMetadata(at, "", -1)
-            for (topic, partition), at in moved.items()
-        }
-        try:
-            self._consumer.commit_async(offsets, callback=self._reported_positions)
-        except Exception as err:  # no coordinator while the broker is away: report later
-            log.warning("could not report positions to the consumer group: %s", err)
-            return
+        offsets = {TopicPartition(topic, partition): at for (topic, partition), at in moved.items()}
+        self.consumer.commit_soon(offsets, self._not_reported(moved))
         self._reported.update(moved)
 
-    @staticmethod
-    def _reported_positions(offsets: Any, response: Any) -> None:
-        if isinstance(response, Exception):
-            log.warning("could not report positions to the consumer group: %s", response)
+    def _not_reported(self, moved: dict[TopicPartitionKey, int]) -> Callable[[BaseException], None]:
+        """What a failed report does: log it, and report these positions again next step
+        (no coordinator while the broker is away)."""
+
+        def failed(err: BaseException) -> None:
+            log.warning("could not report positions to the consumer group: %s", err)
+            for key, at in moved.items():
+                if self._reported.get(key) == at:
+                    self._reported.pop(key, None)
+
+        return failed
 
     def lag(self) -> dict[TopicPartitionKey, int]:
         """Per partition, the records the fetches report that are not written yet; a
         partition not fetched from yet is left out."""
         out: dict[TopicPartitionKey, int] = {}
-        for tp in self._partitions:
-            highwater = self._consumer.highwater(tp)
+        for tp, (_, highwater) in self.consumer.read_to(self._partitions).items():
             if highwater is not None:
                 key = (tp.topic, tp.partition)
                 out[key] = max(int(highwater) - self.positions.get(key, 0), 0)
         return out
 
     def _rewind(self) -> None:
-        for tp in self._partitions:
-            self._consumer.seek(tp, self.positions[(tp.topic, tp.partition)])
+        self.consumer.seek(self._stored_positions())
 
     def _write(self, batch: Batch, polled: Mapping[Any, Sequence[Any]]) -> None:
         """Write one batch in one transaction: a ``projector.batch`` span linked to the
@@ -416,11 +419,8 @@ class Projector(Running):
         """True when every partition is read up to its high watermark (from fetches) and to
         its offset in ``floor``, and everything read is written: when read that far, it
         waits for the write in flight and raises its error, as :meth:`flush` does."""
-        for tp in self._partitions:
-            highwater = self._consumer.highwater(tp)
-            if highwater is None or self._consumer.position(tp) < max(
-                highwater, (floor or {}).get(tp, 0)
-            ):
+        for tp, (position, highwater) in self.consumer.read_to(self._partitions).items():
+            if highwater is None or position < max(highwater, (floor or {}).get(tp, 0)):
                 return False
         self.flush()
         return True
@@ -430,7 +430,7 @@ class Projector(Running):
         this call began, and as far as the fetches report."""
         deadline = time.monotonic() + timeout
         published = {
-            tp: int(end or 0) for tp, end in self._consumer.end_offsets(self._partitions).items()
+            tp: int(end or 0) for tp, end in self.consumer.end_offsets(self._partitions).items()
         }
         # Short polls: a partition's high watermark can arrive in a fetch with no records,
         # and a poll that returns none waits out its whole timeout.
