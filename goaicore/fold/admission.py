@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from goaicore.records import ConversationEvent
 from goaicore.records.avro.api import decode_event
@@ -31,9 +31,11 @@ class Unfoldable:
     detail: str
 
 
-@dataclass(frozen=True)
-class Admitted:
-    """An event admitted, and whether it was sealed and is here opened (in the clear)."""
+class Admitted(NamedTuple):
+    """An event admitted, and whether it was sealed and is here opened (in the clear).
+
+    A named tuple: one is made per event read, and a frozen dataclass cost a third of a
+    microsecond more to build."""
 
     event: ConversationEvent
     opened: bool = False

@@ -44,11 +44,13 @@ def _long(b: bytes, p: int) -> tuple[int, int]:
     """A zigzag varint at ``p`` (the generated code inlines the one-byte case)."""
     value = 0
     shift = 0
-    for index in range(p, min(p + _MAX_VARINT_BYTES, len(b))):
-        byte = b[index]
+    end = min(p + _MAX_VARINT_BYTES, len(b))
+    while p < end:  # a plain loop: a range() cost a sixth more on a 6-byte timestamp
+        byte = b[p]
+        p += 1
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
-            return (value >> 1) ^ -(value & 1), index + 1
+            return (value >> 1) ^ -(value & 1), p
         shift += 7
     raise NotDirect("a varint past the end or of more than 63 bits")
 
