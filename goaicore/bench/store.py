@@ -68,6 +68,7 @@ with needs("kafka"):
 
 WARM_UP = b"warm-up"
 SETTLE_SECONDS = 5.0
+QUIET_SECONDS = 1.0  # outputs are read once their topic has not grown for this long
 NOTE = "loopback, one worker process"
 PLAIN = "plain consumer reading the same events"
 COUNTING = "bare Faust agent counting the same events"
@@ -148,7 +149,13 @@ def _outputs(
     timeout: float,
     counted: Callable[[Any], bool] = lambda record: True,
 ) -> float:
-    """Seconds between the first and last counted output timestamps once ``done(records)``."""
+    """Seconds between the first and last counted output timestamps once ``done(records)``.
+
+    The outputs are read (and ``done`` decodes them) only once the topic has stopped
+    growing for a moment: on a small machine, a reader decoding snapshots while the
+    process writes them takes CPU from the process it times, and the more so the
+    longer the snapshots.
+    """
     consumer = make_consumer(settings)
     deadline = time.monotonic() + timeout
     records: list[Any] = []
@@ -156,6 +163,7 @@ def _outputs(
         partitions = _partitions_once_known(consumer, topic, deadline)
         ends = dict.fromkeys(partitions, 0)
         while time.monotonic() < deadline:
+            _until_quiet(consumer, partitions, deadline)
             for partition in partitions:  # read on from where the last look ended
                 for record in read_to_end(consumer, partition, ends[partition], settings):
                     records.append(record)
@@ -168,6 +176,17 @@ def _outputs(
     finally:
         consumer.close()
     raise TimeoutError(f"{topic} was not complete in {timeout:.0f} s")
+
+
+def _until_quiet(consumer: Any, partitions: list[Any], deadline: float) -> None:
+    """Wait until no partition's end offset has moved for :data:`QUIET_SECONDS`."""
+    ends = consumer.end_offsets(partitions)
+    still_since = time.monotonic()
+    while time.monotonic() - still_since < QUIET_SECONDS and time.monotonic() < deadline:
+        time.sleep(QUIET_SECONDS / 4)
+        now = consumer.end_offsets(partitions)
+        if now != ends:
+            ends, still_since = now, time.monotonic()
 
 
 def _all_folded(last_offsets: dict[bytes, int]) -> Done:
