@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import lz4.frame  # type: ignore[import-untyped]
+import zstandard
 
 from goaicore.kafka.apache import LocalKafka
 
@@ -20,7 +21,7 @@ _HEAD = struct.Struct(">qi")  # base offset, batch length (of what follows)
 _RECORDS_COUNT_AT = 57  # bytes from the batch's start to its records count
 _ATTRIBUTES_AT = 21  # the batch's attributes: its compression codec in the low 3 bits
 _RECORDS_AT = 61  # where its records begin
-_NONE, _GZIP, _LZ4 = 0, 1, 3
+_NONE, _GZIP, _LZ4, _ZSTD = 0, 1, 3, 4
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,8 @@ def stored_records(segment: Path) -> Iterator[bytes]:
             records = lz4.frame.decompress(records)
         elif codec == _GZIP:
             records = gzip.decompress(records)
+        elif codec == _ZSTD:  # the store worker's batches on the standard profile
+            records = zstandard.ZstdDecompressor().decompressobj().decompress(records)
         elif codec != _NONE:
             raise AssertionError(f"{segment}: a batch compressed with codec {codec}")
         yield records
