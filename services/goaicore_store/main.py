@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 
 from goaicore import logs, tracing
@@ -13,6 +14,14 @@ from goaicore_store.app import create_app
 
 log = logging.getLogger(__name__)
 
+# The table holds every conversation's snapshot: long-lived objects that Python's
+# collector, at its default young threshold (700), scanned again and again. A worker
+# folding 50,000 events into 50 conversations of 1,000 spent 0.31-0.49 s in 7 full
+# collections (44-70 ms each); at 20,000 none ran while it folded, and its rate on
+# those conversations went from 0.54-0.70x to 0.80-0.98x its rate on short ones
+# (Apache Kafka, 2 cores). Garbage in cycles waits a little longer to be collected.
+YOUNG_GC_THRESHOLD = 20_000
+
 
 def main(
     web_port: int | None = None,
@@ -23,6 +32,7 @@ def main(
 ) -> int:
     """Create the topics if needed and run the store worker until it is stopped."""
     settings = Settings()
+    gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
     # What this worker runs with, secrets masked or left out: the first line of its log.
     print(logs.line(__name__, f"goaicore worker: {settings!r}", settings.log_format), flush=True)
     check_http_exposure(settings, web_host, insecure_http)
