@@ -2,9 +2,9 @@
 
 A synchronous reader that parses a whole log (the projector) spends most of its
 reading time in kafka-python's record parser, which is pure Python: about 8 µs of
-CPU per small record against 2 µs for aiokafka's compiled one, measured on one
-partition set of Apache Kafka. This class keeps the caller synchronous and lets
-aiokafka fetch and parse: each method runs on the loop's thread and waits for its
+CPU per small record against 2 µs for aiokafka's compiled one, measured reading the
+same 20,000 events from Apache Kafka. This class keeps the caller synchronous and
+lets aiokafka fetch and parse: each method runs on the loop's thread and waits for its
 answer. aiokafka's consumer is not thread-safe, so nothing here touches it from the
 caller's thread.
 """
@@ -12,15 +12,12 @@ caller's thread.
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from goaicore.clients.aio.connection import partitions_of, start_consumer
 from goaicore.config import Settings
-
-log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
