@@ -75,9 +75,11 @@ def test_killed_between_write_and_commit_loses_and_repeats_nothing(projection: S
     # Two crashes at different points, each right after a batch was written.
     for crashed in _crashes(projection, ("3", "2")):
         assert "fault hook: killed after writing batch" in crashed.log()
-        rows, _, read = _counts(projection)
+        rows, snapshot_rows, read = _counts(projection)
         assert rows == read, "rows and positions must commit together"
-        assert 0 < rows < len(events)
+        # Some batches committed, not all; which topic's records a poll returns first is
+        # the consumer's choice (the first batches may hold snapshots only).
+        assert 0 < rows + snapshot_rows < len(events) + CONVERSATIONS
 
     _restart_until(projection, lambda: _counts(projection)[:2] == (len(events), CONVERSATIONS))
 
