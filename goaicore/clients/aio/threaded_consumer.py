@@ -61,19 +61,17 @@ class ThreadedConsumer:
 
         def assign() -> None:
             self._consumer.assign(list(positions))
-            for partition, offset in positions.items():
-                self._consumer.seek(partition, offset)
+            self._seek_all(positions)
 
         self._on_loop(assign)
 
     def seek(self, positions: Mapping[Any, int]) -> None:
         """Read these partitions from these offsets next (records fetched ahead are dropped)."""
+        self._on_loop(lambda: self._seek_all(positions))
 
-        def seek() -> None:
-            for partition, offset in positions.items():
-                self._consumer.seek(partition, offset)
-
-        self._on_loop(seek)
+    def _seek_all(self, positions: Mapping[Any, int]) -> None:  # on the loop's thread
+        for partition, offset in positions.items():
+            self._consumer.seek(partition, offset)
 
     def poll(self, timeout_ms: int, max_records: int) -> dict[Any, list[Any]]:
         """At most ``max_records`` records by partition; waits up to ``timeout_ms`` for any."""
@@ -86,8 +84,9 @@ class ThreadedConsumer:
         thread) if the commit fails."""
 
         def done(task: asyncio.Future[None]) -> None:
-            if not task.cancelled() and task.exception() is not None:
-                on_error(task.exception())  # type: ignore[arg-type]
+            error = None if task.cancelled() else task.exception()
+            if error is not None:
+                on_error(error)
 
         def start() -> None:
             self._loop.create_task(self._consumer.commit(dict(offsets))).add_done_callback(done)
