@@ -3,10 +3,11 @@
 On each benchmarked broker (a fresh one each time), every measured process gets
 the same events on a topic of its own. A Faust process is started and warmed up
 with one event (and any history the shape needs folded first), given a few
-seconds to settle, then the measured events are published at once (faster than
-any of them consumes), and it is timed from the broker timestamp of its first
-output record for them to that of its last (snapshots for the store worker, marks
-for the baselines), so start-up and group rebalances are not counted.
+seconds to settle, then the measured events are published at once (by the
+asyncio publisher, faster than any of them consumes), and it is timed from the
+broker timestamp of its first output record for them to that of its last
+(snapshots for the store worker, marks for the baselines), so start-up and group
+rebalances are not counted.
 
 Baselines, each measured in the same run: a plain kafka-python consumer reading
 the events (no decoding), a bare Faust agent counting them one at a time, and a
@@ -35,7 +36,7 @@ from typing import Any
 
 from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
-from goaicore.clients import EventPublisher
+from goaicore.clients.aio import AsyncEventPublisher
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
 from goaicore.extras import needs
@@ -212,9 +213,19 @@ def _marked(count: int) -> Done:
 
 
 def _publish(settings: Settings, events: Sequence[ConversationEvent]) -> dict[bytes, int]:
-    """Publish ``events``; the last offset of each conversation."""
-    with EventPublisher(settings) as publisher:
-        positions = publisher.publish_many((e.conversation_id, e) for e in events)
+    """Publish ``events`` (encoded before the first is sent); the last offset of each
+    conversation.
+
+    With the asyncio publisher: kafka-python's took 0.84-0.86 s of CPU for 20,000
+    events, against 0.36-0.40 s, and on 2 cores that CPU is taken from the process
+    being timed, which now folds them in under two seconds.
+    """
+
+    async def publish() -> list[Any]:
+        async with AsyncEventPublisher(settings) as publisher:
+            return await publisher.publish_many((e.conversation_id, e) for e in events)
+
+    positions = asyncio.run(publish())
     return {e.conversation_id.encode(): p.offset for e, p in zip(events, positions, strict=True)}
 
 
