@@ -23,7 +23,8 @@ def test_the_store_workers_consumer_waits_briefly_for_records(
     store = create_app(settings.with_overrides(broker_profile=profile))
 
     async def fetch_wait() -> Any:
-        thread: Any = store.app.consumer._new_consumer_thread()
+        faust_consumer: Any = store.app.consumer
+        thread = faust_consumer._new_consumer_thread()
         consumer = thread._create_worker_consumer(store.app.transport)
         try:
             return consumer._fetch_max_wait_ms
