@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import faust
-from faust.sensors.prometheus import FaustMetrics, PrometheusMonitor
 
 from goaicore.config import Settings
 from goaicore.conversation.pricing import PriceTable
@@ -59,7 +58,7 @@ from goaicore_store.http import (
 from goaicore_store.http.server import ApiApp
 from goaicore_store.intake_agent import INTAKE_BATCH, seal_batch
 from goaicore_store.keys import ConversationKeys
-from goaicore_store.metrics import PREFIX, StoreMetrics
+from goaicore_store.metrics import StoreMetrics, faust_monitor
 from goaicore_store.topology import ChatServices, StoreApp, app_id
 
 log = logging.getLogger(__name__)
@@ -184,7 +183,7 @@ def create_app(
     )
     metrics = StoreMetrics()
     # faust-streaming's own sensors, in the same registry and under the same prefix.
-    app.monitor = PrometheusMonitor(metrics=FaustMetrics.create(metrics.registry, PREFIX))
+    app.monitor = faust_monitor(metrics.registry)
     CODEC.on_encoded = metrics.snapshot_bytes.observe
     events = log_topic(app, settings, "events")
     snapshots = log_topic(app, settings, "snapshots", SNAPSHOT_CODEC, acks=False)

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from faust.sensors.prometheus import FaustMetrics, PrometheusMonitor
 from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
@@ -41,6 +42,50 @@ def _histogram(
     registry: CollectorRegistry, name: str, doc: str, buckets: Iterable[float], *labels: str
 ) -> Histogram:
     return Histogram(f"{PREFIX}_{name}", doc, labels, buckets=tuple(buckets), registry=registry)
+
+
+def faust_monitor(registry: CollectorRegistry) -> PrometheusMonitor:
+    """faust-streaming's own sensors in ``registry``, under our prefix, each labelled
+    child looked up once (:class:`LabelledOnce`)."""
+    metrics = FaustMetrics.create(registry, PREFIX)
+    labelled: dict[str, Any] = {
+        name: LabelledOnce(metric)
+        for name, metric in metrics._asdict().items()
+        if getattr(metric, "_labelnames", ())
+    }
+    return PrometheusMonitor(metrics=metrics._replace(**labelled))
+
+
+class LabelledOnce:
+    """A labelled Prometheus metric whose children are looked up once per label values.
+
+    Faust's monitor asks ``labels()`` of two metrics for every record it reads and of
+    another for every fetch (each time a lock, label checks and string conversions):
+    5-12% of the store worker's busy time while folding. The cache is dropped
+    whenever Faust removes a child (on rebalance), so no child outlives its export.
+    """
+
+    def __init__(self, metric: Any) -> None:
+        self._metric = metric
+        self._children: dict[Any, Any] = {}
+
+    def labels(self, *values: Any, **labels: Any) -> Any:
+        key = values or tuple(labels.items())
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self._metric.labels(*values, **labels)
+        return child
+
+    def remove(self, *values: Any) -> None:
+        self._children.clear()
+        self._metric.remove(*values)
+
+    def clear(self) -> None:
+        self._children.clear()
+        self._metric.clear()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._metric, name)
 
 
 @dataclass

@@ -95,6 +95,8 @@ def test_metrics_move_with_traffic(pair: Pair, topics: Settings) -> None:
     assert grew("goaicore_read_your_writes_seconds_count") == 4
     assert grew("goaicore_dead_letters_total", reason="truncated") == 1
     assert grew("goaicore_messages_received_total") >= 3
+    events = topics.topic("events")  # a labelled sensor of faust-streaming's
+    assert grew("goaicore_messages_received_per_topic_total", topic=events) >= 3 + 3 * 2
     # Every assistant turn is priced from the operator's table (GOAICORE_PRICES).
     with HistoryReader(topics) as history:
         turns = [
