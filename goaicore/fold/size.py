@@ -128,7 +128,8 @@ def _message_bytes(message: SnapshotMessage) -> int:
     return (
         string_bytes(message.role)
         + string_bytes(message.text)
-        + _array(len(calls), sum(tool_call_bytes(c) for c in calls))
+        # Most messages call no tool: no generator to make (it was a sixth of this).
+        + (_array(len(calls), sum(map(tool_call_bytes, calls))) if calls else _ARRAY_END)
         + _optional(message.tool_call_id)
         + _optional(message.name)
         + _optional(message.content_json)

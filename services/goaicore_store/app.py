@@ -187,7 +187,7 @@ def create_app(
     CODEC.on_encoded = metrics.snapshot_bytes.observe
     events = log_topic(app, settings, "events")
     snapshots = log_topic(app, settings, "snapshots", SNAPSHOT_CODEC, acks=False)
-    table = keyed_table(app, "snapshots", snapshots, SNAPSHOT_CODEC, partitions)
+    table = keyed_table(app, "snapshots", snapshots, SNAPSHOT_CODEC, partitions, DurableTable)
     store = StoreApp(
         app=app,
         settings=settings,

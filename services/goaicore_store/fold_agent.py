@@ -23,8 +23,9 @@ log = logging.getLogger(__name__)
 
 # The events of each fetch are folded as one batch (a batch lane: no timer, so an
 # idle worker folds an event as soon as it is fetched), and each touched
-# conversation's snapshot is written once per batch: a snapshot write costs more
-# than folding an event. Offsets are acknowledged only after the batch's table writes.
+# conversation's snapshot is written once per batch, in record batches: a snapshot
+# write costs more than folding an event. Offsets are acknowledged only once the
+# batch's snapshots are on the broker.
 FOLD_BATCH = 2000
 
 
@@ -53,11 +54,13 @@ async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> None:
             touched[outcome.event.conversation_id.encode()] = outcome.snapshot
         if erasure_applied(outcome):
             erasures.append((outcome.event.conversation_id, outcome.record.position.offset))
-    for key, snapshot in touched.items():
-        store.table[key] = snapshot
-    for conversation_id, offset in erasures:
-        await erase_content(store, conversation_id, offset)
-    await store.progress.advance(consumed)  # read-your-writes waits on this
+    sent = await store.table.send(touched)
+    if erasures:  # the erased snapshots are on the broker before the keys are destroyed
+        await store.table.delivered(sent)
+        for conversation_id, offset in erasures:
+            await erase_content(store, conversation_id, offset)
+    await store.progress.advance(consumed)  # read-your-writes waits on this (the table)
+    await store.table.delivered(sent)  # the offsets are acknowledged once they are written
     store.metrics.events_folded.inc(folded)
     store.metrics.fold_batch_seconds.observe(time.perf_counter() - started)
 

@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import IO, Any
 
 import faust
-from faust.types import TableT, TopicT
+from faust.types import TopicT
 
 from goaicore.clients.deadletter import DeadLetter
 from goaicore.config import Settings
@@ -21,7 +21,6 @@ from goaicore.conversation.tools import Tool
 from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
 from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.logs import origin
-from goaicore.records import ConversationSnapshot
 from goaicore_store.chat.output_limits import OutputLimits
 from goaicore_store.chat.replies import ReplyWaiters
 from goaicore_store.chat.turns import TurnSettings
@@ -59,7 +58,7 @@ class StoreApp:
     dead_letters: TopicT
     requests: TopicT
     replies: TopicT
-    table: TableT[bytes, ConversationSnapshot]  # its changelog is the snapshots topic
+    table: DurableTable  # bytes -> ConversationSnapshot; its changelog is the snapshots topic
     replies_table: DurableTable  # bytes -> RecentReplies; a reply is published once stored
     keys: ConversationKeys  # its table's changelog is the keys topic
     chat: ChatServices

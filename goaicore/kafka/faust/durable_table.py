@@ -1,42 +1,85 @@
-"""A Faust table whose writes (and deletions) can be awaited until their changelog record is
-on the broker.
+"""A Faust table whose writes are sent as record batches and can be awaited until their
+changelog records are on the broker.
 
-Faust hands a table's changelog records to its producer buffer and moves on; a
-process killed a moment later may lose a write that has already had effects
-outside (a reply published from it, say). :meth:`DurableTable.put` sets a key and
-returns once the broker has acknowledged the record that restores it after a crash.
+Faust sends a table's changelog one record at a time: each assignment queues a
+record in its producer buffer, a task hands it to aiokafka, and aiokafka appends
+it to a batch. Per record that was most of what a store worker folding many
+conversations did: with 10,000 conversations of 10 events, about one snapshot per
+event, the worker folded 2,900 events/s (Apache Kafka, 2 cores). Here the records
+of one write go to their partitions in as few record batches as the producer's
+batch size allows, and the write returns what to await.
+
+It also makes a write durable on demand: a process killed a moment after a
+buffered write may lose it after it has had effects outside (a reply published
+from it, say). :meth:`DurableTable.put` returns once the broker has acknowledged
+the record that restores the key after a crash.
+
+Only these methods may write such a table: a record sent through Faust's buffer
+could reach the changelog after a later one sent here.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 import faust
-from faust.types import FutureMessage
+from faust.serializers import codecs
+
+from goaicore.kafka.connection import partition_for_key
+from goaicore.kafka.faust.transport import steady_producer
+
+Sent = list[list[Awaitable[Any]]]
+"""The delivery futures of a write, per partition and in order: see :meth:`DurableTable.send`."""
 
 
 class DurableTable(faust.Table[Any, Any]):
-    """A ``faust.Table`` with an awaitable :meth:`put`."""
+    """A ``faust.Table`` keyed by bytes (as on the wire), written by :meth:`send`."""
 
-    _last_write: FutureMessage | None = None
-
-    def send_changelog(self, *args: Any, **kwargs: Any) -> FutureMessage:
-        written: FutureMessage = super().send_changelog(*args, **kwargs)
-        self._last_write = written
-        return written
-
-    async def put(self, key: Any, value: Any) -> None:
+    async def put(self, key: bytes, value: Any) -> None:
         """``table[key] = value``, returning when its changelog record is on the broker."""
-        self[key] = value
-        written = self._last_write  # set by the assignment, with no await in between
-        assert written is not None
-        await written
+        await self.delivered(await self.send({key: value}))
 
-    async def remove(self, key: Any) -> None:
+    async def remove(self, key: bytes) -> None:
         """``del table[key]`` (if present), returning when its tombstone is on the broker."""
-        if key not in self:
-            return
-        del self[key]
-        written = self._last_write  # set by the deletion, with no await in between
-        assert written is not None
-        await written
+        if key in self:
+            await self.delivered(await self.send({key: None}))
+
+    async def send(self, values: Mapping[bytes, Any]) -> Sent:
+        """Set each key to its value (None: delete it) now, and send their changelog
+        records, each partition's in as few record batches as the batch size allows.
+
+        Pass what this returns to :meth:`delivered` to wait until they are on the broker.
+        """
+        partitions = self.partitions
+        assert partitions, "a durable table is built with its partition count"
+        by_partition: dict[int, list[tuple[bytes, bytes | None, None]]] = {}
+        for key, value in values.items():
+            if value is None:
+                self.data.pop(key, None)
+                encoded = None
+            else:
+                self.data[key] = value
+                encoded = codecs.dumps(self.value_serializer, value)
+            partition = partition_for_key(key, partitions)
+            by_partition.setdefault(partition, []).append((key, encoded, None))
+        producer = steady_producer(self.app)
+        topic = self.changelog_topic.get_topic_name()
+        # Concurrently: where a batch holds one record (the embedded profile), each
+        # partition waits for its previous batch to leave, and the partitions share them.
+        sent: Sent = await asyncio.gather(
+            *(producer.send_in_batches(topic, p, rows) for p, rows in by_partition.items())
+        )
+        return sent
+
+    async def delivered(self, sent: Sent) -> None:
+        """Wait until the broker has every record of a write (see :meth:`send`)."""
+        for deliveries in sent:
+            metadata = None
+            for delivery in deliveries:
+                metadata = await delivery
+            if metadata is not None:
+                # What Faust's own callback does for its changelog records: a table on disk
+                # remembers the offset it holds, and recovers from there after a restart.
+                self.data.set_persisted_offset(metadata.topic_partition, metadata.offset)

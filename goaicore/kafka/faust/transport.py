@@ -221,10 +221,11 @@ class SteadyProducer(driver.Producer):
         self,
         topic: str,
         partition: int,
-        records: Sequence[tuple[bytes, bytes, Sequence[tuple[str, bytes]] | None]],
+        records: Sequence[tuple[bytes, bytes | None, Sequence[tuple[str, bytes]] | None]],
     ) -> list[Awaitable[Any]]:
-        """Send ``(key, value, headers)`` records to one partition, in order, in as few
-        record batches as the batch size allows; each batch's delivery future, in order."""
+        """Send ``(key, value, headers)`` records (a value of None: a tombstone) to one
+        partition, in order, in as few record batches as the batch size allows; each
+        batch's delivery future, in order."""
         producer = self._ensure_producer()
         delivered: list[Awaitable[Any]] = []
         batch = producer.create_batch()
