@@ -4,9 +4,10 @@ Events are published first, then one projector (in this process) is timed from i
 first poll until it has caught up with every partition, so startup is not counted (nor
 a first projection, which warms up); its baselines are the same records read from
 Kafka alone (no decoding, no PostgreSQL), on the same broker in the same run, and the
-rows it wrote copied again in one raw COPY into an empty table shaped like theirs.
-Each of these three is the median of three runs (each projection into a schema of its
-own): one run of a second or two varies by a quarter on a small machine. The history
+rows it wrote copied again in one raw COPY into an empty table shaped like theirs,
+right after each projection. Each of these three is the median of three runs (each
+projection into a schema of its own): one run of a second or two varies by a quarter
+on a small machine. The history
 figures read a 10,000-event conversation from ``conversation_events`` (the query
 alone, then with every event decoded from its stored Avro bytes); each is the median
 of several runs, and depends on PostgreSQL, not the broker. It runs on each
@@ -150,15 +151,25 @@ def _measure(settings: Settings) -> list[Measurement]:
     # Once to warm up, not timed: side by side, the first projection of a process ran
     # a quarter to a half slower than the ones after it.
     _projected(settings.with_overrides(db_schema=f"{settings.db_schema}_warm"))[0].close()
-    rates = []
-    for run in range(1, REPEATS):  # the last run's projection is the one queried below
-        extra, rate = _projected(settings.with_overrides(db_schema=f"{settings.db_schema}_{run}"))
-        extra.close()
+    rates, copies = [], []
+    for run in range(REPEATS):  # the last run's projection is the one queried below
+        last = run == REPEATS - 1
+        schema = (
+            settings if last else settings.with_overrides(db_schema=f"{settings.db_schema}_{run}")
+        )
+        projector, rate = _projected(schema)
         rates.append(rate)
-    projector, rate = _projected(settings)
-    projected = statistics.median([*rates, rate])
+        try:
+            # Right after each projection, its rows: a drift of the machine's speed moves
+            # both figures of a pair alike (timed in two phases, the ratio moved by a third).
+            copies.append(_raw_copy(schema))
+        except BaseException:
+            projector.close()
+            raise
+        if not last:
+            projector.close()
+    projected, raw_copy = statistics.median(rates), statistics.median(copies)
     try:
-        raw_copy = statistics.median(_raw_copy(settings) for _ in range(REPEATS))
         _publish(settings, _events(LONG, lambda n: "long"))
         projector.drain(timeout=600)
     finally:
