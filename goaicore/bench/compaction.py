@@ -11,9 +11,10 @@ in-process extractive model (the first words of its transcript), so the run is
 deterministic and needs no network; its own tokens are not counted as chat tokens.
 
 The library's own cost per turn: the same session played on for 10,000 turns under the
-token-budget policy, each ``arun_turn`` timed, the mean of the 500 turns up to turn
-1,000 beside that up to turn 10,000 (the compactor keeps the history bounded, so the
-cost should not grow).
+token-budget policy, and the 500 turns up to turn 1,000 and up to turn 10,000 each
+played again five times from the history they start on, the two in turn; the median
+of each one's mean turn times (the compactor keeps the history bounded, so the cost
+should not grow).
 """
 
 from __future__ import annotations

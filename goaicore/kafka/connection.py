@@ -167,7 +167,7 @@ def partition_for_key(key: bytes, partitions: int) -> int:
 
 # murmur2 is pure Python (about 4 µs a key): a worker writing a snapshot for each of
 # thousands of conversations per batch asks again for the same keys. Remembered for
-# keys the length of most conversation ids; at most about 10 MB of them.
+# keys the length of most conversation ids: about 20 MB at most.
 _CACHED_KEY_BYTES = 128
 _CACHED_KEYS = 65536
 

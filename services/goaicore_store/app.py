@@ -68,31 +68,24 @@ REWRAP_INTERVAL = 10.0  # seconds between looks for keys an older master key wra
 
 
 def keyed_table(
-    app: faust.App,
-    name: str,
-    changelog: Any,
-    codec: str,
-    partitions: int,
-    table_class: type[faust.Table[Any, Any]] = faust.Table,
-) -> Any:
+    app: faust.App, name: str, changelog: Any, codec: str, partitions: int
+) -> DurableTable:
     """A table keyed by conversation id whose changelog is ``changelog``, values in ``codec``.
 
-    use_partitioner: a changelog record goes to its key's partition (the rule every
-    producer of ours uses), not to the partition of the event being handled. The table
-    writes its changelog with its own serializers (JSON by default), so they are set
-    to the changelog topic's: raw keys, ``codec`` values.
+    It writes its changelog itself (:class:`DurableTable`), each record to its key's
+    partition (the rule every producer of ours uses), with the changelog topic's
+    serializers: raw keys, ``codec`` values. ``use_partitioner`` tells Faust the same.
     """
-    table: Any = app.tables.add(
-        table_class(
-            app,
-            name=name,
-            default=None,
-            beacon=app.tables.beacon,
-            changelog_topic=changelog,
-            partitions=partitions,
-            use_partitioner=True,
-        )
+    table = DurableTable(
+        app,
+        name=name,
+        default=None,
+        beacon=app.tables.beacon,
+        changelog_topic=changelog,
+        partitions=partitions,
+        use_partitioner=True,
     )
+    app.tables.add(table)
     table.key_serializer = "raw"
     table.value_serializer = codec
     return table
@@ -187,7 +180,7 @@ def create_app(
     CODEC.on_encoded = metrics.snapshot_bytes.observe
     events = log_topic(app, settings, "events")
     snapshots = log_topic(app, settings, "snapshots", SNAPSHOT_CODEC, acks=False)
-    table = keyed_table(app, "snapshots", snapshots, SNAPSHOT_CODEC, partitions, DurableTable)
+    table = keyed_table(app, "snapshots", snapshots, SNAPSHOT_CODEC, partitions)
     store = StoreApp(
         app=app,
         settings=settings,
@@ -274,13 +267,13 @@ def _replies_table(app: faust.App, settings: Settings) -> Any:
             **erasure_configs("compacted", settings),  # erased replies leave the disk too
         },
     )
-    return keyed_table(app, "replies", changelog, REPLIES_CODEC, partitions, DurableTable)
+    return keyed_table(app, "replies", changelog, REPLIES_CODEC, partitions)
 
 
 def _keys(app: faust.App, settings: Settings, snapshots: Any) -> ConversationKeys:
     """The data keys of this worker's conversations; the keys topic is their changelog."""
     changelog = log_topic(app, settings, "keys", KEY_CODEC, acks=False)
-    table = keyed_table(app, "keys", changelog, KEY_CODEC, settings.partitions, DurableTable)
+    table = keyed_table(app, "keys", changelog, KEY_CODEC, settings.partitions)
 
     def erased_before(conversation_id: str) -> LogPosition | None:
         snapshot: ConversationSnapshot | None = snapshots.get(conversation_id.encode())

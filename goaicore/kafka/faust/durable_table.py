@@ -47,30 +47,41 @@ class DurableTable(faust.Table[Any, Any]):
             await self.delivered(await self.send({key: None}))
 
     async def send(self, values: Mapping[bytes, Any]) -> Sent:
-        """Set each key to its value (None: delete it) now, and send their changelog
-        records, each partition's in as few record batches as the batch size allows.
+        """Send the changelog records of ``values`` (None: delete the key), each
+        partition's in as few record batches as the batch size allows, then set them in
+        the table.
 
-        Pass what this returns to :meth:`delivered` to wait until they are on the broker.
+        The table changes only once every record is queued in the producer (which sends
+        what it holds before it stops): an interrupted write never leaves the table,
+        which a RocksDB store keeps across restarts, ahead of its changelog. Pass what
+        this returns to :meth:`delivered` to wait until the broker has them.
         """
         partitions = self.partitions
         assert partitions, "a durable table is built with its partition count"
         by_partition: dict[int, list[tuple[bytes, bytes | None, None]]] = {}
         for key, value in values.items():
-            if value is None:
-                self.data.pop(key, None)
-                encoded = None
-            else:
-                self.data[key] = value
-                encoded = codecs.dumps(self.value_serializer, value)
+            encoded = None if value is None else codecs.dumps(self.value_serializer, value)
             partition = partition_for_key(key, partitions)
             by_partition.setdefault(partition, []).append((key, encoded, None))
         producer = steady_producer(self.app)
         topic = self.changelog_topic.get_topic_name()
         # Concurrently: where a batch holds one record (the embedded profile), each
         # partition waits for its previous batch to leave, and the partitions share them.
-        sent: Sent = await asyncio.gather(
-            *(producer.send_in_batches(topic, p, rows) for p, rows in by_partition.items())
+        # Every partition's records are queued even when another's fail.
+        queued = await asyncio.gather(
+            *(producer.send_in_batches(topic, p, rows) for p, rows in by_partition.items()),
+            return_exceptions=True,
         )
+        sent: Sent = []
+        for outcome in queued:
+            if isinstance(outcome, BaseException):
+                raise outcome
+            sent.append(outcome)
+        for key, value in values.items():
+            if value is None:
+                self.data.pop(key, None)
+            else:
+                self.data[key] = value
         return sent
 
     async def delivered(self, sent: Sent) -> None:
@@ -80,6 +91,8 @@ class DurableTable(faust.Table[Any, Any]):
             for delivery in deliveries:
                 metadata = await delivery
             if metadata is not None:
-                # What Faust's own callback does for its changelog records: a table on disk
-                # remembers the offset it holds, and recovers from there after a restart.
+                # As Faust's own callback does for its changelog records: a table on disk
+                # remembers how far its changelog is in it, and recovers from there after
+                # a restart. A batch's metadata holds its first offset: recovery may read
+                # the rest of that batch again, which changes nothing.
                 self.data.set_persisted_offset(metadata.topic_partition, metadata.offset)

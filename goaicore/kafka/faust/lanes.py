@@ -29,8 +29,9 @@ from typing import Any
 
 BatchHandler = Callable[[Sequence[Any]], Awaitable[None]]
 
-# Changelog and other records a lane's handler may leave queued in the producer
-# before the lane waits for them to drain (Faust's streams wait beyond 100).
+# Records a lane's handler may leave queued in Faust's producer buffer (dead letters:
+# the tables write their changelogs themselves) before the lane waits for them to
+# drain (Faust's streams wait beyond 100).
 PRODUCER_BACKLOG = 4000
 
 
