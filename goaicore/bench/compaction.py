@@ -95,7 +95,7 @@ Turn = tuple[list[str], str]
 def session(turns: int = TURNS, seed: int = 7) -> list[Turn]:
     """The scripted session: per turn, the game events since the last turn and the question."""
     rng = random.Random(seed)
-    script: list[tuple[list[str], str]] = []
+    script: list[Turn] = []
     for t in range(turns):
         events = []
         if t % 3 == 0:

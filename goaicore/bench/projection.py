@@ -7,10 +7,10 @@ Kafka alone (no decoding, no PostgreSQL), on the same broker in the same run, an
 rows it wrote copied again in one raw COPY into an empty table shaped like theirs,
 right after each projection. Each of these three is the median of three runs (each
 projection into a schema of its own): one run of a second or two varies by a quarter
-on a small machine. The history
-figures read a 10,000-event conversation from ``conversation_events`` (the query
-alone, then with every event decoded from its stored Avro bytes); each is the median
-of several runs, and depends on PostgreSQL, not the broker. It runs on each
+on a small machine. The history figures read a 10,000-event conversation from
+``conversation_events`` (the query alone, then with every event decoded from its
+stored Avro bytes); each is the median of several runs, and depends on PostgreSQL,
+not the broker. It runs on each
 benchmarked broker, a fresh one each time, with a fresh database on the PostgreSQL
 that discovery finds, dropped afterwards.
 """

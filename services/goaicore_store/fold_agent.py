@@ -57,6 +57,7 @@ async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> None:
     sent = await store.table.send(touched)
     if erasures:  # the erased snapshots are on the broker before the keys are destroyed
         await store.table.delivered(sent)
+        sent = []  # delivered: nothing left to wait for below
         for conversation_id, offset in erasures:
             await erase_content(store, conversation_id, offset)
     await store.progress.advance(consumed)  # read-your-writes waits on this (the table)
