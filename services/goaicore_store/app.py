@@ -31,6 +31,7 @@ from goaicore.kafka.faust.disk_table import lock_table_dir, store_url
 from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.kafka.faust.lanes import add_batch_lane
 from goaicore.kafka.faust.recovery import SteadyTableManager
+from goaicore.kafka.high_watermarks import HighWatermarks
 from goaicore.kafka.limits import max_batch_bytes
 from goaicore.kafka.profile import client_profile, faust_broker_urls
 from goaicore.kafka.security import faust_credentials
@@ -38,14 +39,12 @@ from goaicore.kafka.topics import erasure_configs
 from goaicore.net import free_loopback_port
 from goaicore.records import ConversationSnapshot, LogPosition
 from goaicore.sealing.keyring import master_keys
+from goaicore.store.limits import OutputLimits
+from goaicore.store.turns import TurnSettings
 from goaicore_store.chat.agent import ChatAgent
-from goaicore_store.chat.idempotency import REPLIES_CODEC, register_codec
-from goaicore_store.chat.output_limits import OutputLimits
 from goaicore_store.chat.replies import ReplyWaiters
 from goaicore_store.chat.tools import load_tools, traced
-from goaicore_store.chat.turns import TurnSettings
-from goaicore_store.chat.watermarks import HighWatermarks
-from goaicore_store.codecs import CODEC, KEY_CODEC, SNAPSHOT_CODEC, register
+from goaicore_store.codecs import CODEC, KEY_CODEC, REPLIES_CODEC, SNAPSHOT_CODEC, register
 from goaicore_store.fold_agent import FOLD_BATCH, apply_batch
 from goaicore_store.http import (
     BearerTokens,
@@ -131,7 +130,6 @@ def create_app(
     compose service name), never 0.0.0.0.
     """
     register()
-    register_codec()
     port = web_port or free_loopback_port()
     url = canonical_url or default_canonical_url(web_host, port)
     datadir = data_dir or settings.data_dir / "store"
@@ -247,7 +245,7 @@ def _replication(settings: Settings) -> int:
 
 
 def _replies_table(app: faust.App, settings: Settings) -> Any:
-    """Recent replies per conversation, for idempotent requests (see idempotency.py).
+    """Recent replies per conversation, for idempotent requests (see goaicore.store.idempotency).
 
     Keyed by conversation id and partitioned like every topic, so a conversation's
     replies recover on the worker that owns the conversation.

@@ -1,16 +1,21 @@
-"""Faust codecs: snapshots and data keys travel as Avro records, as any consumer reads them."""
+"""Faust codecs: snapshots and data keys travel as Avro records, as any consumer reads them;
+a conversation's recent replies as JSON."""
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable
 from typing import Any
 
 from faust.serializers import codecs
 
 from goaicore.records.avro.api import decode_key, decode_snapshot, encode_key, encode_snapshot
+from goaicore.store.idempotency import RecentReplies
 
 SNAPSHOT_CODEC = "goaicore.snapshot"
 KEY_CODEC = "goaicore.conversation-key"
+REPLIES_CODEC = "goaicore.recent-replies"
 
 
 class SnapshotCodec(codecs.Codec):
@@ -41,6 +46,20 @@ class KeyCodec(codecs.Codec):
         return decode_key(s)
 
 
+class RecentRepliesCodec(codecs.Codec):
+    """RecentReplies <-> JSON with base64 Avro replies (readable with any JSON tool)."""
+
+    def _dumps(self, obj: Any) -> bytes:
+        if not isinstance(obj, RecentReplies):
+            raise TypeError(f"the replies table holds RecentReplies, not {type(obj).__name__}")
+        entries = [[rid, base64.b64encode(p).decode()] for rid, p in obj.entries]
+        return json.dumps({"v": 1, "replies": entries}).encode()
+
+    def _loads(self, s: bytes) -> Any:
+        data = json.loads(s)
+        return RecentReplies(tuple((rid, base64.b64decode(p)) for rid, p in data["replies"]))
+
+
 CODEC = SnapshotCodec()
 
 
@@ -48,3 +67,4 @@ def register() -> None:
     """Make the codecs known to Faust by name (idempotent)."""
     codecs.register(SNAPSHOT_CODEC, CODEC)
     codecs.register(KEY_CODEC, KeyCodec())
+    codecs.register(REPLIES_CODEC, RecentRepliesCodec())

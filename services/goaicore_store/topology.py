@@ -20,11 +20,12 @@ from goaicore.conversation.providers.choice import Providers
 from goaicore.conversation.tools import Tool
 from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
 from goaicore.kafka.faust.durable_table import DurableTable
+from goaicore.kafka.high_watermarks import HighWatermarks
 from goaicore.logs import origin
-from goaicore_store.chat.output_limits import OutputLimits
+from goaicore.store.limits import OutputLimits
+from goaicore.store.read_your_writes import FoldProgress
+from goaicore.store.turns import TurnSettings
 from goaicore_store.chat.replies import ReplyWaiters
-from goaicore_store.chat.turns import TurnSettings
-from goaicore_store.chat.watermarks import FoldProgress, HighWatermarks
 from goaicore_store.keys import ConversationKeys
 from goaicore_store.metrics import StoreMetrics
 

@@ -271,7 +271,7 @@ def test_a_reply_is_stored_for_its_request_id_before_it_is_published(
 
     from goaicore.kafka.connection import make_consumer, partition_for
     from goaicore.kafka.partition_reader import read_to_end
-    from goaicore_store.chat.idempotency import RecentRepliesCodec
+    from goaicore_store.codecs import RecentRepliesCodec
     from goaicore_store.topology import app_id
 
     changelog = f"{app_id(topics)}-replies-changelog"

@@ -30,18 +30,14 @@ from goaicore.records import (
     new_event,
     utc_now,
 )
+from goaicore.store.idempotency import KEEP_REPLIES, RecentReplies, recover_from_log
+from goaicore.store.limits import OutputLimits
+from goaicore.store.ordering import KeyedDispatcher
+from goaicore.store.turns import TurnSettings, run_request, turn_event_id
 from goaicore.testing import OpenAIServer
 from goaicore_store.chat import game_tools
-from goaicore_store.chat.dispatch import KeyedDispatcher
-from goaicore_store.chat.idempotency import (
-    KEEP_REPLIES,
-    RecentReplies,
-    RecentRepliesCodec,
-    recover_from_log,
-)
-from goaicore_store.chat.output_limits import OutputLimits
 from goaicore_store.chat.tools import ToolsConfigError, as_registry, load_tools
-from goaicore_store.chat.turns import TurnSettings, run_request, turn_event_id
+from goaicore_store.codecs import RecentRepliesCodec
 
 REGISTRY = load_tools("goaicore_store.chat.game_tools:registry")
 SETTINGS = TurnSettings(system_prompt="Be brief", turn_timeout=10, context_tokens=16000)

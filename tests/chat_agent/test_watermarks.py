@@ -11,9 +11,9 @@ import asyncio
 
 from goaicore.clients import EventPublisher
 from goaicore.config import Settings
+from goaicore.kafka.high_watermarks import HighWatermarks
 from goaicore.kafka.topics import ensure_topics
 from goaicore.records import GameEvent
-from goaicore_store.chat.watermarks import HighWatermarks
 
 
 def test_the_end_asked_is_each_partitions_next_offset_and_the_consumer_never_fetches(

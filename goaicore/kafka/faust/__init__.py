@@ -15,6 +15,7 @@ on Apache Kafka). Each module says what it fixes and how the fault was seen:
   a stream a record at a time (the consumer in ``transport`` runs them);
 - ``worker``: the worker without its terminal spinner, which kept the root
   logger at DEBUG;
+- ``offsets``: the offsets the worker's group committed, as Faust learnt them;
 - ``disk_table``: tables on disk (RocksDB), each key in its partition's
   database without a current event.
 """

@@ -18,7 +18,7 @@ record is acknowledged without a second copy; a request read again by another
 process, or sent again by a client, gets its stored reply again.
 
 Requests are read from a no-ack stream and dispatched per conversation
-(:mod:`goaicore_store.chat.dispatch`); Faust commits a partition's offset only up
+(:mod:`goaicore.store.ordering`); Faust commits a partition's offset only up
 to the first request not yet finished, so a crash redelivers exactly the
 unfinished ones.
 """
@@ -34,17 +34,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from opentelemetry.trace import SpanKind
 
+from goaicore.kafka.faust.offsets import committed_offset
 from goaicore.kafka.faust.transport import steady_producer
 from goaicore.logs import log_context, origin
 from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyStatus
 from goaicore.records.avro.api import decode_chat_request, encode_chat_reply, encode_event
 from goaicore.records.avro.errors import DecodeError
 from goaicore.sealing.records import seal_event
+from goaicore.store.idempotency import RecentReplies, recover_from_log
+from goaicore.store.ordering import KeyedDispatcher
+from goaicore.store.turns import TurnOutcome, failure, run_request
 from goaicore.tracing import context_of, record_headers, tracer
-from goaicore_store.chat.dispatch import KeyedDispatcher
-from goaicore_store.chat.idempotency import RecentReplies, recover_from_log
-from goaicore_store.chat.turns import TurnOutcome, failure, run_request
-from goaicore_store.chat.watermarks import committed_offset
 from goaicore_store.metrics import MeasuredProvider
 
 if TYPE_CHECKING:

@@ -2,9 +2,9 @@
 
 Two stores, each for the case the other cannot cover:
 
-- the **replies table** (a Faust table keyed by conversation id, changelog
-  topic ``<app id>-replies-changelog``) keeps the latest replies of each
-  conversation, failures included. It lives with the conversation's partition,
+- the **recent replies** of each conversation (:class:`RecentReplies`), failures
+  included. The store worker keeps them in a table keyed by conversation id
+  (changelog ``<app id>-replies-changelog``), with the conversation's partition,
   so the worker that owns a conversation, or takes it over, has its replies
   locally after recovery, and a lookup costs no I/O;
 - the **log** itself: a turn's events carry ids derived from the request id,
@@ -15,13 +15,8 @@ Two stores, each for the case the other cannot cover:
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
-
-from faust.serializers import codecs
 
 from goaicore.records import (
     ChatReply,
@@ -34,9 +29,8 @@ from goaicore.records import (
     new_event,
 )
 from goaicore.records.avro.api import decode_chat_reply, encode_chat_reply
-from goaicore_store.chat.turns import SOURCE, TurnOutcome, failure, turn_event_id
+from goaicore.store.turns import SOURCE, TurnOutcome, failure, turn_event_id
 
-REPLIES_CODEC = "goaicore.recent-replies"
 # Replies kept per conversation. Every turn writes them all to the changelog again,
 # so each one kept costs every later turn: 256 replies of 1 KB were 345 KiB and
 # 1.2 ms of CPU a turn, 32 are 43 KiB and 0.17 ms. A retry comes seconds after its
@@ -72,25 +66,6 @@ class RecentReplies:
 def _stored_size(request_id: str, payload: bytes) -> int:
     """Bytes one entry takes in the codec's JSON: the id, the base64 reply, the quoting."""
     return len(request_id.encode()) + 4 * ((len(payload) + 2) // 3) + 8
-
-
-class RecentRepliesCodec(codecs.Codec):
-    """RecentReplies <-> JSON with base64 Avro replies (readable with any JSON tool)."""
-
-    def _dumps(self, obj: Any) -> bytes:
-        if not isinstance(obj, RecentReplies):
-            raise TypeError(f"the replies table holds RecentReplies, not {type(obj).__name__}")
-        entries = [[rid, base64.b64encode(p).decode()] for rid, p in obj.entries]
-        return json.dumps({"v": 1, "replies": entries}).encode()
-
-    def _loads(self, s: bytes) -> Any:
-        data = json.loads(s)
-        return RecentReplies(tuple((rid, base64.b64decode(p)) for rid, p in data["replies"]))
-
-
-def register_codec() -> None:
-    """Make the codec known to Faust by name (idempotent)."""
-    codecs.register(REPLIES_CODEC, RecentRepliesCodec())
 
 
 def recover_from_log(

@@ -1,15 +1,5 @@
-"""Read-your-writes: wait until the fold has applied what was in the log before a request.
-
-A chat request carries no offsets, so when the chat agent takes a request up
-it asks the broker for the high watermark of the conversation's ``events``
-partition (the topics are co-partitioned: same partition number), then waits
-until the fold agent of this worker has consumed that partition up to it, or
-the conversation's snapshot has applied the offset before it. Everything
-published before the request (an event, the previous turn) is then in the
-history the turn sends. Where publishers write to ``intake`` the wait starts with
-the intake: until this worker has sealed its partition up to its end into
-``events``, whose end is asked after that.
-"""
+"""The current end of a topic's partitions, asked of the broker: where read-your-writes
+waits to (:mod:`goaicore.store.read_your_writes`)."""
 
 from __future__ import annotations
 
@@ -17,87 +7,20 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]
 from aiokafka.structs import TopicPartition  # type: ignore[import-untyped]
-from faust.types import TP
 
 from goaicore.config import Settings
 from goaicore.kafka.profile import client_profile
 from goaicore.kafka.security import aiokafka_options
-from goaicore.records import ConversationSnapshot
 
 log = logging.getLogger(__name__)
 
 # How long a high-watermark question may wait for a fetch to answer.
 FETCH_ANSWER_TIMEOUT = 2.0
-
-
-class FoldProgress:
-    """How far the fold agent has consumed each ``events`` partition (next offset)."""
-
-    def __init__(self) -> None:
-        self._next: dict[int, int] = defaultdict(int)
-        self._changed = asyncio.Condition()
-
-    def get(self, partition: int) -> int:
-        return self._next[partition]
-
-    async def advance(self, offsets: dict[int, int]) -> None:
-        """Record that the fold applied every record below ``offsets[partition]``."""
-        async with self._changed:
-            for partition, offset in offsets.items():
-                if offset > self._next[partition]:
-                    self._next[partition] = offset
-            self._changed.notify_all()
-
-    async def wait_applied(
-        self,
-        partition: int,
-        high_watermark: int,
-        snapshot_of: Any,
-        patience: float,
-        committed: Callable[[], int | None] = lambda: None,
-    ) -> bool:
-        """Wait until the fold is at ``high_watermark``; False when ``patience`` ran out.
-
-        ``snapshot_of()`` returns the conversation's current snapshot: when it has
-        applied offset ``high_watermark - 1`` nothing of this conversation is missing
-        even if the fold is behind on other conversations' records. ``committed()`` is
-        the group's committed offset of the partition: everything below it was taken in
-        before this worker got the partition, which then brings nothing new to count.
-        """
-
-        def caught_up() -> bool:
-            if max(self._next[partition], committed() or 0) >= high_watermark:
-                return True
-            snapshot: ConversationSnapshot | None = snapshot_of()
-            last = snapshot.last_position if snapshot is not None else None
-            return (
-                last is not None
-                and last.partition == partition
-                and last.offset >= high_watermark - 1
-            )
-
-        try:
-            async with self._changed:
-                await asyncio.wait_for(self._changed.wait_for(caught_up), patience)
-        except TimeoutError:
-            return False
-        return True
-
-
-def committed_offset(app: Any, topic: str, partition: int) -> int | None:
-    """The offset of ``topic[partition]`` the worker's consumer group has committed, as
-    Faust learnt it on assignment (or since): None when it knows none."""
-    offsets = getattr(app.consumer, "_committed_offset", None)  # Faust keeps no public one
-    if offsets is None:
-        return None
-    value = offsets.get(TP(topic, partition))
-    return int(value) if value is not None else None
 
 
 @dataclass

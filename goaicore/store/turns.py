@@ -8,7 +8,7 @@ assistant turns, tool results and compactions, in the order they happened).
 
 Event ids of a turn are derived from the request id, so a turn appended twice
 (a redelivered request after a crash) is recognised by the fold as duplicates
-and, before that, by :func:`goaicore_store.chat.idempotency.recover_from_log`.
+and, before that, by :func:`goaicore.store.idempotency.recover_from_log`.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from goaicore.records import (
     utc_now,
 )
 from goaicore.records.types import EventBody
-from goaicore_store.chat.requests import (
+from goaicore.store.requests import (
     DeadlinePassed,
     RequestRejected,
     check_deadline,
