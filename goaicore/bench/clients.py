@@ -19,9 +19,10 @@ from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
-from goaicore.kafka.connection import make_consumer, make_producer, partition_for
+from goaicore.kafka.connection import make_consumer, make_producer
 from goaicore.kafka.local import LocalBroker
 from goaicore.kafka.partition_reader import read_to_end
+from goaicore.kafka.partitioner import partition_for
 from goaicore.kafka.topics import ensure_topics
 from goaicore.records import ConversationEvent, GameEvent, new_event
 from goaicore.records.avro.api import encode_event

@@ -34,10 +34,10 @@ from goaicore.extras import needs
 from goaicore.kafka.connection import (
     make_admin,
     make_consumer,
-    partition_for,
     topic_partitions,
 )
 from goaicore.kafka.local import LocalBroker
+from goaicore.kafka.partitioner import partition_for
 from goaicore.kafka.topics import ensure_topics
 from goaicore.records import GameEvent, UserMessage, new_event
 

@@ -7,13 +7,15 @@ from goaicore.clients.aio import (
     AsyncHistoryReader,
     AsyncReplySubscriber,
 )
-from goaicore.clients.chat_client import ChatClient, ReplyTimeout
+from goaicore.clients.chat_client import ChatClient
 from goaicore.clients.deadletter import DeadLetter, DeadLetterWriter
 from goaicore.clients.history_ops import HistoryOperations
-from goaicore.clients.publisher import EventPublisher, TopicPosition
+from goaicore.clients.publisher import EventPublisher
 from goaicore.clients.replies import ReplySubscriber
+from goaicore.records import LoggedEvent, TopicPosition
 from goaicore.records.validation import InvalidInputError
-from goaicore.replay.reader import HistoryReader, LoggedEvent
+from goaicore.replay.reader import HistoryReader
+from goaicore.store.errors import ReplyTimeout
 
 __all__ = [
     "AsyncChatClient",

@@ -15,34 +15,20 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from goaicore.config import Settings
-from goaicore.errors import BrokerError, GoaicoreError, client_errors
+from goaicore.errors import BrokerError, client_errors
 from goaicore.kafka.connection import make_consumer, make_producer, topic_partitions
 from goaicore.lifecycle import Closing
-from goaicore.records import ChatReply, ChatRequest, new_chat_request, new_id, utc_now
-from goaicore.records.avro.api import decode_chat_reply, encode_chat_request
-from goaicore.records.avro.errors import DecodeError, EncodeError
+from goaicore.records import ChatReply, new_id, utc_now
+from goaicore.records.avro.api import decode_chat_reply
+from goaicore.records.avro.errors import DecodeError
 from goaicore.records.validation import (
-    InvalidInputError,
-    check_conversation_id,
     check_request_id,
-    check_size,
-    check_text,
 )
+from goaicore.store.errors import ReplyTimeout, timed_out
+from goaicore.store.inputs import chat_request_record
 from goaicore.tracing import ask_span, record_headers
 
 log = logging.getLogger(__name__)
-
-
-class ReplyTimeout(GoaicoreError, TimeoutError):
-    """No reply to a chat request arrived in time.
-
-    ``request_id`` is the request's id: asking again with it is answered from the
-    stored reply, or by the turn still running, never by a second LLM turn.
-    """
-
-    def __init__(self, message: str, request_id: str | None = None) -> None:
-        super().__init__(message)
-        self.request_id = request_id
 
 
 class _Pending:
@@ -204,33 +190,6 @@ class ChatClient(Closing):
         self._producer.close()
 
 
-def chat_request_record(
-    settings: Settings,
-    conversation_id: str,
-    text: str,
-    system: str | None,
-    tools: Iterable[str],
-    model: str | None,
-    deadline: datetime | None,
-    request_id: str | None,
-) -> tuple[ChatRequest, bytes]:
-    """A chat request and its encoded record, every argument checked; InvalidInputError if bad."""
-    request = new_chat_request(
-        check_conversation_id(conversation_id),
-        check_text("text", text),
-        system=None if system is None else check_text("system", system),
-        tools=tuple(tools),
-        model=model,
-        deadline=deadline,
-        request_id=None if request_id is None else check_request_id(request_id),
-    )
-    try:
-        payload = encode_chat_request(request)
-    except EncodeError as err:
-        raise InvalidInputError(f"chat request does not fit the schema: {err}") from err
-    return request, check_size("chat request", payload, settings.max_record_bytes)
-
-
 def reply_of(record: Any) -> ChatReply | None:
     """The reply a record of the replies topic holds; None (logged) when it does not decode."""
     try:
@@ -244,11 +203,3 @@ def reply_of(record: Any) -> ChatReply | None:
             err.reason,
         )
         return None
-
-
-def timed_out(request_id: str, timeout: float) -> ReplyTimeout:
-    return ReplyTimeout(
-        f"no reply to request {request_id} in {timeout:g} s "
-        "(is a store worker running? ask again with the same request_id)",
-        request_id,
-    )

@@ -12,43 +12,20 @@ writer). The position returned is then the event's place in ``intake``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from goaicore.config import Settings
 from goaicore.errors import client_errors
 from goaicore.kafka.connection import make_producer
 from goaicore.lifecycle import Closing
-from goaicore.records import EVENT_BODY_TYPES, ConversationEvent, GameEvent, UserMessage, new_event
-from goaicore.records.avro.api import encode_event
-from goaicore.records.avro.errors import EncodeError
-from goaicore.records.types import EventBody, LogPosition
+from goaicore.records import ConversationEvent, UserMessage
+from goaicore.records.positions import TopicPosition
+from goaicore.records.types import EventBody
 from goaicore.records.validation import (
-    InvalidInputError,
-    check_attributes,
-    check_conversation_id,
-    check_size,
     check_text,
 )
-from goaicore.sealing.records import sealed_room
+from goaicore.store.inputs import event_record, game_event_body
 from goaicore.tracing import record_headers
-
-
-@dataclass(frozen=True, order=True)
-class TopicPosition:
-    """Where a record landed: its topic, partition and offset."""
-
-    topic: str
-    partition: int
-    offset: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}[{self.partition}]@{self.offset}"
-
-    @property
-    def log_position(self) -> LogPosition:
-        """The position within the topic, as snapshots record it."""
-        return LogPosition(partition=self.partition, offset=self.offset)
 
 
 class EventPublisher(Closing):
@@ -125,45 +102,6 @@ class EventPublisher(Closing):
 def publish_topic(settings: Settings) -> str:
     """Where publishers write: ``intake`` when the workers seal what they take in."""
     return settings.topic("intake" if settings.intake else "events")
-
-
-def event_record(
-    settings: Settings, source: str, conversation_id: str, event: ConversationEvent | EventBody
-) -> tuple[bytes, bytes]:
-    """An event record's key and value, checked and encoded; InvalidInputError if bad.
-
-    ``event`` is a whole envelope, or a body to wrap in one from ``source``. Going to
-    ``intake``, it must leave room for the seal the worker adds.
-    """
-    check_conversation_id(conversation_id)
-    if isinstance(event, ConversationEvent):
-        if event.conversation_id != conversation_id:
-            raise InvalidInputError(
-                f"event {event.event_id} belongs to conversation "
-                f"{event.conversation_id!r}, not {conversation_id!r}"
-            )
-        envelope = event
-    elif isinstance(event, EVENT_BODY_TYPES):
-        envelope = new_event(conversation_id, event, source=source)
-    else:
-        raise InvalidInputError(
-            f"expected a ConversationEvent or an event body, got {type(event).__name__}"
-        )
-    try:
-        payload = encode_event(envelope)
-    except EncodeError as err:
-        raise InvalidInputError(f"event does not fit the schema: {err}") from err
-    limit = settings.max_record_bytes - (sealed_room(envelope) if settings.intake else 0)
-    return conversation_id.encode(), check_size("event", payload, limit)
-
-
-def game_event_body(text: str, kind: str, attributes: Mapping[str, str] | None) -> GameEvent:
-    """A GameEvent from a caller's arguments, each checked."""
-    return GameEvent(
-        kind=check_text("kind", kind),
-        text=check_text("text", text),
-        attributes=check_attributes(attributes),
-    )
 
 
 def position_of(metadata: Any) -> TopicPosition:

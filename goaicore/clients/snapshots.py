@@ -11,8 +11,9 @@ import sys
 from collections.abc import Iterable, Mapping
 
 from goaicore.config import Settings
-from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
+from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.kafka.partition_reader import read_to_end
+from goaicore.kafka.partitioner import partition_for
 from goaicore.lifecycle import Closing
 from goaicore.progress import ProgressBar
 from goaicore.records import ConversationSnapshot

@@ -402,9 +402,9 @@ def fold_round_trip(
     """Publish a game event to the check conversation and wait for its snapshot (through
     ``intake`` when the stack seals: the snapshot then names the event, not its offset)."""
     from goaicore.clients import EventPublisher
-    from goaicore.clients.publisher import game_event_body
     from goaicore.clients.snapshots import SnapshotReader
     from goaicore.records import new_event
+    from goaicore.store.inputs import game_event_body
 
     started = time.perf_counter()
     conversation = "stack-check"

@@ -8,7 +8,6 @@ for its credentials or TLS into one ``KafkaSecurityError`` line.
 
 from __future__ import annotations
 
-import functools
 import socket
 from typing import Any
 
@@ -147,39 +146,3 @@ def topic_partitions(consumer: Any, topic: str) -> list[Any]:
         if not partitions:
             raise MissingTopicError(f"topic {topic} does not exist (is `goaicore dev` running?)")
         return [TopicPartition(topic, p) for p in sorted(partitions)]
-
-
-def partition_for(conversation_id: str, partitions: int) -> int:
-    """The partition a conversation's records land in (the Java client's murmur2 rule).
-
-    Every producer of ours (kafka-python, Faust/aiokafka) uses this default
-    partitioner, which is what keeps the topics co-partitioned by conversation.
-    """
-    return partition_for_key(conversation_id.encode(), partitions)
-
-
-def partition_for_key(key: bytes, partitions: int) -> int:
-    """:func:`partition_for` of a record key as it is on the wire."""
-    if len(key) <= _CACHED_KEY_BYTES:
-        return _cached_partition(key, partitions)
-    return _partition(key, partitions)
-
-
-# murmur2 is pure Python (about 4 µs a key): a worker writing a snapshot for each of
-# thousands of conversations per batch asks again for the same keys. Remembered for
-# keys the length of most conversation ids: about 20 MB at most.
-_CACHED_KEY_BYTES = 128
-_CACHED_KEYS = 65536
-
-
-@functools.lru_cache(maxsize=_CACHED_KEYS)
-def _cached_partition(key: bytes, partitions: int) -> int:
-    return _partition(key, partitions)
-
-
-def _partition(key: bytes, partitions: int) -> int:
-    with needs("kafka"):
-        from kafka.partitioner.default import murmur2
-
-    hashed: int = murmur2(key)
-    return (hashed & 0x7FFFFFFF) % partitions

@@ -4,6 +4,7 @@ Pure data: no I/O, no Kafka, no Avro here. ``goaicore.records.avro`` encodes and
 """
 
 from goaicore.records.new import new_chat_request, new_event, new_id, utc_millis, utc_now
+from goaicore.records.positions import LoggedEvent, TopicPosition
 from goaicore.records.types import (
     EVENT_BODY_TYPES,
     AssistantTurn,
@@ -56,6 +57,7 @@ __all__ = [
     "ForkOrigin",
     "GameEvent",
     "LogPosition",
+    "LoggedEvent",
     "MetadataSet",
     "Record",
     "ReplyStatus",
@@ -63,6 +65,7 @@ __all__ = [
     "SnapshotMessage",
     "ToolCall",
     "ToolResult",
+    "TopicPosition",
     "TurnFailed",
     "Usage",
     "UserMessage",

@@ -5,18 +5,18 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from goaicore.config import Settings
 from goaicore.extras import needs
 from goaicore.fold.admission import Unfoldable, admit
 from goaicore.fold.records import LogRecord
-from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
+from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.kafka.partition_reader import read_to_end
+from goaicore.kafka.partitioner import partition_for
 from goaicore.lifecycle import Closing
 from goaicore.progress import ProgressBar
-from goaicore.records import ConversationEvent, LogPosition
+from goaicore.records import ConversationEvent, LoggedEvent, LogPosition
 from goaicore.records.validation import check_conversation_id
 from goaicore.sealing.keyring import topic_key_ring
 
@@ -24,19 +24,6 @@ if TYPE_CHECKING:
     from goaicore.sealing.records import KeyLookup
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class LoggedEvent:
-    """An event with the log position it was read from."""
-
-    partition: int
-    offset: int
-    event: ConversationEvent
-
-    @property
-    def position(self) -> LogPosition:
-        return LogPosition(partition=self.partition, offset=self.offset)
 
 
 class HistoryReader(Closing):

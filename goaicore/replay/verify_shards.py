@@ -26,8 +26,9 @@ from goaicore.clients.aio.connection import start_consumer
 from goaicore.clients.snapshots import decode_latest
 from goaicore.config import Settings
 from goaicore.errors import GoaicoreError
-from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
+from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.kafka.partition_reader import read_partitions_async
+from goaicore.kafka.partitioner import partition_for
 from goaicore.kafka.topics import TopicMismatchError
 from goaicore.logs import configure_from_environment
 from goaicore.progress import ProgressBar

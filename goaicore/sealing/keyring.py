@@ -149,7 +149,8 @@ class TopicKeys(Closing):
         self._next[number] = records[-1].offset + 1 if records else (start or 0)
 
     def _partition_of(self, conversation_id: str) -> int:
-        from goaicore.kafka.connection import make_consumer, partition_for, topic_partitions
+        from goaicore.kafka.connection import make_consumer, topic_partitions
+        from goaicore.kafka.partitioner import partition_for
 
         if self._consumer is None:
             self._consumer = make_consumer(self.settings)

@@ -17,9 +17,12 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goaicore.records import ConversationSnapshot
+
+if TYPE_CHECKING:
+    from goaicore.store.port import Appended
 
 
 class FoldProgress:
@@ -74,3 +77,20 @@ class FoldProgress:
         except TimeoutError:
             return False
         return True
+
+
+def applied(snapshot: ConversationSnapshot | None, after: Appended, events_topic: str) -> bool:
+    """The snapshot has applied the caller's own write ``after``: by its event id, or by
+    its place in ``events_topic`` (an id leaves the recent-id window; a position does not,
+    but a write to ``intake`` has its place in ``events`` only once a worker sealed it)."""
+    if snapshot is None:
+        return False
+    if after.event_id in snapshot.recent_event_ids:
+        return True
+    last, position = snapshot.last_position, after.position
+    return (
+        position.topic == events_topic
+        and last is not None
+        and last.partition == position.partition
+        and last.offset >= position.offset
+    )

@@ -26,13 +26,13 @@ import faust
 from goaicore.config import Settings
 from goaicore.conversation.pricing import PriceTable
 from goaicore.conversation.providers.choice import Providers
-from goaicore.kafka.connection import partition_for
 from goaicore.kafka.faust.disk_table import lock_table_dir, store_url
 from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.kafka.faust.lanes import add_batch_lane
 from goaicore.kafka.faust.recovery import SteadyTableManager
 from goaicore.kafka.high_watermarks import HighWatermarks
 from goaicore.kafka.limits import max_batch_bytes
+from goaicore.kafka.partitioner import partition_for
 from goaicore.kafka.profile import client_profile, faust_broker_urls
 from goaicore.kafka.security import faust_credentials
 from goaicore.kafka.topics import erasure_configs

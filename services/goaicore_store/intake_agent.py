@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from goaicore.fold.admission import Unfoldable, admit
-from goaicore.kafka.connection import partition_for
 from goaicore.kafka.faust.transport import steady_producer
+from goaicore.kafka.partitioner import partition_for
 from goaicore.records import ConversationErased, ConversationEvent
 from goaicore.records.avro.api import encode_event
 from goaicore.records.avro.errors import EncodeError

@@ -269,8 +269,9 @@ def test_a_reply_is_stored_for_its_request_id_before_it_is_published(
     replies table's changelog already holds it when the reply reaches the topic."""
     from kafka import TopicPartition
 
-    from goaicore.kafka.connection import make_consumer, partition_for
+    from goaicore.kafka.connection import make_consumer
     from goaicore.kafka.partition_reader import read_to_end
+    from goaicore.kafka.partitioner import partition_for
     from goaicore_store.codecs import RecentRepliesCodec
     from goaicore_store.topology import app_id
 

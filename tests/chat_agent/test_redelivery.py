@@ -10,7 +10,7 @@ import pytest
 
 from goaicore.clients import ChatClient, HistoryReader, ReplyTimeout
 from goaicore.config import Settings
-from goaicore.kafka.connection import partition_for
+from goaicore.kafka.partitioner import partition_for
 from goaicore.records import ReplyStatus, UserMessage, new_chat_request, utc_now
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, Replies, llm_env

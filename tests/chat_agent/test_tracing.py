@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from goaicore.clients import ChatClient, EventPublisher
 from goaicore.config import Settings
-from goaicore.kafka.connection import partition_for
+from goaicore.kafka.partitioner import partition_for
 from goaicore.records import ReplyStatus
 from goaicore.testing import OpenAIServer
 from goaicore.tracing import context_of

@@ -9,7 +9,8 @@ from kafka import KafkaProducer
 
 from goaicore.clients import EventPublisher, HistoryReader, InvalidInputError
 from goaicore.config import Settings
-from goaicore.kafka.connection import MissingTopicError, partition_for
+from goaicore.kafka.connection import MissingTopicError
+from goaicore.kafka.partitioner import partition_for
 from goaicore.records import AssistantTurn, GameEvent, UserMessage, new_event
 
 

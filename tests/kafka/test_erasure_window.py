@@ -23,7 +23,7 @@ from goaicore.config import Settings
 from goaicore.devstack.demo import wait_ready
 from goaicore.kafka import ensure_topics
 from goaicore.kafka.apache import LocalKafka
-from goaicore.kafka.connection import partition_for
+from goaicore.kafka.partitioner import partition_for
 from goaicore.records import ReplyStatus, new_chat_request
 from goaicore.replay.verify import verify_log
 from goaicore.sealing.keyring import TopicKeys

@@ -6,7 +6,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from goaicore.config import Settings
 from goaicore.devstack.demo import wait_ready
-from goaicore.kafka.connection import partition_for
+from goaicore.kafka.partitioner import partition_for
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, llm_env
 

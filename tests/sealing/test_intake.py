@@ -17,15 +17,15 @@ from kafka import KafkaProducer
 from goaicore.clients import AsyncEventPublisher, EventPublisher, HistoryOperations, HistoryReader
 from goaicore.clients.deadletter import DeadLetter
 from goaicore.clients.history_ops import OperationPending
-from goaicore.clients.publisher import event_record
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
-from goaicore.kafka.connection import partition_for
+from goaicore.kafka.partitioner import partition_for
 from goaicore.records import ConversationErased, GameEvent, ReplyStatus, new_chat_request, new_event
 from goaicore.records.avro.api import decode_event, encode_event
 from goaicore.records.validation import InvalidInputError
 from goaicore.replay.verify import verify_log
 from goaicore.sealing.content import MARK
+from goaicore.store.inputs import event_record
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import Replies, snapshot_when
 from tests.cli import goaicore

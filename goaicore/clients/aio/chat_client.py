@@ -20,12 +20,14 @@ from goaicore.clients.aio.connection import (
     start_producer,
     stop_all,
 )
-from goaicore.clients.chat_client import chat_request_record, reply_of, timed_out
+from goaicore.clients.chat_client import reply_of
 from goaicore.config import Settings
 from goaicore.errors import BrokerError, client_errors
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ChatReply, new_id, utc_now
 from goaicore.records.validation import check_request_id
+from goaicore.store.errors import timed_out
+from goaicore.store.inputs import chat_request_record
 from goaicore.tracing import ask_span, record_headers
 
 log = logging.getLogger(__name__)

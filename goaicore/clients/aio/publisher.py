@@ -6,19 +6,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
 from goaicore.clients.aio.connection import start_producer
-from goaicore.clients.publisher import (
-    TopicPosition,
-    event_record,
-    game_event_body,
-    position_of,
-    publish_topic,
-)
+from goaicore.clients.publisher import position_of, publish_topic
 from goaicore.config import Settings
 from goaicore.errors import client_errors
 from goaicore.lifecycle import AsyncRunning
-from goaicore.records import ConversationEvent, UserMessage
+from goaicore.records import ConversationEvent, TopicPosition, UserMessage
 from goaicore.records.types import EventBody
 from goaicore.records.validation import check_text
+from goaicore.store.inputs import event_record, game_event_body
 from goaicore.tracing import record_headers
 
 

@@ -23,7 +23,7 @@ from typing import IO, Any
 from goaicore.config import TableStore
 from goaicore.errors import ConfigError
 from goaicore.extras import needs
-from goaicore.kafka.connection import partition_for_key
+from goaicore.kafka.partitioner import partition_for_key
 
 with needs("worker"):
     from faust.stores import STORES

@@ -27,8 +27,8 @@ from typing import Any
 import faust
 from faust.serializers import codecs
 
-from goaicore.kafka.connection import partition_for_key
 from goaicore.kafka.faust.transport import steady_producer
+from goaicore.kafka.partitioner import partition_for_key
 
 Sent = list[list[Awaitable[Any]]]
 """The delivery futures of a write, per partition and in order: see :meth:`DurableTable.send`."""

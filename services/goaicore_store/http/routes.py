@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any, cast
 from aiohttp import web as aioweb
 from faust import web
 
-from goaicore.clients.publisher import TopicPosition
 from goaicore.errors import InputError
 from goaicore.records import (
     ChatReply,
     GameEvent,
     ReplyStatus,
+    TopicPosition,
     UserMessage,
     new_chat_request,
     new_event,

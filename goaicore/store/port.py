@@ -1,0 +1,164 @@
+"""The conversation store port: every use case a caller has, behind one asyncio protocol.
+
+Interfaces (the HTTP API, the command line, the console, the sync clients, sessions
+for agent frameworks) are thin adapters over a :class:`ConversationStore`; the
+implementations are over Kafka (:mod:`goaicore.store.kafka`), inside the store worker,
+and in memory (:mod:`goaicore.store.memory`). Each applies the same rules
+(:mod:`goaicore.store`), and :mod:`goaicore.testing.conformance` holds every promise
+below as a test that runs against any of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, Self, runtime_checkable
+
+from goaicore.records import (
+    ChatReply,
+    ConversationEvent,
+    ConversationSnapshot,
+    LoggedEvent,
+    TopicPosition,
+)
+from goaicore.records.types import EventBody
+from goaicore.store.history import Erased, Forked, Rewound, Undone
+
+
+@dataclass(frozen=True)
+class Appended:
+    """An event appended: its id and where it landed (``events``, or ``intake`` where the
+    workers seal). Give it to :meth:`ConversationStore.read` as ``after`` to read your
+    own write."""
+
+    event_id: str
+    position: TopicPosition
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation as a store holds it: its folded snapshot (None: no events yet) and,
+    when asked for, its events in log order."""
+
+    conversation_id: str
+    snapshot: ConversationSnapshot | None
+    events: tuple[LoggedEvent, ...] = ()
+
+    @property
+    def exists(self) -> bool:
+        """The fold has taken at least one of its events."""
+        return self.snapshot is not None
+
+
+@runtime_checkable
+class ConversationStore(Protocol):
+    """One way into the conversation store; every implementation keeps these promises.
+
+    - A conversation's events are applied in the order they were appended; different
+      conversations run concurrently, each one's chat requests in arrival order.
+    - :meth:`read` with ``after`` sees that write (read-your-writes); a chat turn sees
+      everything appended to its conversation before it was asked.
+    - :meth:`ask` is idempotent by ``request_id``: asking again gets the same reply and
+      never a second turn.
+    - Bad input raises :class:`~goaicore.records.validation.InvalidInputError` (or one of
+      :mod:`goaicore.store.errors`) and writes nothing; a request the turn cannot run is
+      a reply with status ``rejected``, ``timeout`` or ``error`` and one ``TurnFailed``.
+    """
+
+    async def read(
+        self,
+        conversation_id: str,
+        *,
+        after: Appended | None = None,
+        history: bool = True,
+        timeout: float = 10.0,  # noqa: ASYNC109 - how long ``after`` may be waited for
+    ) -> Conversation:
+        """The conversation's snapshot and (``history``) its events; with ``after``, once
+        the snapshot has applied that write (:class:`~goaicore.errors.BrokerError` when it
+        has not within ``timeout`` seconds)."""
+        ...
+
+    async def append(self, conversation_id: str, event: ConversationEvent | EventBody) -> Appended:
+        """Append one event (a whole envelope, or a body to wrap) once the log has it."""
+        ...
+
+    async def ask(
+        self,
+        conversation_id: str,
+        text: str,
+        *,
+        system: str | None = None,
+        tools: Iterable[str] = (),
+        model: str | None = None,
+        request_id: str | None = None,
+        timeout: float = 30.0,  # noqa: ASYNC109 - the ask's wait, and the turn's deadline
+    ) -> ChatReply:
+        """Run a chat turn on the conversation and return its reply (idempotent by
+        ``request_id``); :class:`~goaicore.store.errors.ReplyTimeout` when none came in
+        ``timeout`` seconds."""
+        ...
+
+    async def undo(self, conversation_id: str, ask_again: bool = False) -> Undone:
+        """Rewind to just before the last user message (whose text comes back)."""
+        ...
+
+    async def regenerate(
+        self,
+        conversation_id: str,
+        timeout: float = 60.0,  # noqa: ASYNC109 - the ask's wait
+    ) -> ChatReply:
+        """Undo the last exchange, then ask its user message again."""
+        ...
+
+    async def rewind(
+        self, conversation_id: str, until_offset: int, reason: str = "rewind"
+    ) -> Rewound:
+        """Make the history what it was after the event at ``until_offset`` (-1: empty)."""
+        ...
+
+    async def fork(
+        self,
+        source_id: str,
+        new_id: str,
+        before_offset: int | None = None,
+        as_of: datetime | None = None,
+    ) -> Forked:
+        """Start ``new_id`` with ``source_id``'s history up to a point (default: now)."""
+        ...
+
+    async def set_metadata(
+        self,
+        conversation_id: str,
+        title: str | None = None,
+        owner: str | None = None,
+        tags: Iterable[str] | None = None,
+        attributes: Mapping[str, str | None] | None = None,
+    ) -> TopicPosition:
+        """Change the title, owner, tags or attributes (None removes an attribute)."""
+        ...
+
+    async def delete(self, conversation_id: str, reason: str = "") -> TopicPosition:
+        """Delete the conversation: its history and metadata leave the snapshot."""
+        ...
+
+    async def erase(
+        self,
+        conversation_id: str,
+        reason: str = "",
+        timeout: float = 30.0,  # noqa: ASYNC109 - the wait for the data key's destruction
+    ) -> Erased:
+        """Erase the conversation's content, keeping its audit skeleton."""
+        ...
+
+    async def conversations(self) -> list[str]:
+        """The ids of every conversation with a snapshot (deleted ones included), sorted."""
+        ...
+
+    async def close(self) -> None:
+        """Release what the store holds (connections, tasks); idempotent."""
+        ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...

@@ -1,0 +1,534 @@
+"""The conversation store's conformance suite: every promise of a store, as a check.
+
+Each check takes a fresh store from a factory and holds it to one promise of
+:class:`~goaicore.store.port.ConversationStore`: order within a conversation,
+concurrency across conversations, idempotent retries, read-your-writes, each history
+operation, erasure, fork isolation, a clear error for each bad input. goaicore runs
+it against each of its stores; run it against yours with one call::
+
+    report = await check_store(lambda: MyStore(...))
+    report.raise_for_failures()
+
+The factory returns a store to be used as ``async with`` (it is closed after each
+check); the checks use conversation ids of their own, so stores may share a backend.
+The store's model must answer a plain question with status ``ok`` and count the
+tokens it was sent (any real provider does; so does the offline model).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from goaicore.records import (
+    AssistantTurn,
+    ConversationEvent,
+    GameEvent,
+    ReplyStatus,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    utc_now,
+)
+from goaicore.records.validation import InvalidInputError
+from goaicore.store.errors import ConversationNotFound, OperationRefused
+from goaicore.store.port import Conversation, ConversationStore
+
+StoreFactory = Callable[[], AbstractAsyncContextManager[ConversationStore]]
+"""Makes a store to use as ``async with`` for one check."""
+
+
+class ConformanceFailure(AssertionError):
+    """A store broke a promise; the message says which and what it did instead."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One promise of a store, held by ``run(store)``."""
+
+    name: str
+    promise: str
+    run: Callable[[ConversationStore], Awaitable[None]]
+
+
+@dataclass
+class ConformanceReport:
+    """What :func:`check_store` found: the checks passed, and each failure's traceback."""
+
+    passed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def raise_for_failures(self) -> None:
+        if self.failed:
+            detail = "\n\n".join(f"{name}:\n{text}" for name, text in self.failed.items())
+            raise ConformanceFailure(
+                f"{len(self.failed)} of {len(self.failed) + len(self.passed)} checks "
+                f"failed:\n\n{detail}"
+            )
+
+
+async def run_check(factory: StoreFactory, check: Check) -> None:
+    """Run one check on a fresh store (closed afterwards); raises what the check raised."""
+    async with factory() as store:
+        await check.run(store)
+
+
+async def check_store(
+    factory: StoreFactory, only: Iterable[str] | None = None
+) -> ConformanceReport:
+    """Run every check (or those named in ``only``) and report, never stopping at one."""
+    wanted = set(only) if only is not None else None
+    report = ConformanceReport()
+    for check in CHECKS:
+        if wanted is not None and check.name not in wanted:
+            continue
+        try:
+            await run_check(factory, check)
+        except Exception:
+            report.failed[check.name] = traceback.format_exc()
+        else:
+            report.passed.append(check.name)
+    return report
+
+
+# -- helpers
+
+
+def expect(condition: object, message: str) -> None:
+    """A promise held, or a :class:`ConformanceFailure` saying what broke."""
+    if not condition:
+        raise ConformanceFailure(message)
+
+
+async def expect_error(
+    kind: type[BaseException], action: Awaitable[Any], what: str
+) -> BaseException:
+    """``action`` raises ``kind``: the clear error a caller is promised."""
+    try:
+        await action
+    except kind as err:
+        expect(str(err), f"{what}: {kind.__name__} without a message")
+        return err
+    except Exception as err:
+        raise ConformanceFailure(
+            f"{what}: expected {kind.__name__}, got {type(err).__name__}: {err}"
+        ) from err
+    raise ConformanceFailure(f"{what}: expected {kind.__name__}, nothing was raised")
+
+
+def new_id(label: str) -> str:
+    """A conversation id no other check (or run) uses."""
+    return f"conformance-{label}-{uuid.uuid4().hex[:12]}"
+
+
+async def settled(store: ConversationStore, conversation_id: str) -> Conversation:
+    """The conversation with its history, its snapshot having applied all of it."""
+    return await store.read(conversation_id, history=True, timeout=30.0)
+
+
+def bodies(conversation: Conversation) -> list[Any]:
+    return [logged.event.body for logged in conversation.events]
+
+
+def user_texts(conversation: Conversation) -> list[str]:
+    return [b.text for b in bodies(conversation) if isinstance(b, UserMessage)]
+
+
+def roles(conversation: Conversation) -> list[str]:
+    snapshot = conversation.snapshot
+    return [m.role for m in snapshot.messages] if snapshot is not None else []
+
+
+async def ask_ok(store: ConversationStore, conversation_id: str, text: str, **kw: Any) -> Any:
+    reply = await store.ask(conversation_id, text, timeout=60.0, **kw)
+    expect(
+        reply.status is ReplyStatus.OK,
+        f"ask({text!r}) on {conversation_id!r}: status {reply.status.value}, error {reply.error!r}",
+    )
+    return reply
+
+
+# -- the checks
+
+
+async def _unknown_conversation_is_empty(store: ConversationStore) -> None:
+    read = await store.read(new_id("unknown"))
+    expect(not read.exists, f"a conversation never written has a snapshot: {read.snapshot}")
+    expect(read.events == (), f"a conversation never written has events: {read.events}")
+
+
+async def _append_then_read_after_it(store: ConversationStore) -> None:
+    cid = new_id("append")
+    appended = await store.append(cid, GameEvent(kind="arrival", text="The player arrives."))
+    read = await store.read(cid, after=appended, timeout=30.0)
+    expect(read.snapshot is not None, "read after an append found no snapshot")
+    assert read.snapshot is not None
+    expect(
+        appended.event_id in read.snapshot.recent_event_ids,
+        f"the snapshot read after {appended} has not applied it",
+    )
+    expect(
+        [e.event.event_id for e in read.events] == [appended.event_id],
+        f"history after one append: {[e.event.event_id for e in read.events]}",
+    )
+    expect(read.events[0].offset == appended.position.offset, "the event is not where it landed")
+
+
+async def _order_within_a_conversation(store: ConversationStore) -> None:
+    cid = new_id("order")
+    texts = [f"message {i}" for i in range(12)]
+    offsets = [(await store.append(cid, UserMessage(text=t))).position.offset for t in texts]
+    expect(offsets == sorted(offsets), f"appends landed out of order: {offsets}")
+    read = await settled(store, cid)
+    expect(user_texts(read) == texts, f"history out of order: {user_texts(read)}")
+    assert read.snapshot is not None
+    snapshot_texts = [m.text for m in read.snapshot.messages if m.role == "user"]
+    expect(snapshot_texts == texts, f"snapshot out of order: {snapshot_texts}")
+
+
+async def _concurrency_across_conversations(store: ConversationStore) -> None:
+    ids = [new_id(f"many{i}") for i in range(6)]
+    replies = await asyncio.gather(*(ask_ok(store, c, f"hello from {c}") for c in ids))
+    expect(len({r.request_id for r in replies}) == len(ids), "two asks shared a request id")
+    for cid, reply in zip(ids, replies, strict=True):
+        expect(reply.conversation_id == cid, f"{cid} got the reply of {reply.conversation_id}")
+        read = await settled(store, cid)
+        expect(user_texts(read) == [f"hello from {cid}"], f"{cid} holds {user_texts(read)}")
+        expect(roles(read) == ["user", "assistant"], f"{cid}'s history: {roles(read)}")
+
+
+async def _one_conversations_turns_never_interleave(store: ConversationStore) -> None:
+    cid = new_id("turns")
+    texts = [f"question {i}" for i in range(3)]
+    await asyncio.gather(*(ask_ok(store, cid, t) for t in texts))
+    read = await settled(store, cid)
+    expect(sorted(user_texts(read)) == texts, f"asked {texts}, history holds {user_texts(read)}")
+    expect(
+        roles(read) == ["user", "assistant"] * len(texts),
+        f"turns interleaved or lost: {roles(read)}",
+    )
+
+
+async def _ask_is_idempotent_by_request_id(store: ConversationStore) -> None:
+    cid = new_id("retry")
+    request_id = uuid.uuid4().hex
+    first = await ask_ok(store, cid, "What is the weather?", request_id=request_id)
+    again = await ask_ok(store, cid, "What is the weather?", request_id=request_id)
+    expect(first.request_id == again.request_id == request_id, "the reply lost its request id")
+    expect(first.text == again.text, f"a retry got another reply: {first.text!r} {again.text!r}")
+    read = await settled(store, cid)
+    turns = [b for b in bodies(read) if isinstance(b, AssistantTurn)]
+    expect(len(user_texts(read)) == 1 and len(turns) == 1, f"a retry ran again: {bodies(read)}")
+
+
+async def _a_turn_reads_what_came_before_it(store: ConversationStore) -> None:
+    story = " ".join(["The dragon circles the tower of Harrogate."] * 40)
+    plain, told = new_id("plain"), new_id("told")
+    await store.append(told, GameEvent(kind="story", text=story))
+    bare = await ask_ok(store, plain, "What happened?")
+    seen = await ask_ok(store, told, "What happened?")
+    expect(
+        bare.usage is not None and seen.usage is not None,
+        "replies carry no usage: the check cannot tell what the model was sent",
+    )
+    assert bare.usage is not None
+    assert seen.usage is not None
+    expect(
+        seen.usage.prompt_tokens > bare.usage.prompt_tokens + 100,
+        "the turn did not send the game event appended before it "
+        f"({seen.usage.prompt_tokens} prompt tokens, {bare.usage.prompt_tokens} without it)",
+    )
+
+
+async def _undo(store: ConversationStore) -> None:
+    cid = new_id("undo")
+    await ask_ok(store, cid, "first question")
+    await ask_ok(store, cid, "second question")
+    undone = await store.undo(cid)
+    expect(undone.text == "second question", f"undo gave back {undone.text!r}")
+    expect(undone.messages == 2, f"undo kept {undone.messages} messages, not 2")
+    read = await settled(store, cid)
+    assert read.snapshot is not None
+    texts = [m.text for m in read.snapshot.messages if m.role == "user"]
+    expect(texts == ["first question"], f"history after undo: {texts}")
+    expect(len(read.events) == 5, f"the log lost or gained events: {len(read.events)} of 5")
+    await expect_error(
+        ConversationNotFound, store.undo(new_id("nothing")), "undo of an unknown conversation"
+    )
+
+
+async def _regenerate(store: ConversationStore) -> None:
+    cid = new_id("regenerate")
+    await ask_ok(store, cid, "tell me a story")
+    reply = await store.regenerate(cid, timeout=60.0)
+    expect(reply.status is ReplyStatus.OK, f"regenerate: {reply.status.value} {reply.error}")
+    read = await settled(store, cid)
+    expect(roles(read) == ["user", "assistant"], f"history after regenerate: {roles(read)}")
+    expect(user_texts(read) == ["tell me a story"] * 2, "the message was not asked again")
+
+
+async def _rewind(store: ConversationStore) -> None:
+    cid = new_id("rewind")
+    first = await store.append(cid, UserMessage(text="one"))
+    await store.append(cid, UserMessage(text="two"))
+    rewound = await store.rewind(cid, first.position.offset)
+    expect(rewound.messages == 1, f"rewind to the first event kept {rewound.messages} messages")
+    read = await settled(store, cid)
+    assert read.snapshot is not None
+    expect([m.text for m in read.snapshot.messages] == ["one"], "rewind did not restore it")
+    emptied = await store.rewind(cid, -1)
+    expect(emptied.messages == 0, "rewind to -1 left messages")
+    await expect_error(InvalidInputError, store.rewind(cid, -2), "rewind to -2")
+
+
+async def _rewind_inside_a_tool_chain_is_refused(store: ConversationStore) -> None:
+    cid = new_id("chain")
+    await store.append(cid, UserMessage(text="roll a die"))
+    call = ToolCall(id="call-1", name="roll", arguments="{}")
+    asked = await store.append(cid, AssistantTurn(tool_calls=(call,), provider="test"))
+    await store.append(cid, ToolResult(tool_call_id="call-1", name="roll", content="4"))
+    err = await expect_error(
+        OperationRefused,
+        store.rewind(cid, asked.position.offset),
+        "rewind between a tool call and its result",
+    )
+    expect("nearest" in str(err), f"the refusal names no offset that works: {err}")
+
+
+async def _fork_isolation(store: ConversationStore) -> None:
+    source, fork = new_id("source"), new_id("fork")
+    await store.append(source, UserMessage(text="shared"))
+    forked = await store.fork(source, fork)
+    expect(forked.messages == 1, f"the fork took {forked.messages} messages, not 1")
+    await store.append(source, UserMessage(text="source only"))
+    await store.append(fork, UserMessage(text="fork only"))
+    source_read, fork_read = await settled(store, source), await settled(store, fork)
+    assert source_read.snapshot is not None
+    assert fork_read.snapshot is not None
+    source_texts = [m.text for m in source_read.snapshot.messages]
+    fork_texts = [m.text for m in fork_read.snapshot.messages]
+    expect(source_texts == ["shared", "source only"], f"the source holds {source_texts}")
+    expect(fork_texts == ["shared", "fork only"], f"the fork holds {fork_texts}")
+    origin = fork_read.snapshot.forked_from
+    expect(origin is not None and origin.conversation_id == source, "the fork names no source")
+
+
+async def _fork_refusals(store: ConversationStore) -> None:
+    source, other = new_id("src"), new_id("taken")
+    await store.append(source, UserMessage(text="hi"))
+    await store.append(other, UserMessage(text="hi"))
+    await expect_error(OperationRefused, store.fork(source, source), "a fork onto itself")
+    await expect_error(OperationRefused, store.fork(source, other), "a fork onto a used id")
+    await expect_error(
+        ConversationNotFound, store.fork(new_id("none"), new_id("x")), "a fork of nothing"
+    )
+    await expect_error(
+        InvalidInputError, store.fork(source, new_id("y"), before_offset=-1), "before_offset -1"
+    )
+
+
+async def _metadata(store: ConversationStore) -> None:
+    cid = new_id("meta")
+    await store.set_metadata(
+        cid, title="Tavern hunt", owner="ada", tags=["quest"], attributes={"region": "north"}
+    )
+    await store.set_metadata(cid, attributes={"region": None, "mood": "calm"})
+    read = await settled(store, cid)
+    snapshot = read.snapshot
+    expect(snapshot is not None, "metadata of a new conversation made no snapshot")
+    assert snapshot is not None
+    expect(
+        (snapshot.title, snapshot.owner, snapshot.tags) == ("Tavern hunt", "ada", ("quest",)),
+        f"metadata: {snapshot.title!r} {snapshot.owner!r} {snapshot.tags!r}",
+    )
+    expect(dict(snapshot.attributes) == {"mood": "calm"}, f"attributes: {snapshot.attributes}")
+    too_many = {f"a{i}": "x" for i in range(40)}
+    await expect_error(
+        InvalidInputError, store.set_metadata(cid, attributes=too_many), "40 attributes"
+    )
+
+
+async def _delete(store: ConversationStore) -> None:
+    cid = new_id("delete")
+    await ask_ok(store, cid, "remember me")
+    await store.delete(cid, reason="player asked")
+    read = await settled(store, cid)
+    assert read.snapshot is not None
+    expect(read.snapshot.deleted, "the snapshot is not marked deleted")
+    expect(read.snapshot.messages == (), "a deleted conversation kept its history")
+    expect(len(read.events) == 3, "deleting removed events from the log")
+    await expect_error(OperationRefused, store.delete(cid), "deleting twice")
+    await expect_error(OperationRefused, store.undo(cid), "undo of a deleted conversation")
+    await expect_error(ConversationNotFound, store.delete(new_id("none")), "delete of nothing")
+
+
+async def _erase(store: ConversationStore) -> None:
+    cid = new_id("erase")
+    await ask_ok(store, cid, "My name is Ada and I live in Leeds")
+    erased = await store.erase(cid, reason="the player asked")
+    read = await settled(store, cid)
+    snapshot = read.snapshot
+    assert snapshot is not None
+    expect(snapshot.messages == (), "erasure left messages in the snapshot")
+    expect(snapshot.erased_before is not None, "the snapshot does not say it was erased")
+    expect(snapshot.event_count >= 3, "erasure lost the audit skeleton's counts")
+    if erased.key_destroyed:
+        leaked = [b.text for b in bodies(read) if isinstance(b, UserMessage) and "Leeds" in b.text]
+        expect(not leaked, f"content readable after its key was destroyed: {leaked}")
+    again = await store.erase(cid)
+    expect(again.position.offset > erased.position.offset, "erasing twice appended nothing")
+    await ask_ok(store, cid, "a new start")
+    later = await settled(store, cid)
+    assert later.snapshot is not None
+    expect(
+        [m.text for m in later.snapshot.messages if m.role == "user"] == ["a new start"],
+        "the conversation did not go on after its erasure",
+    )
+    await expect_error(ConversationNotFound, store.erase(new_id("none")), "erase of nothing")
+
+
+async def _list_conversations(store: ConversationStore) -> None:
+    ids = sorted(new_id("listed") for _ in range(3))
+    for cid in ids:
+        appended = await store.append(cid, UserMessage(text="hello"))
+        await store.read(cid, after=appended, history=False, timeout=30.0)
+    listed = await store.conversations()
+    expect(set(ids) <= set(listed), f"conversations() misses {set(ids) - set(listed)}")
+    expect(listed == sorted(listed), "conversations() is not sorted")
+
+
+async def _bad_input_is_refused_clearly(store: ConversationStore) -> None:
+    cid = new_id("bad")
+    await expect_error(InvalidInputError, store.read(""), "read of an empty id")
+    await expect_error(InvalidInputError, store.append("", UserMessage(text="x")), "empty id")
+    await expect_error(
+        InvalidInputError,
+        store.append(cid, "not an event"),  # type: ignore[arg-type]
+        "append of a string",
+    )
+    other = ConversationEvent(
+        event_id=uuid.uuid4().hex,
+        conversation_id=new_id("elsewhere"),
+        occurred_at=utc_now(),
+        body=UserMessage(text="x"),
+    )
+    await expect_error(InvalidInputError, store.append(cid, other), "another conversation's event")
+    await expect_error(InvalidInputError, store.ask(cid, "  "), "ask with blank text")
+    huge = "x" * 2_000_000
+    await expect_error(InvalidInputError, store.append(cid, UserMessage(text=huge)), "2 MB event")
+    read = await store.read(cid)
+    expect(not read.exists and read.events == (), "a refused input wrote something")
+
+
+CHECKS: tuple[Check, ...] = (
+    Check(
+        "unknown_conversation_is_empty",
+        "reading a new id finds nothing",
+        _unknown_conversation_is_empty,
+    ),
+    Check(
+        "append_then_read_after_it",
+        "a read after a write sees it",
+        _append_then_read_after_it,
+    ),
+    Check(
+        "order_within_a_conversation",
+        "events apply in append order",
+        _order_within_a_conversation,
+    ),
+    Check(
+        "concurrency_across_conversations",
+        "conversations asked at once each get their own turn",
+        _concurrency_across_conversations,
+    ),
+    Check(
+        "one_conversations_turns_never_interleave",
+        "a conversation's requests run one at a time",
+        _one_conversations_turns_never_interleave,
+    ),
+    Check(
+        "ask_is_idempotent_by_request_id",
+        "a retry gets the same reply and no second turn",
+        _ask_is_idempotent_by_request_id,
+    ),
+    Check(
+        "a_turn_reads_what_came_before_it",
+        "a turn sends what was appended before it (read-your-writes)",
+        _a_turn_reads_what_came_before_it,
+    ),
+    Check(
+        "undo",
+        "undo goes back before the last user message",
+        _undo,
+    ),
+    Check(
+        "regenerate",
+        "regenerate asks the last message again",
+        _regenerate,
+    ),
+    Check(
+        "rewind",
+        "rewind restores the history at an offset",
+        _rewind,
+    ),
+    Check(
+        "rewind_inside_a_tool_chain_is_refused",
+        "no history stops between a tool call and its result",
+        _rewind_inside_a_tool_chain_is_refused,
+    ),
+    Check(
+        "fork_isolation",
+        "a fork and its source never see each other's events",
+        _fork_isolation,
+    ),
+    Check(
+        "fork_refusals",
+        "a fork into itself, a used id or from nothing is refused",
+        _fork_refusals,
+    ),
+    Check(
+        "metadata",
+        "title, owner, tags and attributes are set and removed",
+        _metadata,
+    ),
+    Check(
+        "delete",
+        "a deleted conversation keeps its log, not its history",
+        _delete,
+    ),
+    Check(
+        "erase",
+        "erasure clears the content and keeps the audit skeleton",
+        _erase,
+    ),
+    Check(
+        "list_conversations",
+        "every conversation written is listed",
+        _list_conversations,
+    ),
+    Check(
+        "bad_input_is_refused_clearly",
+        "bad input raises a clear error and writes nothing",
+        _bad_input_is_refused_clearly,
+    ),
+)
+"""Every check, in the order :func:`check_store` runs them."""
+
+CHECK_NAMES = tuple(check.name for check in CHECKS)
+
+
+def check_named(name: str) -> Check:
+    """The check called ``name``."""
+    for check in CHECKS:
+        if check.name == name:
+            return check
+    raise KeyError(f"no conformance check {name!r}; there are: {', '.join(CHECK_NAMES)}")

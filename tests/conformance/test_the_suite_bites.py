@@ -1,0 +1,64 @@
+"""The conformance suite fails a store that breaks a promise: each mutant below breaks one,
+and the check that holds that promise says so."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from goaicore.fold.records import Applied, fold_records
+from goaicore.records import ChatReply
+from goaicore.store.memory import InMemoryConversationStore
+from goaicore.store.port import Conversation
+from goaicore.testing.conformance import ConformanceFailure, check_named, check_store, run_check
+
+
+class ForgetsRequestIds(InMemoryConversationStore):
+    """Runs a retried request again."""
+
+    async def ask(self, conversation_id: str, text: str, **kw: Any) -> ChatReply:
+        kw.pop("request_id", None)
+        return await super().ask(conversation_id, text, **kw)
+
+
+class ReadsHistoryBackwards(InMemoryConversationStore):
+    async def read(self, conversation_id: str, **kw: Any) -> Conversation:
+        read = await super().read(conversation_id, **kw)
+        return dataclasses.replace(read, events=tuple(reversed(read.events)))
+
+
+class AnswersOnAnEmptyHistory(InMemoryConversationStore):
+    """A turn that does not wait for what came before it: it runs on no history."""
+
+    async def ask(self, conversation_id: str, text: str, **kw: Any) -> ChatReply:
+        self._snapshots.pop(conversation_id, None)
+        reply = await super().ask(conversation_id, text, **kw)
+        outcomes = fold_records(self._records(conversation_id), self.policy)
+        for outcome in outcomes:
+            if isinstance(outcome, Applied):
+                self._snapshots[conversation_id] = outcome.snapshot
+        return reply
+
+
+@pytest.mark.parametrize(
+    ("mutant", "check"),
+    [
+        (ForgetsRequestIds, "ask_is_idempotent_by_request_id"),
+        (ReadsHistoryBackwards, "order_within_a_conversation"),
+        (AnswersOnAnEmptyHistory, "a_turn_reads_what_came_before_it"),
+    ],
+)
+async def test_a_broken_promise_fails_its_check(mutant: type, check: str) -> None:
+    with pytest.raises(ConformanceFailure):
+        await run_check(mutant, check_named(check))
+
+
+async def test_the_report_names_each_failed_check_and_keeps_going() -> None:
+    report = await check_store(ForgetsRequestIds, only=["ask_is_idempotent_by_request_id", "undo"])
+    assert report.passed == ["undo"]
+    assert list(report.failed) == ["ask_is_idempotent_by_request_id"]
+    assert "request id" in report.failed["ask_is_idempotent_by_request_id"]
+    with pytest.raises(ConformanceFailure, match="1 of 2 checks failed"):
+        report.raise_for_failures()
