@@ -11,6 +11,8 @@ it against each of its stores; run it against yours with one call::
 
 The factory returns a store to be used as ``async with`` (it is closed after each
 check); the checks use conversation ids of their own, so stores may share a backend.
+Offsets are taken from what :meth:`~goaicore.store.port.ConversationStore.read` returns
+(where a write lands first, e.g. an intake topic, may not be where the log holds it).
 The store's model must answer a plain question with status ``ok`` and count the
 tokens it was sent (any real provider does; so does the offline model).
 """
@@ -180,7 +182,6 @@ async def _append_then_read_after_it(store: ConversationStore) -> None:
         [e.event.event_id for e in read.events] == [appended.event_id],
         f"history after one append: {[e.event.event_id for e in read.events]}",
     )
-    expect(read.events[0].offset == appended.position.offset, "the event is not where it landed")
 
 
 async def _order_within_a_conversation(store: ConversationStore) -> None:
@@ -278,9 +279,10 @@ async def _regenerate(store: ConversationStore) -> None:
 
 async def _rewind(store: ConversationStore) -> None:
     cid = new_id("rewind")
-    first = await store.append(cid, UserMessage(text="one"))
+    await store.append(cid, UserMessage(text="one"))
     await store.append(cid, UserMessage(text="two"))
-    rewound = await store.rewind(cid, first.position.offset)
+    first = (await settled(store, cid)).events[0]  # offsets in events, as history shows them
+    rewound = await store.rewind(cid, first.offset)
     expect(rewound.messages == 1, f"rewind to the first event kept {rewound.messages} messages")
     read = await settled(store, cid)
     assert read.snapshot is not None
@@ -294,11 +296,12 @@ async def _rewind_inside_a_tool_chain_is_refused(store: ConversationStore) -> No
     cid = new_id("chain")
     await store.append(cid, UserMessage(text="roll a die"))
     call = ToolCall(id="call-1", name="roll", arguments="{}")
-    asked = await store.append(cid, AssistantTurn(tool_calls=(call,), provider="test"))
+    await store.append(cid, AssistantTurn(tool_calls=(call,), provider="test"))
     await store.append(cid, ToolResult(tool_call_id="call-1", name="roll", content="4"))
+    asked = (await settled(store, cid)).events[1]
     err = await expect_error(
         OperationRefused,
-        store.rewind(cid, asked.position.offset),
+        store.rewind(cid, asked.offset),
         "rewind between a tool call and its result",
     )
     expect("nearest" in str(err), f"the refusal names no offset that works: {err}")

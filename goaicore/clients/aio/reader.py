@@ -42,6 +42,15 @@ class AsyncHistoryReader(AsyncRunning):
         self, conversation_id: str, until_offset: int | None = None
     ) -> AsyncIterator[LoggedEvent]:
         """One conversation's events with their positions, up to ``until_offset`` inclusive."""
+        async for record in self.records(conversation_id, until_offset):
+            logged = self._admit(record)
+            if logged is not None:
+                yield logged
+
+    async def records(
+        self, conversation_id: str, until_offset: int | None = None
+    ) -> AsyncIterator[LogRecord]:
+        """The records under one conversation's key, as read, up to ``until_offset``."""
         check_conversation_id(conversation_id)
         partitions = await partitions_of(self._started(), self.topic)
         partition = partitions[partition_for(conversation_id, len(partitions))]
@@ -50,9 +59,7 @@ class AsyncHistoryReader(AsyncRunning):
             if until_offset is not None and record.position.offset > until_offset:
                 return
             if record.key == key:
-                logged = self._admit(record)
-                if logged is not None:
-                    yield logged
+                yield record
 
     async def all_events(self) -> AsyncIterator[LoggedEvent]:
         """The whole log, partition by partition."""

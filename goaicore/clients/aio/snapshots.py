@@ -1,0 +1,71 @@
+"""AsyncSnapshotReader: the latest snapshot of each conversation, from the snapshots topic,
+awaited (as :class:`~goaicore.clients.snapshots.SnapshotReader` reads it)."""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from goaicore.clients.aio.connection import partitions_of, start_consumer
+from goaicore.clients.snapshots import decode_latest
+from goaicore.config import Settings
+from goaicore.kafka.partition_reader import read_partitions_async, read_to_end_async
+from goaicore.kafka.partitioner import partition_for
+from goaicore.lifecycle import AsyncRunning
+from goaicore.records import ConversationSnapshot
+from goaicore.records.validation import check_conversation_id
+
+
+class AsyncSnapshotReader(AsyncRunning):
+    """Read folded snapshots from ``<prefix>.snapshots``: the last record of a key wins
+    (the topic is compacted), a tombstone means none; undecodable ones are counted in
+    ``skipped`` and logged."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.topic = self.settings.topic("snapshots")
+        self.skipped = 0
+        self._consumer: Any = None
+
+    async def start(self) -> Self:
+        if self._consumer is None:
+            self._consumer = await start_consumer(self.settings)
+        return self
+
+    async def get(self, conversation_id: str) -> ConversationSnapshot | None:
+        """The latest snapshot of one conversation, or None when it has none."""
+        check_conversation_id(conversation_id)
+        consumer = self._started()
+        partitions = await partitions_of(consumer, self.topic)
+        partition = partitions[partition_for(conversation_id, len(partitions))]
+        key = conversation_id.encode()
+        raw: dict[bytes, bytes | None] = {}
+        async for record in read_to_end_async(consumer, partition, settings=self.settings):
+            if record.key == key:
+                raw[key] = record.value
+        return self._decoded(raw).get(conversation_id)
+
+    async def all(self) -> dict[str, ConversationSnapshot]:
+        """The latest snapshot of every conversation (deleted ones included)."""
+        consumer = self._started()
+        partitions = await partitions_of(consumer, self.topic)
+        raw: dict[bytes, bytes | None] = {}
+        async for batch in read_partitions_async(consumer, partitions, settings=self.settings):
+            for record in batch:
+                if record.key is not None:
+                    raw[record.key] = record.value
+        return self._decoded(raw)
+
+    def _decoded(self, raw: dict[bytes, bytes | None]) -> dict[str, ConversationSnapshot]:
+        out, skipped = decode_latest(raw)
+        self.skipped += skipped
+        return out
+
+    def _started(self) -> Any:
+        if self._consumer is None:
+            raise RuntimeError("use `async with AsyncSnapshotReader(...)`, or await start() first")
+        return self._consumer
+
+    async def close(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            await consumer.stop()
