@@ -82,13 +82,13 @@ if TYPE_CHECKING:
         ChatClient,
         DeadLetter,
         EventPublisher,
-        HistoryOperations,
         HistoryReader,
         InvalidInputError,
         ReplySubscriber,
         ReplyTimeout,
         TopicPosition,
     )
+    from goaicore.store.history_operations import HistoryOperations
 
 # The Kafka clients load on first use, so importing the library never loads Kafka.
 _CLIENTS = frozenset(
@@ -111,6 +111,10 @@ _CLIENTS = frozenset(
 
 
 def __getattr__(name: str) -> object:
+    if name == "HistoryOperations":
+        from goaicore.store import history_operations
+
+        return history_operations.HistoryOperations
     if name in _CLIENTS:
         from goaicore import clients
 

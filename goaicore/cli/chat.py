@@ -42,11 +42,13 @@ def positive_seconds(raw: str) -> float:
 
 
 def handle_say(args: argparse.Namespace) -> int:
-    from goaicore.clients import ChatClient, ReplyTimeout
+    from goaicore.cli.store import kafka_store
+    from goaicore.store.errors import ReplyTimeout
 
-    with ChatClient(source="cli") as client:
+    store, _ = kafka_store()
+    with store:
         try:
-            reply = client.ask(
+            reply = store.ask(
                 args.conversation,
                 args.text,
                 timeout=args.timeout,

@@ -9,6 +9,7 @@ from goaicore.cli.args import key_value
 from goaicore.cli.audit import add_history_options, history_from_db
 from goaicore.cli.output import add_json_option, print_json
 from goaicore.cli.render import describe_event
+from goaicore.cli.store import kafka_store
 from goaicore.errors import InputError
 
 
@@ -39,13 +40,13 @@ def register(subparsers: Any) -> None:
 
 
 def handle_publish(args: argparse.Namespace) -> int:
-    from goaicore.clients import EventPublisher
+    from goaicore.store.inputs import game_event_body
 
-    with EventPublisher(source="cli") as publisher:
-        position = publisher.game_event(
-            args.conversation, args.text, kind=args.kind, attributes=dict(args.attr)
-        )
-    if position.topic == publisher.settings.topic("intake"):
+    event = game_event_body(args.text, args.kind, dict(args.attr))
+    store, kafka = kafka_store()
+    with store:
+        position = store.append(args.conversation, event).position
+    if position.topic == kafka.settings.topic("intake"):
         print(f"published to {position}: the worker that owns it seals it into the log")
     else:
         print(f"published to {position}")
@@ -57,23 +58,19 @@ def handle_history(args: argparse.Namespace) -> int:
         return history_from_db(args)
     if args.type or args.since or args.until:
         raise InputError("history: --type, --since and --until need --from-db")
-    from goaicore.clients import HistoryReader
-
-    with HistoryReader() as reader:
-        if args.json:
-            events = [
-                {"partition": e.partition, "offset": e.offset, "event": e.event}
-                for e in reader.logged_events(args.conversation)
-            ]
-            print_json(
-                {"conversation_id": args.conversation, "events": events, "skipped": reader.skipped}
-            )
-            return 0
-        count = 0
-        for logged in reader.logged_events(args.conversation):
-            print(f"{logged.offset:>8} {describe_event(logged.event)}")
-            count += 1
-        skipped = reader.skipped
-    note = f", {skipped} undecodable skipped" if skipped else ""
-    print(f"{count} events{note}")
+    store, _ = kafka_store()
+    with store:
+        read = store.read(args.conversation, snapshot=False)
+    if args.json:
+        events = [
+            {"partition": e.partition, "offset": e.offset, "event": e.event} for e in read.events
+        ]
+        print_json(
+            {"conversation_id": args.conversation, "events": events, "skipped": read.skipped}
+        )
+        return 0
+    for logged in read.events:
+        print(f"{logged.offset:>8} {describe_event(logged.event)}")
+    note = f", {read.skipped} undecodable skipped" if read.skipped else ""
+    print(f"{len(read.events)} events{note}")
     return 0

@@ -15,7 +15,7 @@ from goaicore.records.jsonable import jsonable
 from goaicore.records.validation import InvalidInputError
 
 if TYPE_CHECKING:
-    from goaicore.clients.history_ops import Rewound
+    from goaicore.store.history_operations import Rewound
 
 
 def register(subparsers: Any) -> None:
@@ -121,7 +121,7 @@ def register(subparsers: Any) -> None:
 
 
 def handle_undo(args: argparse.Namespace) -> int:
-    from goaicore.clients import HistoryOperations
+    from goaicore.store.history_operations import HistoryOperations
 
     with HistoryOperations() as ops:
         undone = ops.undo(args.conversation)
@@ -129,7 +129,8 @@ def handle_undo(args: argparse.Namespace) -> int:
 
 
 def handle_regenerate(args: argparse.Namespace) -> int:
-    from goaicore.clients import ChatClient, HistoryOperations
+    from goaicore.clients import ChatClient
+    from goaicore.store.history_operations import HistoryOperations
 
     with HistoryOperations() as ops, ChatClient(source="cli") as client:
         reply = ops.regenerate(args.conversation, client, timeout=args.timeout)
@@ -137,7 +138,7 @@ def handle_regenerate(args: argparse.Namespace) -> int:
 
 
 def handle_rewind(args: argparse.Namespace) -> int:
-    from goaicore.clients import HistoryOperations
+    from goaicore.store.history_operations import HistoryOperations
 
     with HistoryOperations() as ops:
         rewound = ops.rewind(args.conversation, args.to_offset)
@@ -156,7 +157,7 @@ def _print_rewound(args: argparse.Namespace, key: str, rewound: Rewound, more: s
 
 
 def handle_fork(args: argparse.Namespace) -> int:
-    from goaicore.clients import HistoryOperations
+    from goaicore.store.history_operations import HistoryOperations
 
     with HistoryOperations() as ops:
         forked = ops.fork(args.source, args.to, before_offset=args.at, as_of=args.as_of)
@@ -171,7 +172,7 @@ def handle_fork(args: argparse.Namespace) -> int:
 
 
 def handle_meta(args: argparse.Namespace) -> int:
-    from goaicore.clients import HistoryOperations
+    from goaicore.store.history_operations import HistoryOperations
 
     tags = None if args.tags is None else [t.strip() for t in args.tags.split(",") if t.strip()]
     attributes: dict[str, str | None] = {key: None for key in args.unset}
@@ -188,7 +189,7 @@ def handle_meta(args: argparse.Namespace) -> int:
 
 
 def handle_delete(args: argparse.Namespace) -> int:
-    from goaicore.clients import HistoryOperations
+    from goaicore.store.history_operations import HistoryOperations
 
     with HistoryOperations() as ops:
         position = ops.delete(args.conversation, args.reason)
@@ -200,7 +201,7 @@ def handle_delete(args: argparse.Namespace) -> int:
 
 
 def handle_erase(args: argparse.Namespace) -> int:
-    from goaicore.clients import HistoryOperations
+    from goaicore.store.history_operations import HistoryOperations
 
     if (args.conversation is None) == (args.idle_days is None):
         raise InvalidInputError("name one conversation (CONV) or --idle-days DAYS, not both")
@@ -229,8 +230,8 @@ def handle_erase(args: argparse.Namespace) -> int:
 
 def _erase_idle(args: argparse.Namespace) -> int:
     """List the idle conversations; erase them, one by one with progress, given --yes."""
-    from goaicore.clients import HistoryOperations
     from goaicore.progress import ProgressBar
+    from goaicore.store.history_operations import HistoryOperations
 
     reason = args.reason or f"idle for more than {args.idle_days:g} days"
     with HistoryOperations() as ops:

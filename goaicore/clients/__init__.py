@@ -9,7 +9,6 @@ from goaicore.clients.aio import (
 )
 from goaicore.clients.chat_client import ChatClient
 from goaicore.clients.deadletter import DeadLetter, DeadLetterWriter
-from goaicore.clients.history_ops import HistoryOperations
 from goaicore.clients.publisher import EventPublisher
 from goaicore.clients.replies import ReplySubscriber
 from goaicore.records import LoggedEvent, TopicPosition
@@ -26,7 +25,6 @@ __all__ = [
     "DeadLetter",
     "DeadLetterWriter",
     "EventPublisher",
-    "HistoryOperations",
     "HistoryReader",
     "InvalidInputError",
     "LoggedEvent",

@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from goaicore.conversation._sync import run_sync
 from goaicore.conversation.compaction.strategies import Strategy
 from goaicore.conversation.compaction.triggered import AnyCompactor, as_compactor
 from goaicore.conversation.errors import (
@@ -37,6 +36,7 @@ from goaicore.conversation.state import (
 )
 from goaicore.conversation.tools import Tool, tool
 from goaicore.conversation.turn import TurnResult, run_turn
+from goaicore.sync import run_sync
 
 __all__ = [
     "Chat",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from goaicore.fold.admission import Unfoldable, admit
 from goaicore.fold.fold import fold
 from goaicore.fold.policy import FoldPolicy, PolicyTimeline
-from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
+from goaicore.records import ConversationEvent, ConversationSnapshot, LoggedEvent, LogPosition
 
 if TYPE_CHECKING:
     from goaicore.sealing.records import KeyLookup
@@ -91,3 +91,23 @@ def fold_records(
             continue
         latest[key] = after
         yield Applied(record, event, after, changed=after is not before)
+
+
+def admitted(record: LogRecord, keys: KeyLookup | None = None) -> LoggedEvent | Unfoldable:
+    """The event a record holds with its position, or why the fold does not take it."""
+    event = admit(record.key, record.value, keys)
+    if isinstance(event, Unfoldable):
+        return event
+    return LoggedEvent(record.position.partition, record.position.offset, event)
+
+
+def log_skipped(topic: str, record: LogRecord, reason: str, detail: str) -> None:
+    """Say that a reader left out a record the fold does not take, and why."""
+    log.warning(
+        "skipped an event the fold does not take at %s[%d]@%d: %s (%s)",
+        topic,
+        record.position.partition,
+        record.position.offset,
+        reason,
+        detail,
+    )

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from goaicore.config import Settings
 from goaicore.extras import needs
-from goaicore.fold.admission import Unfoldable, admit
-from goaicore.fold.records import LogRecord
+from goaicore.fold.admission import Unfoldable
+from goaicore.fold.records import LogRecord, admitted, log_skipped
 from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.kafka.partition_reader import read_to_end
 from goaicore.kafka.partitioner import partition_for
@@ -118,22 +118,3 @@ def log_record(record: Any) -> LogRecord:
     """A consumed record (kafka-python's or aiokafka's) as the fold takes it."""
     position = LogPosition(partition=record.partition, offset=record.offset)
     return LogRecord(record.key, record.value, position, origin=record)
-
-
-def admitted(record: LogRecord, keys: KeyLookup | None = None) -> LoggedEvent | Unfoldable:
-    """The event a record holds with its position, or why the fold does not take it."""
-    event = admit(record.key, record.value, keys)
-    if isinstance(event, Unfoldable):
-        return event
-    return LoggedEvent(record.position.partition, record.position.offset, event)
-
-
-def log_skipped(topic: str, record: LogRecord, reason: str, detail: str) -> None:
-    log.warning(
-        "skipped an event the fold does not take at %s[%d]@%d: %s (%s)",
-        topic,
-        record.position.partition,
-        record.position.offset,
-        reason,
-        detail,
-    )

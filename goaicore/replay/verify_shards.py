@@ -26,6 +26,7 @@ from goaicore.clients.aio.connection import start_consumer
 from goaicore.clients.snapshots import decode_latest
 from goaicore.config import Settings
 from goaicore.errors import GoaicoreError
+from goaicore.fold.records import log_skipped
 from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.kafka.partition_reader import read_partitions_async
 from goaicore.kafka.partitioner import partition_for
@@ -33,7 +34,7 @@ from goaicore.kafka.topics import TopicMismatchError
 from goaicore.logs import configure_from_environment
 from goaicore.progress import ProgressBar
 from goaicore.records.validation import check_conversation_id
-from goaicore.replay.reader import log_record, log_skipped
+from goaicore.replay.reader import log_record
 from goaicore.replay.verify import LogVerifier, VerifyReport
 from goaicore.sealing.keyring import topic_key_ring
 

@@ -15,9 +15,12 @@ Two stores, each for the case the other cannot cover:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from goaicore.conversation.providers.base import Provider
+from goaicore.conversation.tools import Tool
 from goaicore.records import (
     ChatReply,
     ChatRequest,
@@ -29,7 +32,16 @@ from goaicore.records import (
     new_event,
 )
 from goaicore.records.avro.api import decode_chat_reply, encode_chat_reply
-from goaicore.store.turns import SOURCE, TurnOutcome, failure, turn_event_id
+from goaicore.store.turns import (
+    SOURCE,
+    TurnOutcome,
+    TurnSettings,
+    failure,
+    run_request,
+    turn_event_id,
+)
+
+log = logging.getLogger(__name__)
 
 # Replies kept per conversation. Every turn writes them all to the changelog again,
 # so each one kept costs every later turn: 256 replies of 1 KB were 345 KiB and
@@ -66,6 +78,30 @@ class RecentReplies:
 def _stored_size(request_id: str, payload: bytes) -> int:
     """Bytes one entry takes in the codec's JSON: the id, the base64 reply, the quoting."""
     return len(request_id.encode()) + 4 * ((len(payload) + 2) // 3) + 8
+
+
+async def answer(
+    request: ChatRequest,
+    snapshot: ConversationSnapshot | None,
+    provider_for: Callable[[str | None], Provider],
+    registry: Mapping[str, Tool],
+    settings: TurnSettings,
+) -> TurnOutcome:
+    """What to append and reply for ``request``: its turn as the log already holds it
+    (after a crash, :func:`~goaicore.store.idempotency.recover_from_log`), else a new
+    turn with the provider of the model it asks for (one that cannot be made is an
+    ``error`` reply)."""
+    recovered = recover_from_log(request, snapshot)
+    if recovered is not None:
+        log.warning("request %s: its turn is already in the log", request.request_id)
+        return recovered
+    try:
+        provider = provider_for(request.model)
+    except Exception as err:
+        return failure(
+            request, ReplyStatus.ERROR, "provider-config", f"{type(err).__name__}: {err}"
+        )
+    return await run_request(request, snapshot, provider, registry, settings)
 
 
 def recover_from_log(

@@ -106,7 +106,7 @@ def chat_request_record(
     request = new_chat_request(
         check_conversation_id(conversation_id),
         check_text("text", text),
-        system=None if system is None else check_text("system", system),
+        system=None if system is None else check_text("system", system, allow_empty=True),
         tools=tuple(tools),
         model=model,
         deadline=deadline,

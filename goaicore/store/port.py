@@ -44,6 +44,9 @@ class Conversation:
     conversation_id: str
     snapshot: ConversationSnapshot | None
     events: tuple[LoggedEvent, ...] = ()
+    skipped: int = 0
+    """Records under its key the fold does not take (undecodable, another conversation's
+    event, a seal that does not open): left out of ``events``, and logged."""
 
     @property
     def exists(self) -> bool:
@@ -72,11 +75,14 @@ class ConversationStore(Protocol):
         *,
         after: Appended | None = None,
         history: bool = True,
-        timeout: float = 10.0,  # noqa: ASYNC109 - how long ``after`` may be waited for
+        snapshot: bool = True,
+        timeout: float = 10.0,  # noqa: ASYNC109 - how long the workers may be waited for
     ) -> Conversation:
-        """The conversation's snapshot and (``history``) its events; with ``after``, once
-        the snapshot has applied that write (:class:`~goaicore.errors.BrokerError` when it
-        has not within ``timeout`` seconds)."""
+        """The conversation's snapshot and (``history``) its events, the snapshot having
+        applied every event returned and the write ``after``
+        (:class:`~goaicore.store.errors.WriteNotApplied` when it has not within
+        ``timeout`` seconds). ``snapshot=False``: the events alone, as the log holds
+        them, with no snapshot and no wait (no worker needed)."""
         ...
 
     async def append(self, conversation_id: str, event: ConversationEvent | EventBody) -> Appended:
@@ -147,8 +153,11 @@ class ConversationStore(Protocol):
         conversation_id: str,
         reason: str = "",
         timeout: float = 30.0,  # noqa: ASYNC109 - the wait for the data key's destruction
+        name_forks: bool = True,
     ) -> Erased:
-        """Erase the conversation's content, keeping its audit skeleton."""
+        """Erase the conversation's content, keeping its audit skeleton: the data key of
+        its sealed content is destroyed (waiting up to ``timeout`` seconds for its owner).
+        ``name_forks`` reads every snapshot to name the forks that keep a copy."""
         ...
 
     async def conversations(self) -> list[str]:

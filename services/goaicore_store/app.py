@@ -48,7 +48,6 @@ from goaicore_store.codecs import CODEC, KEY_CODEC, REPLIES_CODEC, SNAPSHOT_CODE
 from goaicore_store.fold_agent import FOLD_BATCH, apply_batch
 from goaicore_store.http import (
     BearerTokens,
-    OperationRunner,
     bearer_auth,
     json_errors,
     register_history_views,
@@ -58,6 +57,7 @@ from goaicore_store.http.server import ApiApp
 from goaicore_store.intake_agent import INTAKE_BATCH, seal_batch
 from goaicore_store.keys import ConversationKeys
 from goaicore_store.metrics import StoreMetrics, faust_monitor
+from goaicore_store.port import worker_store
 from goaicore_store.topology import ChatServices, StoreApp, app_id
 
 log = logging.getLogger(__name__)
@@ -211,9 +211,14 @@ def create_app(
         await store.chat.providers.aclose()
 
     app.on_before_shutdown.connect(stop_clients)  # type: ignore[arg-type]
-    operations = OperationRunner(store)
-    register_views(store, operations)
-    register_history_views(store, operations)
+    conversations = worker_store(store)
+
+    async def close_store(sender: Any, *args: Any, **kwargs: Any) -> None:
+        await conversations.close()
+
+    app.on_before_shutdown.connect(close_store)  # type: ignore[arg-type]
+    register_views(store, conversations)
+    register_history_views(store, conversations)
     return store
 
 

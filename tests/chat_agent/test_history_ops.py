@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from goaicore.clients import ChatClient, EventPublisher, HistoryOperations, HistoryReader
-from goaicore.clients.history_ops import OperationRefused
+from goaicore.clients import ChatClient, EventPublisher, HistoryReader
 from goaicore.config import Settings
 from goaicore.records import (
     ConversationRewound,
@@ -24,6 +23,7 @@ from goaicore.records import (
 )
 from goaicore.records.validation import InvalidInputError
 from goaicore.replay.verify import verify_snapshot
+from goaicore.store.history_operations import HistoryOperations, OperationRefused
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, snapshot_when
 from tests.cli import goaicore

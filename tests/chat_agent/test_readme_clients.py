@@ -16,9 +16,11 @@ def test_the_kafka_client_examples_run_as_written(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert run_blocks("Kafka clients", worker_env(topics), monkeypatch) >= 3
+    assert run_blocks("Kafka clients", worker_env(topics), monkeypatch) >= 4
     printed = capsys.readouterr().out
     assert "ok echo: What's my score?" in printed
     assert "ok echo: Plan my route" in printed
     assert "ok echo: What did I just find?" in printed
     assert "GameEvent" in printed
+    assert "ok echo: What is my quest?" in printed  # the store over Kafka
+    assert "['GameEvent', 'UserMessage', 'AssistantTurn']" in printed

@@ -33,12 +33,13 @@ class AnswersOnAnEmptyHistory(InMemoryConversationStore):
     """A turn that does not wait for what came before it: it runs on no history."""
 
     async def ask(self, conversation_id: str, text: str, **kw: Any) -> ChatReply:
-        self._snapshots.pop(conversation_id, None)
+        memory = self.memory
+        memory.stored.pop(conversation_id, None)
         reply = await super().ask(conversation_id, text, **kw)
-        outcomes = fold_records(self._records(conversation_id), self.policy)
-        for outcome in outcomes:
+        records = await memory.records(conversation_id)
+        for outcome in fold_records(records, memory.policy):
             if isinstance(outcome, Applied):
-                self._snapshots[conversation_id] = outcome.snapshot
+                memory.stored[conversation_id] = outcome.snapshot
         return reply
 
 

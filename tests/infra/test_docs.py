@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from goaicore.config import VARIABLES
+from goaicore.testing.conformance import CHECK_NAMES
 from tests.readme import README, python_blocks
 
 
@@ -22,6 +23,7 @@ def test_library_and_records_examples_run_as_written(capsys: pytest.CaptureFixtu
         "Conversation library",
         "Records and encoding",
         "Compaction: bounded cost, never a broken history",
+        "The conversation store",
     ):
         blocks = python_blocks(section)
         assert blocks, f"no example under {section}"
@@ -31,3 +33,6 @@ def test_library_and_records_examples_run_as_written(capsys: pytest.CaptureFixtu
     assert "[offline]" in printed
     assert "bad-magic" in printed
     assert " -> " in printed  # the compaction example compacted at least once
+    assert "ok True" in printed  # the in-memory store answered a retry with the same reply
+    assert "undone: Where am I? | messages: 1" in printed
+    assert f"{len(CHECK_NAMES)} checks passed" in printed

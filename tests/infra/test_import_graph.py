@@ -157,3 +157,38 @@ def test_no_import_cycles() -> None:
 def test_the_cycle_finder_finds_cycles() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert _cycles(graph) == [["a", "b", "c"]]
+
+
+# What an interface may not import: the broker's and the database's clients, and
+# goaicore's own layers under the store port. It reaches them through the port.
+BELOW_THE_PORT = (
+    "kafka",
+    "aiokafka",
+    "confluent_kafka",
+    "psycopg",
+    "goaicore.kafka",
+    "goaicore.clients",
+    "goaicore.replay",
+    "goaicore.sealing",
+    "goaicore.projection",
+    "goaicore.fold",
+)
+HTTP_ROUTES = (
+    "goaicore_store.http.routes",
+    "goaicore_store.http.history_routes",
+    "goaicore_store.http.bodies",
+    "goaicore_store.http.errors",
+    "goaicore_store.http.operations",
+    "goaicore_store.http.auth",
+)
+
+
+def test_the_http_routes_reach_the_broker_only_through_the_store_port() -> None:
+    modules = _modules()
+    offending = [
+        f"{name} imports {target}"
+        for name in HTTP_ROUTES
+        for target in _imports(name, modules[name], modules)
+        if any(target == below or target.startswith(below + ".") for below in BELOW_THE_PORT)
+    ]
+    assert offending == []

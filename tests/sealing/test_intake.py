@@ -14,9 +14,8 @@ import uuid
 import pytest
 from kafka import KafkaProducer
 
-from goaicore.clients import AsyncEventPublisher, EventPublisher, HistoryOperations, HistoryReader
+from goaicore.clients import AsyncEventPublisher, EventPublisher, HistoryReader
 from goaicore.clients.deadletter import DeadLetter
-from goaicore.clients.history_ops import OperationPending
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.kafka.partitioner import partition_for
@@ -25,6 +24,7 @@ from goaicore.records.avro.api import decode_event, encode_event
 from goaicore.records.validation import InvalidInputError
 from goaicore.replay.verify import verify_log
 from goaicore.sealing.content import MARK
+from goaicore.store.history_operations import HistoryOperations, OperationPending
 from goaicore.store.inputs import event_record
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import Replies, snapshot_when

@@ -16,8 +16,7 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from goaicore.clients import HistoryOperations, HistoryReader
-from goaicore.clients.history_ops import OperationRefused
+from goaicore.clients import HistoryReader
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.kafka import ensure_topics
@@ -32,6 +31,7 @@ from goaicore.records.avro.api import decode_event, decode_key
 from goaicore.replay.verify import verify_log
 from goaicore.sealing.content import MARK
 from goaicore.sealing.keys import MasterKeys
+from goaicore.store.history_operations import HistoryOperations, OperationRefused
 from goaicore.testing import OpenAIServer
 from tests.brokers import SessionBroker
 from tests.chat_agent.helpers import (

@@ -8,13 +8,13 @@ from typing import Any, Self
 from goaicore.clients.aio.connection import partitions_of, start_consumer
 from goaicore.config import Settings
 from goaicore.fold.admission import Unfoldable
-from goaicore.fold.records import LogRecord
+from goaicore.fold.records import LogRecord, admitted, log_skipped
 from goaicore.kafka.partition_reader import read_to_end_async
 from goaicore.kafka.partitioner import partition_for
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ConversationEvent, LoggedEvent
 from goaicore.records.validation import check_conversation_id
-from goaicore.replay.reader import admitted, log_record, log_skipped
+from goaicore.replay.reader import log_record
 
 
 class AsyncHistoryReader(AsyncRunning):

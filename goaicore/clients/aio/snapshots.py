@@ -3,6 +3,7 @@ awaited (as :class:`~goaicore.clients.snapshots.SnapshotReader` reads it)."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Self
 
 from goaicore.clients.aio.connection import partitions_of, start_consumer
@@ -11,8 +12,11 @@ from goaicore.config import Settings
 from goaicore.kafka.partition_reader import read_partitions_async, read_to_end_async
 from goaicore.kafka.partitioner import partition_for
 from goaicore.lifecycle import AsyncRunning
+from goaicore.progress import ProgressBar
 from goaicore.records import ConversationSnapshot
 from goaicore.records.validation import check_conversation_id
+
+READING = "reading snapshots"
 
 
 class AsyncSnapshotReader(AsyncRunning):
@@ -44,15 +48,21 @@ class AsyncSnapshotReader(AsyncRunning):
                 raw[key] = record.value
         return self._decoded(raw).get(conversation_id)
 
-    async def all(self) -> dict[str, ConversationSnapshot]:
-        """The latest snapshot of every conversation (deleted ones included)."""
+    async def all(self, progress: bool | None = False) -> dict[str, ConversationSnapshot]:
+        """The latest snapshot of every conversation (deleted ones included); a progress
+        bar while reading when ``progress`` (None: when interactive)."""
         consumer = self._started()
         partitions = await partitions_of(consumer, self.topic)
         raw: dict[bytes, bytes | None] = {}
-        async for batch in read_partitions_async(consumer, partitions, settings=self.settings):
-            for record in batch:
-                if record.key is not None:
-                    raw[record.key] = record.value
+        bar = ProgressBar(sys.stderr.isatty() if progress is None else progress, 0, READING)
+        try:
+            async for batch in read_partitions_async(consumer, partitions, settings=self.settings):
+                for record in batch:
+                    bar.advance()
+                    if record.key is not None:
+                        raw[record.key] = record.value
+        finally:
+            bar.close()
         return self._decoded(raw)
 
     def _decoded(self, raw: dict[bytes, bytes | None]) -> dict[str, ConversationSnapshot]:

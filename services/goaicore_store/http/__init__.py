@@ -4,12 +4,10 @@ from goaicore.http_auth import BearerTokens
 from goaicore_store.http.auth import bearer_auth
 from goaicore_store.http.errors import json_errors
 from goaicore_store.http.history_routes import register_history_views
-from goaicore_store.http.operations import OperationRunner
 from goaicore_store.http.routes import openapi_document, readiness, register_views
 
 __all__ = [
     "BearerTokens",
-    "OperationRunner",
     "bearer_auth",
     "json_errors",
     "openapi_document",

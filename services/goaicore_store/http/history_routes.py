@@ -1,4 +1,4 @@
-"""History operations over HTTP (``goaicore.clients.history_ops``), each an event in the log:
+"""History operations over HTTP (``goaicore.store.history``), each an event in the log:
 
 - ``POST /v1/conversations/{id}/undo``: rewind to just before the last user message;
 - ``POST /v1/conversations/{id}/regenerate`` ``{"timeout"?}``: undo, then ask that
@@ -15,7 +15,8 @@
   ``{"reason"?}``: delete the conversation (its history and metadata leave the
   snapshot; the log keeps its events).
 
-They run through the worker's :class:`OperationRunner` (``operations``).
+They run on the worker's store (``goaicore_store.port``); its refusals are the API's
+errors (``operations``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from faust import web
 
 from goaicore.records.jsonable import jsonable
 from goaicore_store.http import bodies
-from goaicore_store.http.operations import OperationRunner
+from goaicore_store.http.operations import store_errors
 from goaicore_store.http.routes import (
     CONVERSATION_PATH,
     ask,
@@ -39,6 +40,7 @@ from goaicore_store.http.routes import (
 )
 
 if TYPE_CHECKING:
+    from goaicore.store.port import ConversationStore
     from goaicore_store.topology import StoreApp
 
 REWIND_FIELDS = ("until_offset",)
@@ -48,7 +50,7 @@ REGENERATE_FIELDS = ("timeout",)
 ERASE_FIELDS = ("reason",)
 
 
-def register_history_views(store: StoreApp, operations: OperationRunner) -> None:
+def register_history_views(store: StoreApp, port: ConversationStore) -> None:
     """Add the history operations' views to the store app's web server."""
     app = store.app
     limit = store.settings.max_record_bytes
@@ -60,7 +62,8 @@ def register_history_views(store: StoreApp, operations: OperationRunner) -> None
         async def post(self, request: web.Request, conversation_id: str) -> web.Response:
             conversation_id = valid_conversation(conversation_id)
             bodies.json_object(await read_body(request, limit) or b"{}", ())
-            undone = await operations.run(lambda ops: ops.undo(conversation_id))
+            with store_errors():
+                undone = await port.undo(conversation_id)
             return json_answer(jsonable(undone))
 
     @app.page(f"{CONVERSATION_PATH}/regenerate")
@@ -75,8 +78,9 @@ def register_history_views(store: StoreApp, operations: OperationRunner) -> None
             forwarded = await forward_to_owner(store, request, conversation_id, raw)
             if forwarded is not None:
                 return forwarded
-            undone = await operations.run(lambda ops: ops.undo(conversation_id, ask_again=True))
-            return await ask(store, conversation_id, {**body, "text": undone.text})
+            with store_errors():
+                undone = await port.undo(conversation_id, ask_again=True)
+            return await ask(port, conversation_id, {**body, "text": undone.text})
 
     @app.page(f"{CONVERSATION_PATH}/rewind")
     class Rewind(web.View):
@@ -87,7 +91,8 @@ def register_history_views(store: StoreApp, operations: OperationRunner) -> None
             body = bodies.json_object(await read_body(request, limit), REWIND_FIELDS)
             until = bodies.whole(body, "until_offset", required=True)
             assert until is not None
-            rewound = await operations.run(lambda ops: ops.rewind(conversation_id, until))
+            with store_errors():
+                rewound = await port.rewind(conversation_id, until)
             return json_answer(jsonable(rewound))
 
     @app.page(f"{CONVERSATION_PATH}/fork")
@@ -100,9 +105,8 @@ def register_history_views(store: StoreApp, operations: OperationRunner) -> None
             new_id = valid_conversation(bodies.text(body, "to"), field="to")
             before = bodies.whole(body, "before_offset")
             as_of = bodies.moment(body, "as_of")
-            forked = await operations.run(
-                lambda ops: ops.fork(conversation_id, new_id, before_offset=before, as_of=as_of)
-            )
+            with store_errors():
+                forked = await port.fork(conversation_id, new_id, before_offset=before, as_of=as_of)
             return json_answer({"conversation_id": new_id, **jsonable(forked)}, status=201)
 
     @app.page(f"{CONVERSATION_PATH}/metadata")
@@ -116,11 +120,10 @@ def register_history_views(store: StoreApp, operations: OperationRunner) -> None
             owner = bodies.optional_text(body, "owner")
             tags = bodies.optional_strings(body, "tags")
             attributes = bodies.nullable_attributes(body, "attributes")
-            position = await operations.run(
-                lambda ops: ops.set_metadata(
+            with store_errors():
+                position = await port.set_metadata(
                     conversation_id, title=title, owner=owner, tags=tags, attributes=attributes
                 )
-            )
             return position_answer(position)
 
     @app.page(f"{CONVERSATION_PATH}/erase")
@@ -131,7 +134,8 @@ def register_history_views(store: StoreApp, operations: OperationRunner) -> None
             conversation_id = valid_conversation(conversation_id)
             body = bodies.json_object(await read_body(request, limit) or b"{}", ERASE_FIELDS)
             reason = bodies.optional_text(body, "reason") or ""
-            erased = await operations.run(lambda ops: ops.erase(conversation_id, reason))
+            with store_errors():
+                erased = await port.erase(conversation_id, reason)
             position = erased.position
             return json_answer(
                 {

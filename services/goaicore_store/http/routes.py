@@ -13,15 +13,15 @@
   recovered): open without a token, for probes;
 - ``GET /metrics``: Prometheus metrics (a token, like the API).
 
-The snapshot and the ask are served by the worker that owns the conversation; any
-worker forwards to it (once: a forwarded request is never forwarded again).
+Every view is a thin adapter over the worker's conversation store
+(``goaicore_store.port``). The snapshot and the ask are served by the worker that owns
+the conversation; any worker forwards to it (once: a forwarded request is never
+forwarded again).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from datetime import timedelta
 from functools import cache
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, cast
@@ -36,21 +36,18 @@ from goaicore.records import (
     ReplyStatus,
     TopicPosition,
     UserMessage,
-    new_chat_request,
-    new_event,
-    utc_now,
 )
-from goaicore.records.avro.api import encode_chat_request, encode_event
 from goaicore.records.jsonable import jsonable
 from goaicore.records.types import EventBody
-from goaicore.records.validation import check_conversation_id, check_size
-from goaicore.sealing.records import seal_event
+from goaicore.records.validation import check_conversation_id
+from goaicore.store.errors import ReplyTimeout
 from goaicore_store.http import bodies
 from goaicore_store.http.auth import HEALTH_PATH, READY_PATH
 from goaicore_store.http.errors import ERROR_TYPES, ApiError, error_body
-from goaicore_store.http.operations import OperationRunner
+from goaicore_store.http.operations import store_errors
 
 if TYPE_CHECKING:
+    from goaicore.store.port import ConversationStore
     from goaicore_store.topology import StoreApp
 
 API = "/v1"
@@ -106,7 +103,7 @@ def position_answer(position: TopicPosition) -> web.Response:
 DELETE_FIELDS = ("reason",)
 
 
-def register_views(store: StoreApp, operations: OperationRunner) -> None:
+def register_views(store: StoreApp, port: ConversationStore) -> None:
     """Add the views to the store app's web server."""
     app = store.app
     limit = store.settings.max_record_bytes
@@ -154,7 +151,7 @@ def register_views(store: StoreApp, operations: OperationRunner) -> None:
             forwarded = await forward_to_owner(store, request, conversation_id, b"")
             if forwarded is not None:
                 return forwarded
-            snapshot = store.table.get(conversation_id.encode())
+            snapshot = (await port.read(conversation_id, history=False)).snapshot
             if snapshot is None:
                 raise ApiError(404, f"no conversation {conversation_id!r}")
             return json_answer(jsonable(snapshot))
@@ -163,7 +160,8 @@ def register_views(store: StoreApp, operations: OperationRunner) -> None:
             conversation_id = valid_conversation(conversation_id)
             body = bodies.json_object(await read_body(request, limit) or b"{}", DELETE_FIELDS)
             reason = bodies.optional_text(body, "reason") or ""
-            position = await operations.run(lambda ops: ops.delete(conversation_id, reason))
+            with store_errors():
+                position = await port.delete(conversation_id, reason)
             return position_answer(position)
 
     @app.page(f"{CONVERSATION_PATH}/events")
@@ -174,21 +172,18 @@ def register_views(store: StoreApp, operations: OperationRunner) -> None:
             conversation_id = valid_conversation(conversation_id)
             raw = await read_body(request, limit)
             body = bodies.json_object(raw, bodies.EVENT_FIELDS)
-            event = new_event(conversation_id, event_body(body), source="http")
-            written = event
+            event = event_body(body)
             if store.keys.sealing:  # sealed by the owner, the one writer of its key
                 forwarded = await forward_to_owner(store, request, conversation_id, raw or b"")
                 if forwarded is not None:
                     return forwarded
-                written = seal_event(event, await store.keys.key_for(conversation_id))
-            payload = _fitting("event", lambda: encode_event(written), limit)
-            sent = await store.events.send(key=conversation_id.encode(), value=payload, force=True)
-            metadata = await sent
+            with store_errors():
+                appended = await port.append(conversation_id, event)
             return json_answer(
                 {
-                    "event_id": event.event_id,
-                    "partition": metadata.partition,
-                    "offset": metadata.offset,
+                    "event_id": appended.event_id,
+                    "partition": appended.position.partition,
+                    "offset": appended.position.offset,
                 },
                 status=201,
             )
@@ -203,7 +198,7 @@ def register_views(store: StoreApp, operations: OperationRunner) -> None:
             forwarded = await forward_to_owner(store, request, conversation_id, raw)
             if forwarded is not None:
                 return forwarded
-            return await ask(store, conversation_id, bodies.json_object(raw, bodies.MESSAGE_FIELDS))
+            return await ask(port, conversation_id, bodies.json_object(raw, bodies.MESSAGE_FIELDS))
 
 
 async def read_body(faust_request: web.Request, limit: int) -> bytes:
@@ -229,14 +224,6 @@ def valid_conversation(raw: str, field: str | None = None) -> str:
         raise ApiError(400, str(err), **extra) from None
 
 
-def _fitting(what: str, encode: Any, limit: int) -> bytes:
-    """``encode()``'s record, or a 400 when it does not fit the schema or the size limit."""
-    try:
-        return check_size(what, encode(), limit)
-    except InputError as err:
-        raise ApiError(400, str(err)) from None
-
-
 def ask_timeout(body: dict[str, Any]) -> float:
     """How long an ask waits for its reply: the body's ``timeout``, checked."""
     timeout = bodies.number(body, "timeout", DEFAULT_TIMEOUT)
@@ -247,35 +234,32 @@ def ask_timeout(body: dict[str, Any]) -> float:
     return timeout
 
 
-async def ask(store: StoreApp, conversation_id: str, body: dict[str, Any]) -> web.Response:
-    """Publish the request, wait for the reply this worker's chat agent publishes."""
+async def ask(port: ConversationStore, conversation_id: str, body: dict[str, Any]) -> web.Response:
+    """Ask the store; the reply is this worker's chat agent's (the owner's)."""
     timeout = ask_timeout(body)
-    request = new_chat_request(
-        conversation_id,
-        bodies.text(body, "text"),
-        system=bodies.optional_text(body, "system"),
-        tools=bodies.names(body, "tools"),
-        model=bodies.optional_text(body, "model"),
-        deadline=utc_now() + timedelta(seconds=timeout),
-        request_id=bodies.optional_request_id(body),
-    )
-    limit = store.settings.max_record_bytes
-    payload = _fitting("chat request", lambda: encode_chat_request(request), limit)
-    waiters = store.chat.waiters
-    waiting = waiters.expect(request.request_id)
+    text = bodies.text(body, "text")
+    system = bodies.optional_text(body, "system")
+    tools = bodies.names(body, "tools")
+    model = bodies.optional_text(body, "model")
+    request_id = bodies.optional_request_id(body)
     try:
-        sent = await store.requests.send(key=conversation_id.encode(), value=payload, force=True)
-        await sent
-        reply = await asyncio.wait_for(asyncio.shield(waiting), timeout + 1.0)
-    except TimeoutError:
+        with store_errors():
+            reply = await port.ask(
+                conversation_id,
+                text,
+                system=system,
+                tools=tools,
+                model=model,
+                request_id=request_id,
+                timeout=timeout,
+            )
+    except ReplyTimeout as err:
         raise ApiError(
             504,
             f"no reply in {timeout:g} s; ask again with the same request_id",
-            request_id=request.request_id,
+            request_id=err.request_id,
             retry_same_id=True,
         ) from None
-    finally:
-        waiters.forget(request.request_id)
     return json_answer(reply_json(reply), status=HTTP_STATUS.get(reply.status, 502))
 
 

@@ -1,4 +1,5 @@
-"""Run the async API from synchronous code.
+"""Run the async API from synchronous code: ``Chat``'s sync calls, and the sync facades
+over the asyncio stores and clients.
 
 Sync calls run their coroutine on one long-lived event loop in a daemon thread, rather
 than ``asyncio.run`` per call: the SDK clients keep pooled connections that belong to

@@ -1,0 +1,368 @@
+"""The conversation store's use cases, once, over any backend: what every store does.
+
+:class:`StoreApplication` implements :class:`~goaicore.store.port.ConversationStore`
+over a :class:`~goaicore.store.backend.StoreBackend`: it checks every input, wraps and
+appends events, asks, reads with read-your-writes, and runs the history operations by
+:mod:`goaicore.store.history`'s rules on a fold of the conversation's records. The
+backends (in memory, over Kafka, inside the store worker) only move records.
+
+Read-your-writes: a write through an intake reaches ``events`` once a worker sealed
+it, so the store remembers its latest such write of each conversation, and the next
+read or operation on that conversation waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Self
+
+from goaicore.fold.admission import Unfoldable
+from goaicore.fold.policy import PolicyTimeline
+from goaicore.fold.records import admitted, fold_records, log_skipped
+from goaicore.records import (
+    EVENT_BODY_TYPES,
+    ChatReply,
+    ConversationDeleted,
+    ConversationErased,
+    ConversationEvent,
+    ConversationSnapshot,
+    LoggedEvent,
+    TopicPosition,
+    new_event,
+    utc_now,
+)
+from goaicore.records.types import EventBody
+from goaicore.records.validation import check_conversation_id
+from goaicore.store import history
+from goaicore.store.backend import StoreBackend
+from goaicore.store.errors import OperationPending, WriteNotApplied
+from goaicore.store.history import SOURCE, Erased, Forked, Rewound, Scan, Stop, Undone
+from goaicore.store.inputs import RecordLimits, chat_request_record, event_record
+from goaicore.store.port import Appended, Conversation
+from goaicore.store.read_your_writes import applied
+
+POLL_SECONDS = 0.1
+"""How often a wait for the workers (a snapshot, a sealed event) looks again."""
+
+
+class StoreApplication:
+    """A :class:`~goaicore.store.port.ConversationStore` over ``backend`` (see the module
+    docstring); ``source`` names the appending service in the events it wraps, and
+    ``read_wait`` is how long an operation waits for a worker to seal (GOAICORE_READ_WAIT).
+    """
+
+    def __init__(
+        self, backend: StoreBackend, source: str = "publisher", read_wait: float = 10.0
+    ) -> None:
+        self.backend = backend
+        self.source = source
+        self.read_wait = max(read_wait, 1.0)
+        self._limits = RecordLimits(backend.record_limit, backend.intake)
+        self._unsealed: dict[str, Appended] = {}
+        """Each conversation's latest write to an intake a worker may not have sealed yet."""
+
+    # -- reading
+
+    async def read(
+        self,
+        conversation_id: str,
+        *,
+        after: Appended | None = None,
+        history: bool = True,
+        snapshot: bool = True,
+        timeout: float = 10.0,  # noqa: ASYNC109 - how long the workers may be waited for
+    ) -> Conversation:
+        check_conversation_id(conversation_id)
+        deadline = time.monotonic() + timeout
+        after = after or self._unsealed.get(conversation_id)
+        if after is not None and (snapshot or history):  # a write through intake reaches
+            # events once sealed: its snapshot says when
+            await self._snapshot_applying(conversation_id, after, None, deadline, timeout)
+            self._sealed(conversation_id, after)
+        events: list[LoggedEvent] = []
+        skipped = 0
+        if history:
+            events, skipped = await self._logged(conversation_id)
+        if not snapshot:
+            return Conversation(conversation_id, None, tuple(events), skipped)
+        last = events[-1].offset if events else None
+        folded = await self._snapshot_applying(conversation_id, after, last, deadline, timeout)
+        return Conversation(conversation_id, folded, tuple(events), skipped)
+
+    async def conversations(self) -> list[str]:
+        return sorted(await self.backend.snapshots())
+
+    # -- appending
+
+    async def append(self, conversation_id: str, event: ConversationEvent | EventBody) -> Appended:
+        check_conversation_id(conversation_id)
+        if isinstance(event, EVENT_BODY_TYPES):
+            event = new_event(conversation_id, event, source=self.source)
+        event_record(self._limits, self.source, conversation_id, event)  # fits, or refused
+        assert isinstance(event, ConversationEvent)  # event_record refused anything else
+        position = await self.backend.publish(event)
+        appended = Appended(event.event_id, position)
+        if position.topic != self.backend.events_topic:
+            self._unsealed[conversation_id] = appended
+        return appended
+
+    # -- chat
+
+    async def ask(
+        self,
+        conversation_id: str,
+        text: str,
+        *,
+        system: str | None = None,
+        tools: Iterable[str] = (),
+        model: str | None = None,
+        request_id: str | None = None,
+        timeout: float = 30.0,  # noqa: ASYNC109 - the ask's wait, and the turn's deadline
+    ) -> ChatReply:
+        deadline = utc_now() + timedelta(seconds=timeout)
+        request, _ = chat_request_record(
+            self._limits, conversation_id, text, system, tools, model, deadline, request_id
+        )
+        return await self.backend.ask(request, timeout)
+
+    async def regenerate(
+        self,
+        conversation_id: str,
+        timeout: float = 60.0,  # noqa: ASYNC109 - the ask's wait
+    ) -> ChatReply:
+        undone = await self.undo(conversation_id, ask_again=True)
+        return await self.ask(conversation_id, undone.text, timeout=timeout)
+
+    # -- history operations
+
+    async def undo(self, conversation_id: str, ask_again: bool = False) -> Undone:
+        policy = await self._policy(conversation_id)
+        found = await self._scan(conversation_id, policy, copies_content=True)
+        offset, text = history.last_user_message(conversation_id, found, ask_again)
+        then = await self._scan(conversation_id, policy, history.from_offset(offset))
+        rewound = await self._rewind(conversation_id, then, offset - 1, "undo", policy)
+        return Undone(rewound.position, rewound.until_offset, rewound.messages, text)
+
+    async def rewind(
+        self, conversation_id: str, until_offset: int, reason: str = "rewind"
+    ) -> Rewound:
+        history.check_until_offset(until_offset)
+        policy = await self._policy(conversation_id)
+        found = await self._scan(
+            conversation_id, policy, history.after_offset(until_offset), copies_content=True
+        )
+        return await self._rewind(conversation_id, found, until_offset, reason, policy)
+
+    async def fork(
+        self,
+        source_id: str,
+        new_id: str,
+        before_offset: int | None = None,
+        as_of: datetime | None = None,
+    ) -> Forked:
+        stop = history.fork_stop(source_id, new_id, before_offset, as_of)
+        policy = await self._policy(source_id)
+        found = await self._scan(source_id, policy, stop, copies_content=True)
+        await self._own_writes_sealed(new_id)
+        history.refuse_fork_into(new_id, bool(await self.backend.records(new_id)))
+        body = history.forked(source_id, found, before_offset)
+        position = await self._operate(
+            new_id, body, await self._policy(new_id), related=(source_id,)
+        )
+        return Forked(position, found.partition, body.until_offset, len(body.messages))
+
+    async def set_metadata(
+        self,
+        conversation_id: str,
+        title: str | None = None,
+        owner: str | None = None,
+        tags: Iterable[str] | None = None,
+        attributes: Mapping[str, str | None] | None = None,
+    ) -> TopicPosition:
+        policy = await self._policy(conversation_id)
+        change = history.metadata_change(conversation_id, title, owner, tags, attributes, policy)
+        return await self._operate(conversation_id, change, policy)
+
+    async def delete(self, conversation_id: str, reason: str = "") -> TopicPosition:
+        policy = await self._policy(conversation_id)
+        await self._scan(conversation_id, policy)  # not found, or deleted: refused here
+        return await self._operate(conversation_id, ConversationDeleted(reason=reason), policy)
+
+    async def erase(
+        self,
+        conversation_id: str,
+        reason: str = "",
+        timeout: float = 30.0,  # noqa: ASYNC109 - the wait for the key's owner
+        name_forks: bool = True,
+    ) -> Erased:
+        policy = await self._policy(conversation_id)
+        await self._scan(conversation_id, policy, allow_deleted=True)
+        snapshots = await self.backend.snapshots() if name_forks else {}
+        forks = history.forks_of(conversation_id, snapshots)
+        had_key = await self.backend.has_key(conversation_id)
+        erasure = ConversationErased(reason=reason)
+        position = await self._operate(conversation_id, erasure, policy, wait=timeout)
+        if had_key:
+            await self.backend.key_destroyed(conversation_id, position, timeout)
+        return Erased(position, key_destroyed=had_key, forks=forks)
+
+    # -- lifecycle
+
+    async def close(self) -> None:
+        await self.backend.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- the log, read and folded
+
+    async def _logged(self, conversation_id: str) -> tuple[list[LoggedEvent], int]:
+        """The conversation's events the fold takes, and how many records it does not."""
+        logged, skipped = [], 0
+        for record in await self.backend.records(conversation_id):
+            event = admitted(record, self.backend.keys)
+            if isinstance(event, Unfoldable):
+                skipped += 1
+                log_skipped(self.backend.events_topic, record, event.reason, event.detail)
+            else:
+                logged.append(event)
+        return logged, skipped
+
+    async def _policy(self, conversation_id: str) -> PolicyTimeline:
+        """The bounds the worker folded this conversation under (its stored snapshot's)."""
+        stored = await self.backend.snapshot(conversation_id)
+        return history.policy_for(stored, self.backend.record_limit)
+
+    async def _scan(
+        self,
+        conversation_id: str,
+        policy: PolicyTimeline,
+        stop: Stop | None = None,
+        allow_deleted: bool = False,
+        copies_content: bool = False,
+    ) -> Scan:
+        check_conversation_id(conversation_id)
+        await self._own_writes_sealed(conversation_id)
+        records = await self.backend.records(conversation_id)
+        outcomes = fold_records(records, policy, keys=self.backend.keys)
+        return history.scan(conversation_id, outcomes, stop, allow_deleted, copies_content)
+
+    async def _rewind(
+        self,
+        conversation_id: str,
+        found: Scan,
+        until_offset: int,
+        reason: str,
+        policy: PolicyTimeline,
+    ) -> Rewound:
+        body = history.rewound(conversation_id, found, until_offset, reason)
+        position = await self._operate(conversation_id, body, policy)
+        return Rewound(position, until_offset, len(body.messages))
+
+    async def _operate(
+        self,
+        conversation_id: str,
+        body: EventBody,
+        policy: PolicyTimeline,
+        related: tuple[str, ...] = (),
+        wait: float | None = None,
+    ) -> TopicPosition:
+        """Append a history operation's event, then fold the log up to it: refused if the
+        fold did not apply it.
+
+        Through an intake, the event's place in ``events`` is where the worker sealed it:
+        the log is read again until it is there, for ``wait`` seconds (``read_wait``
+        unless given), else :class:`OperationPending`.
+        """
+        event = new_event(conversation_id, body, source=SOURCE)
+        event_record(self._limits, SOURCE, conversation_id, event)  # fits, or refused
+        position = await self.backend.publish(event, related)
+        topic = self.backend.events_topic
+        direct = position.topic == topic
+        patience = wait if wait is not None else self.read_wait
+        deadline = time.monotonic() + patience
+        while True:
+            until = position.offset if direct else None
+            records = await self.backend.records(conversation_id, until, related)
+            outcomes = fold_records(records, policy, keys=self.backend.keys)
+            found = history.applied_at(outcomes, event, policy, topic)
+            if found is not None:
+                return found
+            if direct:
+                return position
+            if time.monotonic() > deadline:
+                raise OperationPending(
+                    f"appended to {position}, but no store worker sealed it into {topic} "
+                    f"within {patience:.0f} s: is one running? It takes effect once one "
+                    "does; do not repeat it"
+                )
+            await asyncio.sleep(POLL_SECONDS)
+
+    # -- read-your-writes
+
+    async def _own_writes_sealed(self, conversation_id: str) -> None:
+        """Wait until a worker sealed this store's latest intake write of the conversation
+        into ``events``: an operation must see what its caller appended before it."""
+        pending = self._unsealed.get(conversation_id)
+        if pending is None:
+            return
+        deadline = time.monotonic() + self.read_wait
+        try:
+            await self._snapshot_applying(conversation_id, pending, None, deadline, self.read_wait)
+        except WriteNotApplied:
+            raise OperationPending(
+                f"{pending.position} ({conversation_id!r}) is not sealed into "
+                f"{self.backend.events_topic} after {self.read_wait:g} s: is a store worker "
+                "running? Nothing was done; try again once it is"
+            ) from None
+        self._sealed(conversation_id, pending)
+
+    def _sealed(self, conversation_id: str, write: Appended) -> None:
+        """``write`` is folded: later reads need not wait for it."""
+        if self._unsealed.get(conversation_id) == write:
+            del self._unsealed[conversation_id]
+
+    async def _snapshot_applying(
+        self,
+        conversation_id: str,
+        after: Appended | None,
+        last_offset: int | None,
+        deadline: float,
+        timeout: float,  # noqa: ASYNC109 - the whole read's, for the message
+    ) -> ConversationSnapshot | None:
+        """The snapshot once it has applied ``after`` and the event at ``last_offset``."""
+        while True:
+            snapshot = await self.backend.snapshot(conversation_id)
+            behind = _behind(snapshot, after, last_offset, self.backend.events_topic)
+            if behind is None:
+                return snapshot
+            if time.monotonic() > deadline:
+                raise WriteNotApplied(
+                    f"the snapshot of {conversation_id!r} has not applied {behind} after "
+                    f"{timeout:g} s: is a store worker running?"
+                )
+            await asyncio.sleep(POLL_SECONDS)
+
+
+def _behind(
+    snapshot: ConversationSnapshot | None,
+    after: Appended | None,
+    last_offset: int | None,
+    events_topic: str,
+) -> str | None:
+    """What the snapshot has yet to apply (None: nothing): the caller's write ``after``,
+    and the last event read with it."""
+    if after is not None and not applied(snapshot, after, events_topic):
+        return f"the write at {after.position}"
+    if last_offset is None:
+        return None
+    last = snapshot.last_position if snapshot is not None else None
+    if last is None or last.offset < last_offset:
+        return f"the event at offset {last_offset} of its partition of {events_topic}"
+    return None

@@ -1,0 +1,91 @@
+"""What a store needs of where the log lives: the backend under
+:class:`~goaicore.store.application.StoreApplication`.
+
+A backend moves records and nothing more: it reads a conversation's records and
+snapshot, appends an event, hands a checked chat request to whoever runs turns, and
+looks data keys up. Every decision (what to append, when to refuse, what to wait for)
+is the application's, so each backend (in memory, over Kafka, inside the store
+worker) is thin and all of them behave alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from goaicore.fold.records import LogRecord
+from goaicore.records import (
+    ChatReply,
+    ChatRequest,
+    ConversationEvent,
+    ConversationSnapshot,
+    TopicPosition,
+)
+from goaicore.sealing.records import KeyLookup
+
+
+class StoreBackend(Protocol):
+    """Where a store's log, snapshots, chat turns and data keys are."""
+
+    @property
+    def events_topic(self) -> str:
+        """The name positions in the log carry."""
+        ...
+
+    @property
+    def record_limit(self) -> int:
+        """The largest record written (GOAICORE_MAX_RECORD_BYTES)."""
+        ...
+
+    @property
+    def intake(self) -> bool:
+        """Appends go to an intake a worker seals from: room is kept for the seal."""
+        ...
+
+    @property
+    def keys(self) -> KeyLookup | None:
+        """Opens sealed events (None: nothing sealed can be opened here)."""
+        ...
+
+    async def records(
+        self, conversation_id: str, until_offset: int | None = None, related: tuple[str, ...] = ()
+    ) -> list[LogRecord]:
+        """The conversation's records in log order (up to ``until_offset``), the keys that
+        open them (and those of ``related`` conversations) looked up first."""
+        ...
+
+    async def snapshot(self, conversation_id: str) -> ConversationSnapshot | None:
+        """The conversation's latest stored snapshot."""
+        ...
+
+    async def snapshots(self) -> Mapping[str, ConversationSnapshot]:
+        """Every conversation's latest stored snapshot."""
+        ...
+
+    async def publish(
+        self, event: ConversationEvent, related: tuple[str, ...] = ()
+    ) -> TopicPosition:
+        """Append ``event`` (checked already) once the log has it; where content is sealed
+        (the conversation, or a ``related`` one, has a key), never in the clear."""
+        ...
+
+    async def ask(self, request: ChatRequest, timeout: float) -> ChatReply:  # noqa: ASYNC109
+        """The reply to ``request`` (checked already), from whoever runs the turn."""
+        ...
+
+    async def has_key(self, conversation_id: str) -> bool:
+        """The conversation has a data key now (its content is sealed)."""
+        ...
+
+    async def key_destroyed(
+        self,
+        conversation_id: str,
+        erasure: TopicPosition,
+        timeout: float,  # noqa: ASYNC109 - how long the key's owner may be waited for
+    ) -> None:
+        """Return once the key the erasure at ``erasure`` destroys is gone."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections and tasks; idempotent."""
+        ...

@@ -1,0 +1,104 @@
+"""The conversation store inside the store worker: the port its HTTP views use.
+
+A :class:`~goaicore.store.application.StoreApplication` over :class:`WorkerBackend`:
+the store over Kafka, except where this worker is the conversation's owner. There the
+snapshot comes from the worker's own table, an event is sealed under the
+conversation's key here (the key's one writer) and sent on the worker's producer, and
+a chat request is answered by this worker's chat agent, whose reply wakes the waiting
+caller. Everything else (a conversation another worker owns, the history operations'
+appends, which go through the intake where content is sealed) is the Kafka backend's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from goaicore.kafka.faust.transport import steady_producer
+from goaicore.kafka.partitioner import partition_for
+from goaicore.records import (
+    ChatReply,
+    ChatRequest,
+    ConversationEvent,
+    ConversationSnapshot,
+    TopicPosition,
+)
+from goaicore.records.avro.api import encode_chat_request, encode_event
+from goaicore.sealing.records import seal_event
+from goaicore.store.application import StoreApplication
+from goaicore.store.errors import timed_out
+from goaicore.store.history import SOURCE
+from goaicore.store.kafka import KafkaBackend
+from goaicore.tracing import record_headers
+from goaicore_store.topology import StoreApp
+
+REPLY_GRACE = 1.0
+"""Seconds a caller waits for a reply past its request's deadline: the turn's own
+timeout reply is worth more than a timeout here."""
+
+
+class WorkerBackend(KafkaBackend):
+    """The store worker's view of its store (see the module docstring)."""
+
+    def __init__(self, store: StoreApp, source: str) -> None:
+        super().__init__(store.settings, source)
+        self.store = store
+        self.intake = self.intake or store.keys.sealing  # room for the seal this worker adds
+
+    def owns(self, conversation_id: str) -> bool:
+        """This worker holds the conversation's partition (its table is current for it)."""
+        events = self.store.events.get_topic_name()
+        partition = partition_for(conversation_id, self.store.settings.partitions)
+        return any(
+            tp.topic == events and tp.partition == partition
+            for tp in self.store.app.assignor.assigned_actives()
+        )
+
+    async def snapshot(self, conversation_id: str) -> ConversationSnapshot | None:
+        if self.owns(conversation_id):
+            snapshot: ConversationSnapshot | None = self.store.table.get(conversation_id.encode())
+            return snapshot
+        return await super().snapshot(conversation_id)
+
+    async def publish(
+        self, event: ConversationEvent, related: tuple[str, ...] = ()
+    ) -> TopicPosition:
+        """An event of a conversation this worker owns, sealed here where content is sealed
+        (history operations keep going through the intake, as any publisher's do)."""
+        keys = self.store.keys
+        conversation_id = event.conversation_id
+        if not keys.sealing or event.source == SOURCE or not self.owns(conversation_id):
+            return await super().publish(event, related)
+        sealed = seal_event(event, await keys.key_for(conversation_id))
+        topic = self.store.events.get_topic_name()
+        producer = steady_producer(self.store.app)
+        key = conversation_id.encode()
+        [delivery] = await producer.send_together(
+            topic, key, [encode_event(sealed)], record_headers()
+        )
+        metadata = await delivery
+        return TopicPosition(topic, metadata.partition, metadata.offset)
+
+    async def ask(self, request: ChatRequest, timeout: float) -> ChatReply:  # noqa: ASYNC109
+        """Publish the request and wait for the reply this worker's chat agent publishes
+        (the caller forwarded it to the conversation's owner first)."""
+        waiters = self.store.chat.waiters
+        waiting = waiters.expect(request.request_id)
+        try:
+            sent = await self.store.requests.send(
+                key=request.conversation_id.encode(),
+                value=encode_chat_request(request),
+                force=True,
+            )
+            await sent
+            return await asyncio.wait_for(asyncio.shield(waiting), timeout + REPLY_GRACE)
+        except TimeoutError:
+            raise timed_out(request.request_id, timeout) from None
+        finally:
+            waiters.forget(request.request_id)
+
+
+def worker_store(store: StoreApp) -> StoreApplication:
+    """The worker's store: what its HTTP views append as ``http``."""
+    return StoreApplication(
+        WorkerBackend(store, source="http"), source="http", read_wait=store.settings.read_wait
+    )
