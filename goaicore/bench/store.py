@@ -306,7 +306,7 @@ def plain_read(settings: Settings, count: int) -> float:
 
 async def plain_read_async(settings: Settings, count: int) -> float:
     """Events/s of an aiokafka consumer reading every partition of the events topic."""
-    from goaicore.clients.aio.connection import partitions_of, start_consumer
+    from goaicore.kafka.aio_connection import partitions_of, start_consumer
 
     consumer = await start_consumer(settings)
     try:

@@ -129,11 +129,12 @@ def handle_undo(args: argparse.Namespace) -> int:
 
 
 def handle_regenerate(args: argparse.Namespace) -> int:
-    from goaicore.clients import ChatClient
-    from goaicore.store.history_operations import HistoryOperations
+    from goaicore.cli.store import kafka_store
 
-    with HistoryOperations() as ops, ChatClient(source="cli") as client:
-        reply = ops.regenerate(args.conversation, client, timeout=args.timeout)
+    store, _ = kafka_store()
+    with store:  # the store's regenerate, from synchronous code
+        undone = store.undo(args.conversation, ask_again=True)
+        reply = store.ask(args.conversation, undone.text, timeout=args.timeout)
     return print_reply(reply)
 
 

@@ -6,22 +6,18 @@ until compaction runs, older ones too): the last record of a key wins.
 
 from __future__ import annotations
 
-import logging
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from goaicore.config import Settings
 from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.kafka.partition_reader import read_to_end
 from goaicore.kafka.partitioner import partition_for
+from goaicore.kafka.snapshots import decode_latest
 from goaicore.lifecycle import Closing
 from goaicore.progress import ProgressBar
 from goaicore.records import ConversationSnapshot
-from goaicore.records.avro.api import decode_snapshot
-from goaicore.records.avro.errors import DecodeError
 from goaicore.records.validation import check_conversation_id
-
-log = logging.getLogger(__name__)
 
 
 class SnapshotReader(Closing):
@@ -66,21 +62,3 @@ class SnapshotReader(Closing):
 
     def close(self) -> None:
         self._consumer.close()
-
-
-def decode_latest(
-    latest: Mapping[bytes, bytes | None],
-) -> tuple[dict[str, ConversationSnapshot], int]:
-    """The snapshots held by each key's latest value (a tombstone: none), by conversation
-    id, and how many did not decode (each logged and left out)."""
-    out: dict[str, ConversationSnapshot] = {}
-    skipped = 0
-    for key, value in latest.items():
-        if value is None:
-            continue  # a tombstone: no snapshot
-        try:
-            out[key.decode()] = decode_snapshot(value)
-        except (DecodeError, UnicodeDecodeError) as err:
-            skipped += 1
-            log.warning("skipped an undecodable snapshot for key %r: %s", key, err)
-    return out, skipped

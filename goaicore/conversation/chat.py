@@ -3,7 +3,7 @@
 An application stores the ``bytes`` returned in ``ChatResult.state`` wherever it keeps
 its data and passes them back on the next turn; it never needs to look inside. Every
 call has an async twin (``a``-prefixed); the sync calls run the async ones on a private
-event loop (see ``goaicore.conversation._sync``), so they work from plain scripts.
+event loop (see ``goaicore.sync``), so they work from plain scripts.
 """
 
 from __future__ import annotations

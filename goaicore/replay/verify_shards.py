@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait as wait_for_any
 from typing import Any
 
-from goaicore.clients.aio.connection import start_consumer
-from goaicore.clients.snapshots import decode_latest
 from goaicore.config import Settings
 from goaicore.errors import GoaicoreError
 from goaicore.fold.records import log_skipped
+from goaicore.kafka.aio_connection import start_consumer
 from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.kafka.partition_reader import read_partitions_async
 from goaicore.kafka.partitioner import partition_for
+from goaicore.kafka.snapshots import decode_latest
 from goaicore.kafka.topics import TopicMismatchError
 from goaicore.logs import configure_from_environment
 from goaicore.progress import ProgressBar

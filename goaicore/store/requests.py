@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from goaicore.conversation.tools import Tool
-from goaicore.errors import InputError
+from goaicore.errors import GoaicoreError, InputError
 from goaicore.records import ChatRequest
 
 MAX_TEXT_CHARS = 100_000
@@ -24,8 +24,8 @@ class RequestRejected(InputError):
         self.kind = kind
 
 
-class DeadlinePassed(Exception):
-    """The request's deadline passed before it could run."""
+class DeadlinePassed(GoaicoreError):
+    """The request's deadline passed before it could run (its reply says ``timeout``)."""
 
 
 def check_request(request: ChatRequest, registry: Mapping[str, Tool]) -> None:

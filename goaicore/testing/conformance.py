@@ -27,6 +27,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from goaicore.errors import GoaicoreError
 from goaicore.records import (
     AssistantTurn,
     ConversationEvent,
@@ -45,7 +46,7 @@ StoreFactory = Callable[[], AbstractAsyncContextManager[ConversationStore]]
 """Makes a store to use as ``async with`` for one check."""
 
 
-class ConformanceFailure(AssertionError):
+class ConformanceFailure(GoaicoreError, AssertionError):
     """A store broke a promise; the message says which and what it did instead."""
 
 

@@ -10,6 +10,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ROOT / "services"
 SERVICE_PACKAGES = tuple(sorted(p.name for p in SERVICES.iterdir() if (p / "__init__.py").exists()))
@@ -183,11 +185,24 @@ HTTP_ROUTES = (
 )
 
 
-def test_the_http_routes_reach_the_broker_only_through_the_store_port() -> None:
+# The commands that read and write conversations: asking, publishing, the history, the
+# history operations.
+CONVERSATION_COMMANDS = (
+    "goaicore.cli.chat",
+    "goaicore.cli.events",
+    "goaicore.cli.history_ops",
+    "goaicore.cli.store",
+)
+
+
+@pytest.mark.parametrize("interface", [HTTP_ROUTES, CONVERSATION_COMMANDS])
+def test_interfaces_reach_the_broker_only_through_the_store_port(
+    interface: tuple[str, ...],
+) -> None:
     modules = _modules()
     offending = [
         f"{name} imports {target}"
-        for name in HTTP_ROUTES
+        for name in interface
         for target in _imports(name, modules[name], modules)
         if any(target == below or target.startswith(below + ".") for below in BELOW_THE_PORT)
     ]

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from aiokafka import TopicPartition  # type: ignore[import-untyped]
 
-from goaicore.clients.aio.connection import start_consumer, start_producer
 from goaicore.config import Settings
 from goaicore.kafka import ensure_topics
+from goaicore.kafka.aio_connection import start_consumer, start_producer
 from goaicore.kafka.partition_reader import LogReadTimeout, read_partitions_async
 
 

@@ -14,15 +14,15 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, Self
 
-from goaicore.clients.aio.connection import (
+from goaicore.clients.chat_client import reply_of
+from goaicore.config import Settings
+from goaicore.errors import BrokerError, client_errors
+from goaicore.kafka.aio_connection import (
     partitions_of,
     start_consumer,
     start_producer,
     stop_all,
 )
-from goaicore.clients.chat_client import reply_of
-from goaicore.config import Settings
-from goaicore.errors import BrokerError, client_errors
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ChatReply, new_id, utc_now
 from goaicore.records.validation import check_request_id

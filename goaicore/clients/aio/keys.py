@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from goaicore.clients.aio.connection import partitions_of, start_consumer
 from goaicore.config import Settings
+from goaicore.kafka.aio_connection import partitions_of, start_consumer
 from goaicore.kafka.partition_reader import read_to_end_async
 from goaicore.kafka.partitioner import partition_for
 from goaicore.lifecycle import AsyncRunning

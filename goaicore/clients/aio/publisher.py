@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
-from goaicore.clients.aio.connection import start_producer
 from goaicore.clients.publisher import position_of, publish_topic
 from goaicore.config import Settings
 from goaicore.errors import client_errors
+from goaicore.kafka.aio_connection import start_producer
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ConversationEvent, TopicPosition, UserMessage
 from goaicore.records.types import EventBody

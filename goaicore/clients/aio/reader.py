@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Self
 
-from goaicore.clients.aio.connection import partitions_of, start_consumer
 from goaicore.config import Settings
 from goaicore.fold.admission import Unfoldable
 from goaicore.fold.records import LogRecord, admitted, log_skipped
+from goaicore.kafka.aio_connection import partitions_of, start_consumer
 from goaicore.kafka.partition_reader import read_to_end_async
 from goaicore.kafka.partitioner import partition_for
 from goaicore.lifecycle import AsyncRunning

@@ -6,10 +6,10 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Self
 
-from goaicore.clients.aio.connection import start_consumer, start_producer, stop_all
 from goaicore.clients.deadletter import DeadLetter
 from goaicore.config import Settings
 from goaicore.errors import client_errors
+from goaicore.kafka.aio_connection import start_consumer, start_producer, stop_all
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ChatReply
 from goaicore.records.avro.api import decode_chat_reply

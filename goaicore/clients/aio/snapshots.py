@@ -6,11 +6,11 @@ from __future__ import annotations
 import sys
 from typing import Any, Self
 
-from goaicore.clients.aio.connection import partitions_of, start_consumer
-from goaicore.clients.snapshots import decode_latest
 from goaicore.config import Settings
+from goaicore.kafka.aio_connection import partitions_of, start_consumer
 from goaicore.kafka.partition_reader import read_partitions_async, read_to_end_async
 from goaicore.kafka.partitioner import partition_for
+from goaicore.kafka.snapshots import decode_latest
 from goaicore.lifecycle import AsyncRunning
 from goaicore.progress import ProgressBar
 from goaicore.records import ConversationSnapshot

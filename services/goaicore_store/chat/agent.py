@@ -41,9 +41,9 @@ from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplySta
 from goaicore.records.avro.api import decode_chat_request, encode_chat_reply, encode_event
 from goaicore.records.avro.errors import DecodeError
 from goaicore.sealing.records import seal_event
-from goaicore.store.idempotency import RecentReplies, recover_from_log
+from goaicore.store.idempotency import RecentReplies, answer
 from goaicore.store.ordering import KeyedDispatcher
-from goaicore.store.turns import TurnOutcome, failure, run_request
+from goaicore.store.turns import TurnOutcome, failure
 from goaicore.tracing import context_of, record_headers, tracer
 from goaicore_store.metrics import MeasuredProvider
 
@@ -218,21 +218,13 @@ class ChatAgent:
         )
 
     async def _outcome(self, request: ChatRequest, key: bytes) -> TurnOutcome:
-        snapshot = self.store.table.get(key)
-        recovered = recover_from_log(request, snapshot)
-        if recovered is not None:
-            log.warning("request %s: its turn is already in the log", request.request_id)
-            return recovered
-        try:
-            provider = MeasuredProvider(
-                self.services.providers.get(request.model), self.store.metrics
-            )
-        except Exception as err:
-            return failure(
-                request, ReplyStatus.ERROR, "provider-config", f"{type(err).__name__}: {err}"
-            )
-        return await run_request(
-            request, snapshot, provider, self.services.registry, self.services.turn
+        metrics = self.store.metrics
+        return await answer(
+            request,
+            self.store.table.get(key),
+            lambda model: MeasuredProvider(self.services.providers.get(model), metrics),
+            self.services.registry,
+            self.services.turn,
         )
 
     def _stored_replies(self, key: bytes) -> RecentReplies:
