@@ -111,10 +111,23 @@ _CLIENTS = frozenset(
 
 
 def __getattr__(name: str) -> object:
-    if name == "HistoryOperations":
-        from goaicore.store import history_operations
+    # The stores load on first use too: the one over Kafka brings its clients.
+    if name == "ConversationStore":
+        from goaicore.store.port import ConversationStore
 
-        return history_operations.HistoryOperations
+        return ConversationStore
+    if name == "InMemoryConversationStore":
+        from goaicore.store.memory import InMemoryConversationStore
+
+        return InMemoryConversationStore
+    if name == "KafkaConversationStore":
+        from goaicore.store.kafka import KafkaConversationStore
+
+        return KafkaConversationStore
+    if name == "HistoryOperations":
+        from goaicore.store.history_operations import HistoryOperations
+
+        return HistoryOperations
     if name in _CLIENTS:
         from goaicore import clients
 
@@ -123,6 +136,9 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [  # noqa: RUF022 - grouped: the library, then the Kafka clients
+    "ConversationStore",
+    "InMemoryConversationStore",
+    "KafkaConversationStore",
     "AsyncChatClient",
     "AsyncEventPublisher",
     "AsyncHistoryReader",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Self
@@ -47,6 +48,9 @@ from goaicore.store.read_your_writes import applied
 POLL_SECONDS = 0.1
 """How often a wait for the workers (a snapshot, a sealed event) looks again."""
 
+UNSEALED_KEPT = 10_000
+"""Conversations whose latest intake write a store remembers, to read it back."""
+
 
 class StoreApplication:
     """A :class:`~goaicore.store.port.ConversationStore` over ``backend`` (see the module
@@ -61,8 +65,9 @@ class StoreApplication:
         self.source = source
         self.read_wait = max(read_wait, 1.0)
         self._limits = RecordLimits(backend.record_limit, backend.intake)
-        self._unsealed: dict[str, Appended] = {}
-        """Each conversation's latest write to an intake a worker may not have sealed yet."""
+        self._unsealed: OrderedDict[str, Appended] = OrderedDict()
+        """Each conversation's latest write to an intake a worker may not have sealed yet
+        (the newest UNSEALED_KEPT: an older one is sealed long since)."""
 
     # -- reading
 
@@ -107,6 +112,9 @@ class StoreApplication:
         appended = Appended(event.event_id, position)
         if position.topic != self.backend.events_topic:
             self._unsealed[conversation_id] = appended
+            self._unsealed.move_to_end(conversation_id)
+            while len(self._unsealed) > UNSEALED_KEPT:
+                self._unsealed.popitem(last=False)
         return appended
 
     # -- chat

@@ -400,6 +400,19 @@ async def _erase(store: ConversationStore) -> None:
     await expect_error(ConversationNotFound, store.erase(new_id("none")), "erase of nothing")
 
 
+async def _a_turn_that_cannot_run_is_a_reply(store: ConversationStore) -> None:
+    cid = new_id("rejected")
+    reply = await store.ask(cid, "use it", tools=["no-such-tool"], timeout=60.0)
+    expect(
+        reply.status is ReplyStatus.REJECTED,
+        f"a request naming an unknown tool: {reply.status.value}",
+    )
+    expect("no-such-tool" in (reply.error or ""), f"the error does not name it: {reply.error}")
+    read = await settled(store, cid)
+    kinds = [type(b).__name__ for b in bodies(read)]
+    expect(kinds == ["TurnFailed"], f"a rejected turn appended {kinds}, not one TurnFailed")
+
+
 async def _list_conversations(store: ConversationStore) -> None:
     ids = sorted(new_id("listed") for _ in range(3))
     for cid in ids:
@@ -427,6 +440,8 @@ async def _bad_input_is_refused_clearly(store: ConversationStore) -> None:
     )
     await expect_error(InvalidInputError, store.append(cid, other), "another conversation's event")
     await expect_error(InvalidInputError, store.ask(cid, "  "), "ask with blank text")
+    await expect_error(InvalidInputError, store.ask(cid, "hi", request_id=""), "empty request id")
+    await expect_error(InvalidInputError, store.read("x" * 100_000), "a 100,000-character id")
     huge = "x" * 2_000_000
     await expect_error(InvalidInputError, store.append(cid, UserMessage(text=huge)), "2 MB event")
     read = await store.read(cid)
@@ -513,6 +528,11 @@ CHECKS: tuple[Check, ...] = (
         "erase",
         "erasure clears the content and keeps the audit skeleton",
         _erase,
+    ),
+    Check(
+        "a_turn_that_cannot_run_is_a_reply",
+        "a request the turn cannot run is a rejected reply and one TurnFailed",
+        _a_turn_that_cannot_run_is_a_reply,
     ),
     Check(
         "list_conversations",
