@@ -22,7 +22,7 @@ from typing import Self
 
 from goaicore.fold.admission import Unfoldable
 from goaicore.fold.policy import PolicyTimeline
-from goaicore.fold.records import admitted, fold_records, log_skipped
+from goaicore.fold.records import LogRecord, admitted, fold_records, log_skipped
 from goaicore.records import (
     EVENT_BODY_TYPES,
     ChatReply,
@@ -232,8 +232,12 @@ class StoreApplication:
 
     async def _logged(self, conversation_id: str) -> tuple[list[LoggedEvent], int]:
         """The conversation's events the fold takes, and how many records it does not."""
+        records = await self.backend.records(conversation_id)
+        return await asyncio.to_thread(self._admitted, records)
+
+    def _admitted(self, records: list[LogRecord]) -> tuple[list[LoggedEvent], int]:
         logged, skipped = [], 0
-        for record in await self.backend.records(conversation_id):
+        for record in records:
             event = admitted(record, self.backend.keys)
             if isinstance(event, Unfoldable):
                 skipped += 1
@@ -243,7 +247,11 @@ class StoreApplication:
         return logged, skipped
 
     async def _policy(self, conversation_id: str) -> PolicyTimeline:
-        """The bounds the worker folded this conversation under (its stored snapshot's)."""
+        """The bounds the worker folded this conversation under (its stored snapshot's),
+        once this store's own earlier writes of it are folded (every operation starts
+        here)."""
+        check_conversation_id(conversation_id)
+        await self._own_writes_sealed(conversation_id)
         stored = await self.backend.snapshot(conversation_id)
         return history.policy_for(stored, self.backend.record_limit)
 
@@ -258,8 +266,12 @@ class StoreApplication:
         check_conversation_id(conversation_id)
         await self._own_writes_sealed(conversation_id)
         records = await self.backend.records(conversation_id)
-        outcomes = fold_records(records, policy, keys=self.backend.keys)
-        return history.scan(conversation_id, outcomes, stop, allow_deleted, copies_content)
+
+        def folded() -> Scan:  # off the event loop: a long conversation folds for a while
+            outcomes = fold_records(records, policy, keys=self.backend.keys)
+            return history.scan(conversation_id, outcomes, stop, allow_deleted, copies_content)
+
+        return await asyncio.to_thread(folded)
 
     async def _rewind(
         self,
@@ -290,7 +302,7 @@ class StoreApplication:
         """
         event = new_event(conversation_id, body, source=SOURCE)
         event_record(self._limits, SOURCE, conversation_id, event)  # fits, or refused
-        position = await self.backend.publish(event, related)
+        position = await self.backend.publish(event, related, operation=True)
         topic = self.backend.events_topic
         direct = position.topic == topic
         patience = wait if wait is not None else self.read_wait
@@ -298,8 +310,7 @@ class StoreApplication:
         while True:
             until = position.offset if direct else None
             records = await self.backend.records(conversation_id, until, related)
-            outcomes = fold_records(records, policy, keys=self.backend.keys)
-            found = history.applied_at(outcomes, event, policy, topic)
+            found = await asyncio.to_thread(self._applied_at, records, event, policy)
             if found is not None:
                 return found
             if direct:
@@ -311,6 +322,12 @@ class StoreApplication:
                     "does; do not repeat it"
                 )
             await asyncio.sleep(POLL_SECONDS)
+
+    def _applied_at(
+        self, records: list[LogRecord], event: ConversationEvent, policy: PolicyTimeline
+    ) -> TopicPosition | None:
+        outcomes = fold_records(records, policy, keys=self.backend.keys)
+        return history.applied_at(outcomes, event, policy, self.backend.events_topic)
 
     # -- read-your-writes
 
@@ -324,10 +341,10 @@ class StoreApplication:
         try:
             await self._snapshot_applying(conversation_id, pending, None, deadline, self.read_wait)
         except WriteNotApplied:
-            raise OperationPending(
-                f"{pending.position} ({conversation_id!r}) is not sealed into "
-                f"{self.backend.events_topic} after {self.read_wait:g} s: is a store worker "
-                "running? Nothing was done; try again once it is"
+            raise WriteNotApplied(
+                f"this store's write at {pending.position} ({conversation_id!r}) is not "
+                f"sealed into {self.backend.events_topic} after {self.read_wait:g} s: is a "
+                "store worker running? Nothing was done; try again once it is"
             ) from None
         self._sealed(conversation_id, pending)
 

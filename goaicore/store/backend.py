@@ -1,11 +1,11 @@
 """What a store needs of where the log lives: the backend under
 :class:`~goaicore.store.application.StoreApplication`.
 
-A backend moves records and nothing more: it reads a conversation's records and
-snapshot, appends an event, hands a checked chat request to whoever runs turns, and
-looks data keys up. Every decision (what to append, when to refuse, what to wait for)
-is the application's, so each backend (in memory, over Kafka, inside the store
-worker) is thin and all of them behave alike.
+A backend moves records: it reads a conversation's records and snapshot, appends an
+event (where sealed content must go is its own concern), hands a checked chat request
+to whoever runs turns, and looks data keys up. What to append, when to refuse and
+what to wait for are the application's, so each backend (in memory, over Kafka,
+inside the store worker) is thin and all of them behave alike.
 """
 
 from __future__ import annotations
@@ -63,10 +63,11 @@ class StoreBackend(Protocol):
         ...
 
     async def publish(
-        self, event: ConversationEvent, related: tuple[str, ...] = ()
+        self, event: ConversationEvent, related: tuple[str, ...] = (), operation: bool = False
     ) -> TopicPosition:
-        """Append ``event`` (checked already) once the log has it; where content is sealed
-        (the conversation, or a ``related`` one, has a key), never in the clear."""
+        """Append ``event`` (checked already) once the log has it. A history ``operation``
+        on sealed content (the conversation, or a ``related`` one, has a key) is never
+        written in the clear: where the backend cannot seal it, its owner must."""
         ...
 
     async def ask(self, request: ChatRequest, timeout: float) -> ChatReply:  # noqa: ASYNC109

@@ -1,7 +1,10 @@
 """What a store says when an operation cannot be done: the same errors from every store.
 
-Each is an input error (the command line exits 2; HTTP answers 404, 409 or 504),
-raised before anything is appended unless it says otherwise.
+:class:`ConversationNotFound` and :class:`OperationRefused` are input errors (the
+command line exits 2; HTTP answers 404 and 409), raised before anything is appended
+unless they say otherwise. :class:`OperationPending`, :class:`WriteNotApplied` and
+:class:`ReplyTimeout` say that the store workers did not answer in time (exit 1; HTTP
+504).
 """
 
 from __future__ import annotations

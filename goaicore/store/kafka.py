@@ -28,6 +28,7 @@ from goaicore.records import (
     ChatReply,
     ChatRequest,
     ConversationEvent,
+    ConversationKey,
     ConversationSnapshot,
     TopicPosition,
 )
@@ -57,6 +58,9 @@ class KafkaBackend:
         self._keys = AsyncTopicKeys(settings)
         self._open: list[AsyncRunning] = []
         self._opening = asyncio.Lock()
+        # A reader assigns, seeks and fetches one partition at a time: calls that share
+        # it take turns (two reads at once would steal each other's records).
+        self._reading = {id(c): asyncio.Lock() for c in (self._reader, self._snapshots, self._keys)}
 
     @property
     def keys(self) -> KeyLookup | None:
@@ -66,15 +70,18 @@ class KafkaBackend:
         self, conversation_id: str, until_offset: int | None = None, related: tuple[str, ...] = ()
     ) -> list[LogRecord]:
         reader = await self._opened(self._reader)
-        records = [r async for r in reader.records(conversation_id, until_offset)]
+        async with self._reading[id(reader)]:
+            records = [r async for r in reader.records(conversation_id, until_offset)]
         if self._keys.ring is not None and records:  # a fold opens seals from the ring alone
             keys = await self._opened(self._keys)
-            await keys.refresh(conversation_id, *related)
+            async with self._reading[id(keys)]:
+                await keys.refresh(conversation_id, *related)
         return records
 
     async def snapshot(self, conversation_id: str) -> ConversationSnapshot | None:
         snapshots = await self._opened(self._snapshots)
-        return await snapshots.get(conversation_id)
+        async with self._reading[id(snapshots)]:
+            return await snapshots.get(conversation_id)
 
     async def snapshots(self) -> Mapping[str, ConversationSnapshot]:
         return await self.all_snapshots()
@@ -83,16 +90,17 @@ class KafkaBackend:
         """Every conversation's latest snapshot; a progress bar while reading when
         ``progress`` (None: when interactive)."""
         snapshots = await self._opened(self._snapshots)
-        return await snapshots.all(progress)
+        async with self._reading[id(snapshots)]:
+            return await snapshots.all(progress)
 
     async def publish(
-        self, event: ConversationEvent, related: tuple[str, ...] = ()
+        self, event: ConversationEvent, related: tuple[str, ...] = (), operation: bool = False
     ) -> TopicPosition:
-        """Through the publisher; a history operation on a sealed conversation (or one
+        """Through the publisher; a history ``operation`` on a sealed conversation (or one
         taking a sealed one's history) goes through the intake even where publishers
         write to ``events``: never the clear log for sealed content."""
         publisher = self._publisher
-        if event.source == SOURCE and not self.intake:
+        if operation and not self.settings.intake:
             for conversation_id in (event.conversation_id, *related):
                 if await self.has_key(conversation_id):
                     publisher = self._sealed
@@ -114,8 +122,7 @@ class KafkaBackend:
         )
 
     async def has_key(self, conversation_id: str) -> bool:
-        keys = await self._opened(self._keys)
-        return await keys.key_of(conversation_id) is not None
+        return await self._key_of(conversation_id) is not None
 
     async def key_destroyed(
         self,
@@ -123,9 +130,8 @@ class KafkaBackend:
         erasure: TopicPosition,
         timeout: float,  # noqa: ASYNC109 - how long the worker may take to fold the erasure
     ) -> None:
-        keys = await self._opened(self._keys)
         deadline = time.monotonic() + timeout
-        while doomed_by(await keys.key_of(conversation_id), erasure.offset):
+        while doomed_by(await self._key_of(conversation_id), erasure.offset):
             if time.monotonic() > deadline:
                 raise OperationRefused(
                     f"erasure appended at {erasure} and folded, but the data key of "
@@ -135,9 +141,15 @@ class KafkaBackend:
             await asyncio.sleep(POLL_SECONDS)
 
     async def close(self) -> None:
-        opened, self._open = self._open, []
-        for client in reversed(opened):
-            await client.close()
+        async with self._opening:  # nothing opens while the store closes
+            opened, self._open = self._open, []
+            for client in reversed(opened):
+                await client.close()
+
+    async def _key_of(self, conversation_id: str) -> ConversationKey | None:
+        keys = await self._opened(self._keys)
+        async with self._reading[id(keys)]:
+            return await keys.key_of(conversation_id)
 
     async def _opened(self, client: C) -> C:
         """``client``, started the first time it is wanted."""

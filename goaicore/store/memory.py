@@ -108,7 +108,7 @@ class MemoryBackend:
         return dict(self.stored)
 
     async def publish(
-        self, event: ConversationEvent, related: tuple[str, ...] = ()
+        self, event: ConversationEvent, related: tuple[str, ...] = (), operation: bool = False
     ) -> TopicPosition:
         return self.write(event)
 

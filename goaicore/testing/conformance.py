@@ -208,6 +208,28 @@ async def _concurrency_across_conversations(store: ConversationStore) -> None:
         expect(roles(read) == ["user", "assistant"], f"{cid}'s history: {roles(read)}")
 
 
+async def _reads_and_operations_at_once(store: ConversationStore) -> None:
+    ids = [new_id(f"busy{i}") for i in range(4)]
+    for cid in ids:
+        await store.append(cid, UserMessage(text=f"one {cid}"))
+        await store.append(cid, UserMessage(text=f"two {cid}"))
+    reads = await asyncio.gather(*(settled(store, cid) for cid in ids))
+    for cid, read in zip(ids, reads, strict=True):
+        expect(user_texts(read) == [f"one {cid}", f"two {cid}"], f"{cid} read {user_texts(read)}")
+    firsts = [read.events[0].offset for read in reads]
+    rewound, *also_read = await asyncio.gather(
+        asyncio.gather(*(store.rewind(c, o) for c, o in zip(ids, firsts, strict=True))),
+        *(settled(store, cid) for cid in ids),
+    )
+    expect([r.messages for r in rewound] == [1] * len(ids), f"rewinds at once kept {rewound}")
+    for cid, read in zip(ids, also_read, strict=True):
+        expect(f"one {cid}" in user_texts(read), f"a read beside the rewinds lost events of {cid}")
+    for cid, read in zip(ids, await asyncio.gather(*(settled(store, c) for c in ids)), strict=True):
+        assert read.snapshot is not None
+        texts = [m.text for m in read.snapshot.messages]
+        expect(texts == [f"one {cid}"], f"{cid} after its rewind holds {texts}")
+
+
 async def _one_conversations_turns_never_interleave(store: ConversationStore) -> None:
     cid = new_id("turns")
     texts = [f"question {i}" for i in range(3)]
@@ -468,6 +490,11 @@ CHECKS: tuple[Check, ...] = (
         "concurrency_across_conversations",
         "conversations asked at once each get their own turn",
         _concurrency_across_conversations,
+    ),
+    Check(
+        "reads_and_operations_at_once",
+        "reads and operations of several conversations at once each see their own",
+        _reads_and_operations_at_once,
     ),
     Check(
         "one_conversations_turns_never_interleave",

@@ -1,12 +1,13 @@
 """The conversation store inside the store worker: the port its HTTP views use.
 
 A :class:`~goaicore.store.application.StoreApplication` over :class:`WorkerBackend`:
-the store over Kafka, except where this worker is the conversation's owner. There the
-snapshot comes from the worker's own table, an event is sealed under the
-conversation's key here (the key's one writer) and sent on the worker's producer, and
-a chat request is answered by this worker's chat agent, whose reply wakes the waiting
-caller. Everything else (a conversation another worker owns, the history operations'
-appends, which go through the intake where content is sealed) is the Kafka backend's.
+the store over Kafka, except for what the worker does itself. A snapshot of a
+conversation it owns comes from its own table; an event goes straight to ``events``
+on its producer, sealed here where content is sealed (the views forward such a write
+to the conversation's owner, the key's one writer); a chat request is answered by its
+own chat agent, whose reply wakes the waiting caller. The rest (another worker's
+conversations, the history operations' appends, which go through the intake where
+content is sealed) is the Kafka backend's.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from goaicore.records.avro.api import encode_chat_request, encode_event
 from goaicore.sealing.records import seal_event
 from goaicore.store.application import StoreApplication
 from goaicore.store.errors import timed_out
-from goaicore.store.history import SOURCE
 from goaicore.store.kafka import KafkaBackend
 from goaicore.tracing import record_headers
 from goaicore_store.topology import StoreApp
@@ -60,20 +60,22 @@ class WorkerBackend(KafkaBackend):
         return await super().snapshot(conversation_id)
 
     async def publish(
-        self, event: ConversationEvent, related: tuple[str, ...] = ()
+        self, event: ConversationEvent, related: tuple[str, ...] = (), operation: bool = False
     ) -> TopicPosition:
-        """An event of a conversation this worker owns, sealed here where content is sealed
-        (history operations keep going through the intake, as any publisher's do)."""
+        """An event straight to ``events`` on the worker's producer, sealed here where
+        content is sealed (the caller forwarded it to the conversation's owner first);
+        history operations go as any publisher's do (through the intake when sealed)."""
+        if operation:
+            return await super().publish(event, related, operation)
         keys = self.store.keys
-        conversation_id = event.conversation_id
-        if not keys.sealing or event.source == SOURCE or not self.owns(conversation_id):
-            return await super().publish(event, related)
-        sealed = seal_event(event, await keys.key_for(conversation_id))
+        written = event
+        if keys.sealing:
+            written = seal_event(event, await keys.key_for(event.conversation_id))
         topic = self.store.events.get_topic_name()
         producer = steady_producer(self.store.app)
-        key = conversation_id.encode()
+        key = event.conversation_id.encode()
         [delivery] = await producer.send_together(
-            topic, key, [encode_event(sealed)], record_headers()
+            topic, key, [encode_event(written)], record_headers()
         )
         metadata = await delivery
         return TopicPosition(topic, metadata.partition, metadata.offset)

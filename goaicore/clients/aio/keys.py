@@ -43,7 +43,7 @@ class AsyncTopicKeys(AsyncRunning):
     async def refresh(self, *conversation_ids: str) -> None:
         """Read the conversations' partitions of the keys topic on to their ends."""
         if self._consumer is None:
-            await self.start()
+            raise RuntimeError("use `async with AsyncTopicKeys(...)`, or await start() first")
         partitions = await partitions_of(self._consumer, self.topic)
         for number in sorted({partition_for(c, len(partitions)) for c in conversation_ids}):
             start = self._next.get(number)

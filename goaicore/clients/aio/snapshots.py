@@ -3,6 +3,7 @@ awaited (as :class:`~goaicore.clients.snapshots.SnapshotReader` reads it)."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Any, Self
 
@@ -63,7 +64,8 @@ class AsyncSnapshotReader(AsyncRunning):
                         raw[record.key] = record.value
         finally:
             bar.close()
-        return self._decoded(raw)
+        # Decoding every snapshot is long CPU work: off the event loop the caller shares.
+        return await asyncio.to_thread(self._decoded, raw)
 
     def _decoded(self, raw: dict[bytes, bytes | None]) -> dict[str, ConversationSnapshot]:
         out, skipped = decode_latest(raw)

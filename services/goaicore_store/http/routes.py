@@ -151,7 +151,8 @@ def register_views(store: StoreApp, port: ConversationStore) -> None:
             forwarded = await forward_to_owner(store, request, conversation_id, b"")
             if forwarded is not None:
                 return forwarded
-            snapshot = (await port.read(conversation_id, history=False)).snapshot
+            with store_errors():
+                snapshot = (await port.read(conversation_id, history=False)).snapshot
             if snapshot is None:
                 raise ApiError(404, f"no conversation {conversation_id!r}")
             return json_answer(jsonable(snapshot))
