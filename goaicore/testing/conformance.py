@@ -217,10 +217,9 @@ async def _reads_and_operations_at_once(store: ConversationStore) -> None:
     for cid, read in zip(ids, reads, strict=True):
         expect(user_texts(read) == [f"one {cid}", f"two {cid}"], f"{cid} read {user_texts(read)}")
     firsts = [read.events[0].offset for read in reads]
-    rewound, *also_read = await asyncio.gather(
-        asyncio.gather(*(store.rewind(c, o) for c, o in zip(ids, firsts, strict=True))),
-        *(settled(store, cid) for cid in ids),
-    )
+    rewinds = asyncio.gather(*(store.rewind(c, o) for c, o in zip(ids, firsts, strict=True)))
+    reads_beside = asyncio.gather(*(settled(store, cid) for cid in ids))
+    rewound, also_read = await asyncio.gather(rewinds, reads_beside)
     expect([r.messages for r in rewound] == [1] * len(ids), f"rewinds at once kept {rewound}")
     for cid, read in zip(ids, also_read, strict=True):
         expect(f"one {cid}" in user_texts(read), f"a read beside the rewinds lost events of {cid}")
