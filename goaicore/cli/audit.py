@@ -20,7 +20,7 @@ from goaicore.records import EVENT_BODY_TYPES
 from goaicore.records.jsonable import jsonable
 
 if TYPE_CHECKING:
-    from goaicore.projection.conversations import ConversationSummary
+    from goaicore.projection.queries import ConversationSummary
 
 BODY_TYPE_NAMES = tuple(t.__name__ for t in EVENT_BODY_TYPES)
 
@@ -95,18 +95,6 @@ def _when(value: datetime | None) -> str:
     return value.astimezone(UTC).isoformat(timespec="seconds") if value else "-"
 
 
-def _connect(settings: Settings) -> Any:
-    from goaicore.projection import connect, require_projection
-
-    conn = connect(settings)
-    try:
-        require_projection(conn, settings.db_schema)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
 def handle_projection_clear(args: argparse.Namespace) -> int:
     from goaicore.projection import connect
     from goaicore.projection.clear import clear_projection
@@ -123,10 +111,10 @@ def handle_projection_clear(args: argparse.Namespace) -> int:
 
 
 def history_from_db(args: argparse.Namespace) -> int:
-    from goaicore.projection import history
+    from goaicore.projection import open_queries
 
-    with _connect(Settings()) as conn:
-        rows = history(conn, args.conversation, args.type, args.since, args.until)
+    with open_queries(Settings()) as queries:
+        rows = queries.history(args.conversation, args.type, args.since, args.until)
     if args.json:
         events = [{"partition": r.partition, "offset": r.offset, "event": r.event()} for r in rows]
         print_json({"conversation_id": args.conversation, "events": events})
@@ -147,12 +135,12 @@ def _labels(row: ConversationSummary) -> str:
 
 
 def handle_conversations(args: argparse.Namespace) -> int:
-    from goaicore.projection import conversations
-    from goaicore.projection.conversations import ConversationFilter
+    from goaicore.projection import open_queries
+    from goaicore.projection.queries import ConversationFilter
 
     where = ConversationFilter(owner=args.owner, tags=tuple(args.tag), title=args.title)
-    with _connect(Settings()) as conn:
-        rows = conversations(conn, args.since, args.limit, where)
+    with open_queries(Settings()) as queries:
+        rows = queries.conversations(args.since, args.limit, where)
     if args.json:
         print_json({"conversations": rows})
         return 0
@@ -169,10 +157,10 @@ def handle_conversations(args: argparse.Namespace) -> int:
 
 
 def handle_search(args: argparse.Namespace) -> int:
-    from goaicore.projection import search
+    from goaicore.projection import open_queries
 
-    with _connect(Settings()) as conn:
-        hits = search(conn, args.text, args.conversation, args.limit)
+    with open_queries(Settings()) as queries:
+        hits = queries.search(args.text, args.conversation, args.limit)
     if args.json:
         print_json({"matches": hits})
         return 0
@@ -191,12 +179,12 @@ def _dollars(nanos: int) -> str:
 
 
 def handle_ledger(args: argparse.Namespace) -> int:
-    from goaicore.projection import ledger, ledger_totals, unpriced_models
+    from goaicore.projection import open_queries
 
-    with _connect(Settings()) as conn:
+    with open_queries(Settings()) as queries:
         if args.conversation is None:
-            totals = ledger_totals(conn, args.since, until=args.until)
-            unpriced = unpriced_models(conn, args.since, args.until)
+            totals = queries.ledger_totals(args.since, until=args.until)
+            unpriced = queries.unpriced_models(args.since, args.until)
             if args.json:
                 print_json({"conversations": totals, "unpriced": unpriced})
                 return 0
@@ -212,7 +200,7 @@ def handle_ledger(args: argparse.Namespace) -> int:
             print(f"{len(totals)} conversations")
             _print_unpriced(unpriced)
             return 0
-        book = ledger(conn, args.conversation, args.since, args.until)
+        book = queries.ledger(args.conversation, args.since, args.until)
     if args.json:
         print_json({**jsonable(book), "unpriced": book.unpriced})
         return 0
@@ -240,17 +228,14 @@ def _print_unpriced(models: list[str]) -> None:
 
 def verify_from_db(args: argparse.Namespace) -> int:
     from goaicore.progress import ProgressBar
-    from goaicore.projection import verify_db
+    from goaicore.projection import open_queries
 
     settings = Settings()
-    with _connect(settings) as conn:
-        count = (
-            len(args.conversations)
-            or conn.execute("SELECT count(*) FROM conversation_snapshots").fetchone()[0]
-        )
+    with open_queries(settings) as queries:
+        count = len(args.conversations) or queries.snapshot_count()
         bar = ProgressBar(sys.stderr.isatty(), count, "verifying stored snapshots")
         try:
-            report = verify_db(conn, settings.topic("events"), args.conversations, bar.advance)
+            report = queries.verify(settings.topic("events"), args.conversations, bar.advance)
         finally:
             bar.close()
     return print_report(report, against_db=True, as_json=args.json)

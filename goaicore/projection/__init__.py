@@ -1,6 +1,9 @@
 """The auditor's queries over the PostgreSQL projection (psycopg 3).
 
-The projector (``goaicore projector``) writes the tables; these read them:
+The console and the auditor's commands ask them through the query port
+(``queries``: :class:`ProjectionQueries`, opened with :func:`open_queries`); the SQL
+is in ``postgres/``. The projector (``goaicore projector``) writes the tables; these
+read them:
 a conversation's history by type and time, the list of conversations (whole, or
 filtered in keyset pages), full-text search, the token and cost ledger, the
 dead letters, the chat replies, and the check of every stored snapshot against
@@ -10,29 +13,29 @@ the fold of the stored events. Importing ``goaicore`` never loads this.
 from goaicore.extras import needs
 
 with needs("postgres"):
-    from goaicore.projection.conversations import (
+    from goaicore.projection.db import ProjectionMissingError, connect, require_projection
+    from goaicore.projection.migrations import LATEST_VERSION, MIGRATIONS, migrate
+    from goaicore.projection.postgres.conversations import conversation_page, conversations
+    from goaicore.projection.postgres.dead_letters import dead_letters
+    from goaicore.projection.postgres.events import history
+    from goaicore.projection.postgres.ledger import ledger, ledger_totals, unpriced_models
+    from goaicore.projection.postgres.queries import PostgresQueries, open_queries
+    from goaicore.projection.postgres.replies import replies_of
+    from goaicore.projection.postgres.search import search
+    from goaicore.projection.postgres.verify import verify_db
+    from goaicore.projection.queries import (
+        BODY_TYPES,
         ConversationFilter,
         ConversationPage,
         ConversationSummary,
-        conversation_page,
-        conversations,
-    )
-    from goaicore.projection.db import ProjectionMissingError, connect, require_projection
-    from goaicore.projection.dead_letters import dead_letters
-    from goaicore.projection.events import BODY_TYPES, StoredEvent, history
-    from goaicore.projection.ledger import (
         Ledger,
         LedgerEntry,
         LedgerTotals,
-        ledger,
-        ledger_totals,
-        unpriced_models,
+        ProjectionQueries,
+        SearchHit,
+        StoredEvent,
     )
-    from goaicore.projection.migrations import LATEST_VERSION, MIGRATIONS, migrate
-    from goaicore.projection.replies import replies_of
     from goaicore.projection.rows import DeadLetterRow, ReplyRow
-    from goaicore.projection.search import SearchHit, search
-    from goaicore.projection.verify import verify_db
     from goaicore.replay.verify import VerifyReport
 
 __all__ = [
@@ -46,7 +49,9 @@ __all__ = [
     "Ledger",
     "LedgerEntry",
     "LedgerTotals",
+    "PostgresQueries",
     "ProjectionMissingError",
+    "ProjectionQueries",
     "ReplyRow",
     "SearchHit",
     "StoredEvent",
@@ -59,6 +64,7 @@ __all__ = [
     "ledger",
     "ledger_totals",
     "migrate",
+    "open_queries",
     "replies_of",
     "require_projection",
     "search",

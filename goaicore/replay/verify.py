@@ -3,7 +3,7 @@
 A snapshot the store worker wrote and a fold of the same events up to its last
 position must be equal, field for field; a report lists every field that is not.
 The log is one source of events (here), the PostgreSQL projection another
-(``goaicore.projection.verify``): both fill the same report.
+(``goaicore.projection.postgres.verify``): both fill the same report.
 """
 
 from __future__ import annotations

@@ -10,21 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from goaicore.errors import raises_ours
 from goaicore.fold.policy import DEFAULT_POLICY, timeline_of
-from goaicore.projection.db import Connection
-from goaicore.projection.verify import refold, stored_snapshots
+from goaicore.projection.queries import EventPoint as Point
+from goaicore.projection.queries import ProjectionQueries
 from goaicore.records import ConversationSnapshot
-
-
-@dataclass(frozen=True)
-class Point:
-    """An event's position in the log, with what it was and when it occurred."""
-
-    partition: int
-    offset: int
-    body_type: str
-    occurred_at: datetime
 
 
 @dataclass(frozen=True)
@@ -44,19 +33,8 @@ class AsOf:
         return 0 if self.at is None else self.points.index(self.at) + 1
 
 
-@raises_ours
-def event_points(conn: Connection, conversation_id: str) -> list[Point]:
-    rows = conn.execute(
-        "SELECT topic_partition, log_offset, body_type, occurred_at FROM conversation_events"
-        " WHERE conversation_id = %s ORDER BY topic_partition, log_offset",
-        (conversation_id,),
-    )
-    return [Point(int(p), int(o), str(t), at) for p, o, t, at in rows]
-
-
-@raises_ours
 def as_of(
-    conn: Connection,
+    queries: ProjectionQueries,
     conversation_id: str,
     offset: int | None = None,
     time: datetime | None = None,
@@ -64,7 +42,7 @@ def as_of(
 ) -> AsOf:
     """The snapshot after the events up to ``offset`` (or those that occurred by ``time``,
     or those before ``before``); with none given, after every stored event."""
-    points = event_points(conn, conversation_id)
+    points = queries.event_points(conversation_id)
     if before is not None:
         applied = [p for p in points if p.offset < before]
         call = next((p for p in points if p.offset == before), None)
@@ -78,7 +56,7 @@ def as_of(
     at = applied[-1] if applied else None
     snapshot = None
     if at is not None:
-        stored = stored_snapshots(conn, [conversation_id]).get(conversation_id)
+        stored = queries.stored_snapshots([conversation_id]).get(conversation_id)
         policy = timeline_of(stored) if stored is not None else DEFAULT_POLICY
-        snapshot = refold(conn, conversation_id, at.partition, at.offset, policy)
+        snapshot = queries.refold(conversation_id, at.partition, at.offset, policy)
     return AsOf(conversation_id, points, at, snapshot, call)

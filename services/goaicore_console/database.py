@@ -1,8 +1,11 @@
-"""The console's PostgreSQL connections: a few kept open, each query run in a thread.
+"""The console's projection: the query port (``goaicore.projection.queries``) over a few
+PostgreSQL connections kept open, each question asked in a thread.
 
-The projection's queries are psycopg's synchronous ones (the CLI's too); a page
-runs them off the event loop, one connection per query at a time, so one slow
-query (a verify of everything) never holds up the other pages.
+This is where the console meets the database: its pages ask a
+:class:`~goaicore.projection.queries.ProjectionQueries` only. The PostgreSQL answers
+are synchronous (psycopg), so a page asks them off the event loop, one connection per
+question at a time, so one slow question (a verify of everything) never holds up the
+other pages.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from goaicore.config import Settings
 from goaicore.projection.db import Connection, connect
+from goaicore.projection.postgres.queries import PostgresQueries
+from goaicore.projection.queries import ProjectionQueries
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -29,9 +34,12 @@ class Database:
         self._closed = False
 
     async def run(
-        self, query: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+        self,
+        query: Callable[Concatenate[ProjectionQueries, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
     ) -> T:
-        """``query(connection, *args, **kwargs)`` in a worker thread."""
+        """``query(queries, *args, **kwargs)`` in a worker thread."""
 
         def call() -> T:
             return self._call(query, *args, **kwargs)
@@ -40,14 +48,17 @@ class Database:
             return await asyncio.to_thread(call)
 
     def _call(
-        self, query: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+        self,
+        query: Callable[Concatenate[ProjectionQueries, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
     ) -> T:
         try:
             conn = self._idle.get_nowait()
         except queue.Empty:
             conn = connect(self.settings)
         try:
-            result = query(conn, *args, **kwargs)
+            result = query(PostgresQueries(conn), *args, **kwargs)
         except BaseException:
             conn.close()  # its state is unknown after a failure
             raise

@@ -15,7 +15,7 @@ from typing import Any
 
 from goaicore.fold.policy import FoldPolicy, PolicyTimeline
 from goaicore.fold.records import Applied, LogRecord, fold_records
-from goaicore.projection.events import StoredEvent
+from goaicore.projection.queries import StoredEvent
 from goaicore.projection.rows import ReplyRow
 from goaicore.records import CompactionApplied, ConversationSnapshot, LogPosition, SnapshotMessage
 

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from goaicore.errors import GoaicoreError
-from goaicore.projection.db import Connection
-from goaicore.projection.verify import verify_db
 from goaicore.records import utc_now
 from goaicore.replay.verify import Difference, VerifyReport
 from goaicore_console.database import Database
@@ -92,7 +90,8 @@ class VerifyJobs:
         self._task: asyncio.Task[None] | None = None
 
     async def one(self, conversation_id: str) -> VerifyReport:
-        return await self.database.run(verify_db, self.events_topic, [conversation_id])
+        topic = self.events_topic
+        return await self.database.run(lambda q: q.verify(topic, [conversation_id]))
 
     async def start_all(self) -> VerifyJob:
         """Start verifying every snapshot, unless a job runs already; the job."""
@@ -105,10 +104,9 @@ class VerifyJobs:
 
     async def _run(self, job: VerifyJob) -> None:
         try:
-            job.total = await self.database.run(_snapshot_count)
-            job.report = await self.database.run(
-                verify_db, self.events_topic, (), progress=job.tick
-            )
+            job.total = await self.database.run(lambda q: q.snapshot_count())
+            topic = self.events_topic
+            job.report = await self.database.run(lambda q: q.verify(topic, (), job.tick))
         except VerifyStoppedError:
             job.error = "stopped with the console"
         except GoaicoreError as err:
@@ -125,8 +123,3 @@ class VerifyJobs:
             self.current.stopping.set()
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
-
-
-def _snapshot_count(conn: Connection) -> int:
-    row = conn.execute("SELECT count(*) FROM conversation_snapshots").fetchone()
-    return int(row[0]) if row else 0

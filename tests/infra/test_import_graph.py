@@ -207,3 +207,35 @@ def test_interfaces_reach_the_broker_only_through_the_store_port(
         if any(target == below or target.startswith(below + ".") for below in BELOW_THE_PORT)
     ]
     assert offending == []
+
+
+# Below the projection's query port: the database's client and the SQL.
+BELOW_THE_QUERY_PORT = (
+    "psycopg",
+    "goaicore.projection.db",
+    "goaicore.projection.postgres",
+    "goaicore.projection.migrations",
+    "goaicore.projection.writer",
+    "kafka",
+    "aiokafka",
+    "goaicore.kafka",
+    "goaicore.clients",
+)
+# Where the console opens its projection; every other module of it asks the port.
+CONSOLE_WIRING = ("goaicore_console.database", "goaicore_console.main")
+
+
+def test_the_console_and_the_audit_commands_reach_the_database_only_through_the_port() -> None:
+    modules = _modules()
+    askers = [
+        name
+        for name in modules
+        if name.startswith("goaicore_console") and name not in CONSOLE_WIRING
+    ] + ["goaicore.cli.audit"]
+    offending = [
+        f"{name} imports {target}"
+        for name in askers
+        for target in _imports(name, modules[name], modules)
+        if any(t == target or target.startswith(t + ".") for t in BELOW_THE_QUERY_PORT)
+    ]
+    assert offending == []

@@ -6,8 +6,7 @@ from datetime import timedelta
 
 from aiohttp import web
 
-from goaicore.projection.dead_letters import dead_letters
-from goaicore.projection.ledger import PERIODS, usage_by_period
+from goaicore.projection.queries import PERIODS
 from goaicore.records import utc_now
 from goaicore_console.charts import bar_chart
 from goaicore_console.keys import DATABASE_KEY, JOBS_KEY
@@ -45,7 +44,7 @@ async def dead_letters_page(request: web.Request) -> web.Response:
     conversation_id = params.text(request, "conversation")
     before = params.position(request, "before")
     letters = await request.app[DATABASE_KEY].run(
-        dead_letters, conversation_id, limit=DEAD_LETTERS_PAGE, before=before
+        lambda q: q.dead_letters(conversation_id, limit=DEAD_LETTERS_PAGE, before=before)
     )
     next_url = None
     if len(letters) == DEAD_LETTERS_PAGE:
@@ -71,7 +70,7 @@ async def usage_page(request: web.Request) -> web.Response:
             since = (until or utc_now()) - timedelta(days=DEFAULT_USAGE_DAYS)
         except OverflowError:
             raise params.BadParameterError("until: too early to count back from") from None
-    periods = await request.app[DATABASE_KEY].run(usage_by_period, since, until, period)
+    periods = await request.app[DATABASE_KEY].run(lambda q: q.usage_by_period(since, until, period))
     label = "%Y-%m-%d %H:00" if period == "hour" else "%Y-%m-%d"
     charts = [
         bar_chart(

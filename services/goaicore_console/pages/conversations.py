@@ -8,12 +8,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from goaicore.fold.policy import DEFAULT_POLICY, timeline_of
-from goaicore.projection.conversations import ConversationFilter, conversation_page
-from goaicore.projection.db import Connection
-from goaicore.projection.events import history
-from goaicore.projection.ledger import Ledger, ledger
-from goaicore.projection.replies import replies_of
-from goaicore.projection.verify import stored_snapshots
+from goaicore.projection.queries import ConversationFilter, Ledger, ProjectionQueries
 from goaicore.records import ConversationSnapshot
 from goaicore_console.asof import as_of
 from goaicore_console.charts import bar_chart
@@ -41,7 +36,7 @@ async def conversation_list(request: web.Request) -> web.Response:
     )
     cursor = params.text(request, "cursor")
     page = await request.app[DATABASE_KEY].run(
-        conversation_page, where, limit=PAGE_SIZE, cursor=cursor
+        lambda q: q.conversation_page(where, limit=PAGE_SIZE, cursor=cursor)
     )
     next_url = None
     if page.next_cursor is not None:
@@ -70,18 +65,18 @@ class _Conversation:
     snapshot: ConversationSnapshot | None
 
 
-def _load(conn: Connection, conversation_id: str) -> _Conversation:
+def _load(queries: ProjectionQueries, conversation_id: str) -> _Conversation:
     """Everything the page shows, timeline folded here: in the query's thread, never on
     the event loop, which a long conversation's fold would hold up (health probes too)."""
-    events = history(conn, conversation_id)
-    replies = replies_of(conn, conversation_id)
-    snapshot = stored_snapshots(conn, [conversation_id]).get(conversation_id)
+    events = queries.history(conversation_id)
+    replies = queries.replies_of(conversation_id)
+    snapshot = queries.stored_snapshots([conversation_id]).get(conversation_id)
     policy = timeline_of(snapshot) if snapshot is not None else DEFAULT_POLICY
     return _Conversation(
         len(events),
         len(replies),
         timeline(events, replies, policy),
-        ledger(conn, conversation_id),
+        queries.ledger(conversation_id),
         snapshot,
     )
 

@@ -3,45 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from goaicore.errors import InputError, raises_ours
+from goaicore.errors import raises_ours
 from goaicore.projection.db import Connection
-from goaicore.records import EVENT_BODY_TYPES, ConversationEvent
-from goaicore.records.avro.api import decode_event
-
-BODY_TYPES = tuple(t.__name__ for t in EVENT_BODY_TYPES)
-
-
-@dataclass(frozen=True)
-class StoredEvent:
-    """One ``conversation_events`` row: the event's log position, envelope and body."""
-
-    partition: int
-    offset: int
-    event_id: str
-    conversation_id: str
-    body_type: str
-    occurred_at: datetime
-    source: str
-    causation_id: str | None
-    body: dict[str, Any]
-    text: str | None
-    avro: bytes
-
-    def event(self) -> ConversationEvent:
-        """The event exactly as logged, decoded from the stored Avro bytes."""
-        return decode_event(self.avro)
-
-
-def check_types(types: Sequence[str]) -> None:
-    unknown = sorted(set(types) - set(BODY_TYPES))
-    if unknown:
-        raise InputError(
-            f"unknown event type {', '.join(unknown)} (known: {', '.join(BODY_TYPES)})"
-        )
+from goaicore.projection.queries import StoredEvent, check_types
 
 
 @raises_ours

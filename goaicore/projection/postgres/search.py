@@ -8,27 +8,13 @@ Queries use web-search syntax: words, "quoted phrases", ``or``, ``-word``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from goaicore.errors import raises_ours
 from goaicore.projection.db import Connection
+from goaicore.projection.queries import SearchHit
 
 HIGHLIGHT = "MaxFragments=2, MaxWords=18, MinWords=6, StartSel=[, StopSel=], FragmentDelimiter= … "
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    """An event whose text matches, with a snippet showing the match in [brackets]."""
-
-    conversation_id: str
-    partition: int
-    offset: int
-    body_type: str
-    occurred_at: datetime
-    rank: float
-    snippet: str
 
 
 @raises_ours

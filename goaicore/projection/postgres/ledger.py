@@ -7,12 +7,12 @@ cost counts in ``turns_without_cost`` rather than as zero.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from goaicore.errors import InputError, raises_ours
 from goaicore.projection.db import Connection
+from goaicore.projection.queries import PERIODS, Ledger, LedgerEntry, LedgerTotals, UsagePeriod
 
 _USAGE = (
     "coalesce((body->'usage'->>'prompt_tokens')::bigint, 0),"
@@ -21,48 +21,6 @@ _USAGE = (
     " coalesce((body->'usage'->>'llm_calls')::bigint, 0),"
     " (body->>'cost_usd_nanos')::bigint"
 )
-
-
-@dataclass(frozen=True)
-class LedgerEntry:
-    """One assistant turn's usage."""
-
-    partition: int
-    offset: int
-    occurred_at: datetime
-    provider: str
-    model: str
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    llm_calls: int
-    cost_usd_nanos: int | None
-
-
-@dataclass(frozen=True)
-class LedgerTotals:
-    """A conversation's sums over its assistant turns."""
-
-    conversation_id: str
-    turns: int
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    llm_calls: int
-    cost_usd_nanos: int
-    turns_without_cost: int
-
-
-@dataclass(frozen=True)
-class Ledger:
-    conversation_id: str
-    entries: list[LedgerEntry]
-    totals: LedgerTotals
-
-    @property
-    def unpriced(self) -> list[str]:
-        """``provider/model`` of the turns whose cost is unknown (no price for the model)."""
-        return sorted({f"{e.provider}/{e.model}" for e in self.entries if e.cost_usd_nanos is None})
 
 
 @raises_ours
@@ -142,21 +100,6 @@ def unpriced_models(
         params,
     ).fetchall()
     return [row[0] for row in rows]
-
-
-PERIODS = ("hour", "day", "week", "month")
-
-
-@dataclass(frozen=True)
-class UsagePeriod:
-    """The assistant turns of one period (``start`` to the next period), all conversations."""
-
-    start: datetime
-    turns: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd_nanos: int
-    turns_without_cost: int
 
 
 @raises_ours

@@ -13,75 +13,20 @@ import base64
 import binascii
 import dataclasses
 import json
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from goaicore.errors import InputError, raises_ours
 from goaicore.projection.db import Connection
+from goaicore.projection.queries import (
+    EVERY_CONVERSATION,
+    ConversationFilter,
+    ConversationPage,
+    ConversationSummary,
+)
 from goaicore.projection.rows import clean
 
 MAX_PAGE = 1000
-
-
-@dataclass(frozen=True)
-class ConversationSummary:
-    """One conversation: its event counts, first and last activity, snapshot totals.
-
-    Activity is the events' ``occurred_at`` (the publishers' clocks). The
-    snapshot fields are None until the conversation's snapshot is projected.
-    ``dead_letters`` counts the projected dead letters keyed by the conversation.
-    """
-
-    conversation_id: str
-    partition: int
-    event_count: int
-    message_count: int
-    first_occurred_at: datetime
-    last_occurred_at: datetime
-    last_offset: int
-    snapshot_offset: int | None
-    deleted: bool | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    cost_usd_nanos: int | None
-    failed_turns: int
-    compactions: int
-    dead_letters: int
-    title: str | None = None
-    owner: str | None = None
-    tags: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ConversationFilter:
-    """Which conversations a page lists; every condition given must hold."""
-
-    text: str | None = None
-    """Words in any of the conversation's events (web-search syntax, English stemming)."""
-    active_from: datetime | None = None
-    """Last activity at or after this time."""
-    active_until: datetime | None = None
-    """Last activity before this time."""
-    has_failures: bool = False
-    has_compactions: bool = False
-    has_dead_letters: bool = False
-    owner: str | None = None
-    """Owned by exactly this owner (metadata)."""
-    tags: tuple[str, ...] = ()
-    """Tagged with every one of these tags."""
-    title: str | None = None
-    """Titled with this text somewhere in the title (any case)."""
-
-
-@dataclass(frozen=True)
-class ConversationPage:
-    """One page of the list, the number of conversations matching, and the next page."""
-
-    rows: list[ConversationSummary]
-    total: int
-    next_cursor: str | None
-    """Pass to ``conversation_page`` for the next page; None on the last page."""
 
 
 # The page's rows are chosen on ``conversations`` alone (its indexes give the order);
@@ -176,7 +121,7 @@ def conversations(
     conn: Connection,
     since: datetime | None = None,
     limit: int | None = None,
-    where: ConversationFilter = ConversationFilter(),
+    where: ConversationFilter = EVERY_CONVERSATION,
 ) -> list[ConversationSummary]:
     """Conversations matching ``where`` and active at or after ``since``, most recently
     active first."""
@@ -189,7 +134,7 @@ def conversations(
 @raises_ours
 def conversation_page(
     conn: Connection,
-    where: ConversationFilter = ConversationFilter(),
+    where: ConversationFilter = EVERY_CONVERSATION,
     limit: int = 50,
     cursor: str | None = None,
 ) -> ConversationPage:
