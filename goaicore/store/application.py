@@ -263,8 +263,8 @@ class StoreApplication:
         allow_deleted: bool = False,
         copies_content: bool = False,
     ) -> Scan:
-        check_conversation_id(conversation_id)
-        await self._own_writes_sealed(conversation_id)
+        """The fold of the conversation's records (every caller asked its ``_policy`` first:
+        the id is checked and this store's own writes of it are folded)."""
         records = await self.backend.records(conversation_id)
 
         def folded() -> Scan:  # off the event loop: a long conversation folds for a while

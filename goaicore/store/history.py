@@ -335,8 +335,7 @@ def forks_of(
 def idle(snapshots: Mapping[str, ConversationSnapshot], days: float, now: datetime) -> list[str]:
     """Conversations with content whose last event is more than ``days`` old: what a
     retention policy erases. One erased with nothing since is not listed again."""
-    if days <= 0:
-        raise InvalidInputError(f"days must be more than 0, got {days}")
+    check_days(days)
     before = now - timedelta(days=days)
     return sorted(
         conversation_id
@@ -345,6 +344,12 @@ def idle(snapshots: Mapping[str, ConversationSnapshot], days: float, now: dateti
         and snapshot.updated_at < before
         and not _erased_since_last_event(snapshot)
     )
+
+
+def check_days(days: float) -> None:
+    """How idle a conversation must be to be listed: more than 0 days."""
+    if days <= 0:
+        raise InvalidInputError(f"days must be more than 0, got {days}")
 
 
 def _refuse_unopened(conversation_id: str, found: Scan) -> None:

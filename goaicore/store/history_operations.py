@@ -69,8 +69,7 @@ class HistoryOperations(SyncConversationStore):
     ) -> list[str]:
         """Conversations with content whose last event is more than ``days`` old: what a
         retention policy erases. One erased with nothing since is not listed again."""
-        if days <= 0:  # refused before the snapshots are read
-            history.idle({}, days, utc_now())
+        history.check_days(days)  # refused before the snapshots are read
         return history.idle(self._snapshots(progress), days, now or utc_now())
 
     def _snapshots(self, progress: bool | None) -> dict[str, ConversationSnapshot]:
