@@ -16,13 +16,11 @@ from goaicore.cli.args import POSITIVE, moment
 from goaicore.cli.output import add_json_option, print_json
 from goaicore.cli.render import clip, describe_event, print_report
 from goaicore.config import Settings
-from goaicore.records import EVENT_BODY_TYPES
+from goaicore.records.event_types import BODY_TYPE_NAMES
 from goaicore.records.jsonable import jsonable
 
 if TYPE_CHECKING:
     from goaicore.projection.queries import ConversationSummary
-
-BODY_TYPE_NAMES = tuple(t.__name__ for t in EVENT_BODY_TYPES)
 
 
 def register(subparsers: Any) -> None:

@@ -6,89 +6,26 @@ from typing import TYPE_CHECKING
 
 from goaicore.cli.output import print_json
 from goaicore.records import (
-    AssistantTurn,
     ChatReply,
     ChatRequest,
-    CompactionApplied,
-    ConversationDeleted,
-    ConversationErased,
     ConversationEvent,
-    ConversationForked,
     ConversationKey,
-    ConversationReset,
-    ConversationRewound,
     ConversationSnapshot,
-    GameEvent,
-    MetadataSet,
-    ToolResult,
-    TurnFailed,
-    UserMessage,
 )
-from goaicore.records.types import EventBody, Record
+from goaicore.records.event_types import clip, summary
+from goaicore.records.types import Record
 
 if TYPE_CHECKING:
     from goaicore.replay.verify import VerifyReport
 
-WIDTH = 160
-
-
-def clip(text: str, width: int = WIDTH) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def describe_body(body: EventBody) -> str:
-    match body:
-        case UserMessage(text=text):
-            return f"user: {clip(text)}"
-        case AssistantTurn(text=text, tool_calls=calls, finish_reason=reason, model=model):
-            called = "".join(f" →{c.name}({clip(c.arguments, 60)})" for c in calls)
-            return f"assistant[{model or '?'}, {reason or '?'}]: {clip(text)}{called}"
-        case ToolResult(name=name, content=content, is_error=is_error):
-            return f"tool {name}{' ERROR' if is_error else ''}: {clip(content)}"
-        case GameEvent(kind=kind, text=text, attributes=attributes):
-            attrs = " ".join(f"{k}={v}" for k, v in sorted(attributes.items()))
-            return f"game[{kind}]: {clip(text)}{'  ' + attrs if attrs else ''}"
-        case CompactionApplied(strategy=strategy, removed_count=removed):
-            return f"compaction[{strategy}]: removed {removed} messages"
-        case TurnFailed(request_id=request_id, kind=kind, message=message):
-            return f"turn failed[{kind}] request {request_id}: {clip(message)}"
-        case ConversationReset(reason=reason):
-            return f"reset: {reason}"
-        case ConversationDeleted(reason=reason):
-            return f"deleted: {reason}"
-        case ConversationRewound(until_offset=until, messages=messages, reason=reason):
-            return f"rewound[{reason or 'rewind'}] to offset {until}: {len(messages)} messages"
-        case ConversationForked(
-            source_conversation_id=source, source_partition=p, until_offset=until, messages=m
-        ):
-            return f"forked from {clip(source, 80)} at {p}@{until}: {len(m)} messages"
-        case MetadataSet():
-            return f"metadata: {describe_metadata(body)}"
-        case ConversationErased(reason=reason):
-            return f"erased: {reason}"
-    return type(body).__name__
-
-
-def describe_metadata(change: MetadataSet) -> str:
-    """What a MetadataSet changes, e.g. ``title='Quest' tags=[a, b] -mood``."""
-    parts = []
-    if change.title is not None:
-        parts.append(f"title={clip(change.title, 80)!r}" if change.title else "-title")
-    if change.owner is not None:
-        parts.append(f"owner={clip(change.owner, 80)!r}" if change.owner else "-owner")
-    if change.tags is not None:
-        parts.append(f"tags=[{', '.join(sorted(set(change.tags)))}]")
-    for key, value in sorted(change.attributes.items()):
-        parts.append(f"{key}={clip(value, 60)!r}" if value is not None else f"-{key}")
-    return " ".join(parts) or "no change"
+__all__ = ["clip", "describe", "describe_event", "print_report"]
 
 
 def describe_event(event: ConversationEvent) -> str:
     """One line; a sealed event not opened here (read raw, or its key gone) says so."""
     when = event.occurred_at.isoformat(timespec="seconds")
     sealed = f"  (sealed under key {event.sealed.key_id})" if event.sealed is not None else ""
-    return f"{when} {event.conversation_id} {describe_body(event.body)}{sealed}"
+    return f"{when} {event.conversation_id} {summary(event.body)}{sealed}"
 
 
 def describe(record: Record) -> str:

@@ -15,6 +15,9 @@ counts of applied events unchanged; only the position moves past it and
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from goaicore.fold.admission import MAX_CONVERSATION_ID_BYTES
 from goaicore.fold.bound import anomalies_with, bounded, with_anomaly
 from goaicore.fold.carried import history_problem
@@ -25,6 +28,7 @@ from goaicore.fold.pending import note_appended, pending_caller, unanswered_call
 from goaicore.fold.policy import DEFAULT_POLICY, MAX_EARLIER_BOUNDS, FoldPolicy
 from goaicore.fold.size import note_inserted, note_window_slid
 from goaicore.records import (
+    EVENT_BODY_TYPES,
     AssistantTurn,
     CompactionApplied,
     ConversationDeleted,
@@ -178,88 +182,117 @@ def _apply(
     policy: FoldPolicy,
 ) -> SnapshotChanges:
     """The fields ``event`` changes in ``snapshot`` (its bookkeeping aside: :func:`_seen`)."""
-    body = event.body
-    eid = event.event_id
-    if isinstance(body, UserMessage):
-        message = SnapshotMessage(
-            role="user",
-            text=body.text,
-            content_json=body.content_json,
-            name=body.name,
-            event_id=eid,
-        )
-        return _append(snapshot, message)
-    if isinstance(body, AssistantTurn):
-        message = SnapshotMessage(
-            role="assistant",
-            text=body.text,
-            tool_calls=body.tool_calls,
-            raw_json=body.raw_json,
-            provider=body.provider or None,
-            event_id=eid,
-        )
-        usage = body.usage
-        return SnapshotChanges(
-            **_append(snapshot, message),
-            prompt_tokens=snapshot.prompt_tokens + (usage.prompt_tokens if usage else 0),
-            completion_tokens=snapshot.completion_tokens
-            + (usage.completion_tokens if usage else 0),
-            cost_usd_nanos=snapshot.cost_usd_nanos + (body.cost_usd_nanos or 0),
-        )
-    if isinstance(body, ToolResult):
-        message = SnapshotMessage(
-            role="tool",
-            text=body.content,
-            tool_call_id=body.tool_call_id,
-            name=body.name,
-            is_error=body.is_error,
-            event_id=eid,
-        )
-        return _append(snapshot, message)
-    if isinstance(body, GameEvent):
-        # A context message: the model sees the game event's text where it happened.
-        return _append(
-            snapshot, SnapshotMessage(role="system", text=body.text, name=body.kind, event_id=eid)
-        )
-    if isinstance(body, CompactionApplied):
-        kept = apply_compaction_record(snapshot.messages, body)
-        # The summary (if any) is now a context message in the history; the snapshot
-        # also keeps the latest one for readers who want it without the transcript.
-        return SnapshotChanges(messages=kept, summary=body.summary or snapshot.summary)
-    if isinstance(body, TurnFailed):
-        return SnapshotChanges()  # audit only: counted in events_by_type, never sent to the model
-    if isinstance(body, ConversationReset):
-        return SnapshotChanges(messages=(), summary=None)
-    if isinstance(body, ConversationDeleted):
-        # The metadata may name a person (a title, an owner): it goes with the history.
-        return SnapshotChanges(
-            messages=(),
-            summary=None,
-            deleted=True,
-            title=None,
-            owner=None,
-            tags=(),
-            attributes={},
-        )
-    if isinstance(body, ConversationRewound):
-        # The log keeps what came after until_offset; the history is as it stood then.
-        return SnapshotChanges(messages=body.messages, summary=body.summary)
-    if isinstance(body, ConversationForked):
-        origin = ForkOrigin(
-            conversation_id=body.source_conversation_id,
-            partition=body.source_partition,
-            until_offset=body.until_offset,
-        )
-        return SnapshotChanges(messages=body.messages, summary=body.summary, forked_from=origin)
-    if isinstance(body, MetadataSet):
-        return metadata_changes(snapshot, body)
-    if isinstance(body, ConversationErased):
-        return _erased(position)
-    return SnapshotChanges(
-        anomalies=anomalies_with(
-            snapshot, f"{_where(event, position, policy)}: unknown body", policy
-        )
+    rule = _RULES.get(type(event.body))
+    if rule is None:
+        note = f"{_where(event, position, policy)}: unknown body"
+        return SnapshotChanges(anomalies=anomalies_with(snapshot, note, policy))
+    return rule(snapshot, event.body, event.event_id, position)
+
+
+def _user(
+    snapshot: ConversationSnapshot, body: UserMessage, eid: str, _: LogPosition
+) -> SnapshotChanges:
+    message = SnapshotMessage(
+        role="user", text=body.text, content_json=body.content_json, name=body.name, event_id=eid
     )
+    return _append(snapshot, message)
+
+
+def _assistant(
+    snapshot: ConversationSnapshot, body: AssistantTurn, eid: str, _: LogPosition
+) -> SnapshotChanges:
+    message = SnapshotMessage(
+        role="assistant",
+        text=body.text,
+        tool_calls=body.tool_calls,
+        raw_json=body.raw_json,
+        provider=body.provider or None,
+        event_id=eid,
+    )
+    usage = body.usage
+    return SnapshotChanges(
+        **_append(snapshot, message),
+        prompt_tokens=snapshot.prompt_tokens + (usage.prompt_tokens if usage else 0),
+        completion_tokens=snapshot.completion_tokens + (usage.completion_tokens if usage else 0),
+        cost_usd_nanos=snapshot.cost_usd_nanos + (body.cost_usd_nanos or 0),
+    )
+
+
+def _tool_result(
+    snapshot: ConversationSnapshot, body: ToolResult, eid: str, _: LogPosition
+) -> SnapshotChanges:
+    message = SnapshotMessage(
+        role="tool",
+        text=body.content,
+        tool_call_id=body.tool_call_id,
+        name=body.name,
+        is_error=body.is_error,
+        event_id=eid,
+    )
+    return _append(snapshot, message)
+
+
+def _game(
+    snapshot: ConversationSnapshot, body: GameEvent, eid: str, _: LogPosition
+) -> SnapshotChanges:
+    # A context message: the model sees the game event's text where it happened.
+    return _append(
+        snapshot, SnapshotMessage(role="system", text=body.text, name=body.kind, event_id=eid)
+    )
+
+
+def _compaction(
+    snapshot: ConversationSnapshot, body: CompactionApplied, _eid: str, _: LogPosition
+) -> SnapshotChanges:
+    kept = apply_compaction_record(snapshot.messages, body)
+    # The summary (if any) is now a context message in the history; the snapshot
+    # also keeps the latest one for readers who want it without the transcript.
+    return SnapshotChanges(messages=kept, summary=body.summary or snapshot.summary)
+
+
+def _turn_failed(*_: object) -> SnapshotChanges:
+    return SnapshotChanges()  # audit only: counted in events_by_type, never sent to the model
+
+
+def _reset(*_: object) -> SnapshotChanges:
+    return SnapshotChanges(messages=(), summary=None)
+
+
+def _deleted(*_: object) -> SnapshotChanges:
+    # The metadata may name a person (a title, an owner): it goes with the history.
+    return SnapshotChanges(
+        messages=(), summary=None, deleted=True, title=None, owner=None, tags=(), attributes={}
+    )
+
+
+def _rewound(
+    _snapshot: ConversationSnapshot, body: ConversationRewound, _eid: str, _: LogPosition
+) -> SnapshotChanges:
+    # The log keeps what came after until_offset; the history is as it stood then.
+    return SnapshotChanges(messages=body.messages, summary=body.summary)
+
+
+def _forked(
+    _snapshot: ConversationSnapshot, body: ConversationForked, _eid: str, _: LogPosition
+) -> SnapshotChanges:
+    origin = ForkOrigin(
+        conversation_id=body.source_conversation_id,
+        partition=body.source_partition,
+        until_offset=body.until_offset,
+    )
+    return SnapshotChanges(messages=body.messages, summary=body.summary, forked_from=origin)
+
+
+def _metadata(
+    snapshot: ConversationSnapshot, body: MetadataSet, _eid: str, _: LogPosition
+) -> SnapshotChanges:
+    return metadata_changes(snapshot, body)
+
+
+def _erased_rule(
+    _snapshot: ConversationSnapshot, _body: ConversationErased, _eid: str, position: LogPosition
+) -> SnapshotChanges:
+    return _erased(position)
 
 
 def _erased(position: LogPosition) -> SnapshotChanges:
@@ -280,6 +313,29 @@ def _erased(position: LogPosition) -> SnapshotChanges:
         attributes={},
         erased_before=position,
     )
+
+
+_Rule = Callable[[ConversationSnapshot, Any, str, LogPosition], SnapshotChanges]
+
+_RULES: Mapping[type[Any], _Rule] = {
+    UserMessage: _user,
+    AssistantTurn: _assistant,
+    ToolResult: _tool_result,
+    GameEvent: _game,
+    CompactionApplied: _compaction,
+    TurnFailed: _turn_failed,
+    ConversationReset: _reset,
+    ConversationDeleted: _deleted,
+    ConversationRewound: _rewound,
+    ConversationForked: _forked,
+    MetadataSet: _metadata,
+    ConversationErased: _erased_rule,
+}
+"""How each body type changes a snapshot: one rule for every type of the registry."""
+
+_unruled = set(EVENT_BODY_TYPES) ^ set(_RULES)
+if _unruled:  # a body type added to the registry without its rule cannot be folded
+    raise ImportError(f"the fold has no rule for {sorted(t.__name__ for t in _unruled)}")
 
 
 def _append(snapshot: ConversationSnapshot, message: SnapshotMessage) -> SnapshotChanges:

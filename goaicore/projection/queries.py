@@ -16,11 +16,12 @@ from typing import Any, NamedTuple, Protocol
 from goaicore.errors import InputError
 from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy, PolicyTimeline
 from goaicore.projection.rows import DeadLetterRow, ReplyRow
-from goaicore.records import EVENT_BODY_TYPES, ConversationEvent, ConversationSnapshot
+from goaicore.records import ConversationEvent, ConversationSnapshot
 from goaicore.records.avro.api import decode_event
+from goaicore.records.event_types import BODY_TYPE_NAMES
 from goaicore.replay.verify import VerifyReport
 
-BODY_TYPES = tuple(t.__name__ for t in EVENT_BODY_TYPES)
+BODY_TYPES = BODY_TYPE_NAMES
 
 
 @dataclass(frozen=True)

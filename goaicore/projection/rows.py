@@ -13,17 +13,15 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from goaicore.records import (
-    AssistantTurn,
+    EVENT_TYPES,
     ChatReply,
     CompactionApplied,
     ConversationEvent,
     ConversationSnapshot,
     EventBody,
-    GameEvent,
-    ToolResult,
     TurnFailed,
-    UserMessage,
 )
+from goaicore.records.event_types import searchable_text
 from goaicore.records.json_text import json_text
 from goaicore.records.jsonable import jsonable
 
@@ -31,7 +29,7 @@ if TYPE_CHECKING:
     from goaicore.clients.deadletter import DeadLetter
 
 # Body types that add a message to the history (counted in conversations.message_count).
-MESSAGE_TYPES = frozenset({"UserMessage", "AssistantTurn", "ToolResult", "GameEvent"})
+MESSAGE_TYPES = frozenset(entry.name for entry in EVENT_TYPES if entry.adds_message)
 FAILED_TURN = TurnFailed.__name__  # counted in conversations.failed_turns
 COMPACTION = CompactionApplied.__name__  # counted in conversations.compactions
 
@@ -73,17 +71,7 @@ def stored_json_text(value: Any) -> str:
 
 def message_text(body: EventBody) -> str | None:
     """The words of an event a reader searches for (None when it has none)."""
-    match body:
-        case UserMessage(text=text) | GameEvent(text=text) | AssistantTurn(text=text):
-            found: str | None = text
-        case ToolResult(content=content):
-            found = content
-        case CompactionApplied(summary=summary):
-            found = summary
-        case TurnFailed(message=message):
-            found = message
-        case _:
-            found = None
+    found = searchable_text(body)
     return clean(found) if found else None
 
 

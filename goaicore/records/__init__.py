@@ -3,10 +3,10 @@
 Pure data: no I/O, no Kafka, no Avro here. ``goaicore.records.avro`` encodes and decodes them.
 """
 
+from goaicore.records.event_types import EVENT_BODY_TYPES, EVENT_TYPES, EventType
 from goaicore.records.new import new_chat_request, new_event, new_id, utc_millis, utc_now
 from goaicore.records.positions import LoggedEvent, TopicPosition
 from goaicore.records.types import (
-    EVENT_BODY_TYPES,
     AssistantTurn,
     ChatReply,
     ChatRequest,
@@ -39,6 +39,7 @@ from goaicore.records.types import (
 
 __all__ = [
     "EVENT_BODY_TYPES",
+    "EVENT_TYPES",
     "AssistantTurn",
     "ChatReply",
     "ChatRequest",
@@ -53,6 +54,7 @@ __all__ = [
     "ConversationRewound",
     "ConversationSnapshot",
     "EventBody",
+    "EventType",
     "FoldBounds",
     "ForkOrigin",
     "GameEvent",

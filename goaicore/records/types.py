@@ -268,22 +268,7 @@ EventBody: TypeAlias = (
     | MetadataSet
     | ConversationErased
 )
-
-# In the order of the schema's union; new body types are appended, never inserted.
-EVENT_BODY_TYPES: tuple[type[EventBody], ...] = (
-    UserMessage,
-    AssistantTurn,
-    ToolResult,
-    GameEvent,
-    CompactionApplied,
-    TurnFailed,
-    ConversationReset,
-    ConversationDeleted,
-    ConversationRewound,
-    ConversationForked,
-    MetadataSet,
-    ConversationErased,
-)
+"""Every body type, as the schema's union holds them (their registry: ``event_types``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,75 +6,36 @@ summaries, reasons and error text, metadata. The skeleton is everything else: id
 types, times, roles, tool and model names, token counts, costs, positions. An erased
 conversation keeps its skeleton readable forever; its content cannot be opened again.
 
-One table of fields per record type, and two views of a record built from it:
-:func:`blanked`, its skeleton with the content emptied (stored in the clear beside the
-sealed record), and :func:`erased`, what a reader shows once the content cannot be
-opened: the skeleton with a visible mark in place of each text.
+One table of fields per record type (an event body's is its registry entry's
+``content``), and two views of a record built from it: :func:`blanked`, its skeleton
+with the content emptied (stored in the clear beside the sealed record), and
+:func:`erased`, what a reader shows once the content cannot be opened: the skeleton
+with a visible mark in place of each text.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from enum import Enum
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from goaicore.records import (
-    AssistantTurn,
+    EVENT_TYPES,
     ChatReply,
     ChatRequest,
-    CompactionApplied,
-    ConversationDeleted,
-    ConversationErased,
     ConversationEvent,
-    ConversationForked,
     ConversationKey,
-    ConversationReset,
-    ConversationRewound,
     ConversationSnapshot,
-    GameEvent,
-    MetadataSet,
     SnapshotMessage,
-    ToolResult,
-    TurnFailed,
-    UserMessage,
 )
+from goaicore.records.event_types import Kind
 
 MARK = "[erased]"
 """What an erased text reads as."""
 
 
-class Kind(Enum):
-    """How a content field is emptied and marked."""
-
-    TEXT = "text"  # str: "" when blank, MARK when erased
-    OPTIONAL_TEXT = "optional text"  # str | None: None stays None
-    EXTRA = "extra"  # an optional JSON extra (raw provider JSON, multimodal parts): None
-    STRINGS = "strings"  # tuple[str, ...] (or None, kept None): ()
-    MAP = "map"  # Mapping[str, ...]: {}
-    CALLS = "calls"  # tuple[ToolCall, ...]: ids and names stay; arguments are content
-    MESSAGES = "messages"  # tuple[SnapshotMessage, ...]: each message's own content
-    RANGES = "ranges"  # tuple[CompactedRange, ...]: their notes are content
-    BODY = "body"  # an event's body: its own content
-
-
-FIELDS: dict[type[Any], dict[str, Kind]] = {
-    UserMessage: {"text": Kind.TEXT, "content_json": Kind.EXTRA, "name": Kind.OPTIONAL_TEXT},
-    AssistantTurn: {"text": Kind.TEXT, "tool_calls": Kind.CALLS, "raw_json": Kind.EXTRA},
-    ToolResult: {"content": Kind.TEXT},
-    GameEvent: {"text": Kind.TEXT, "attributes": Kind.MAP},
-    CompactionApplied: {"summary": Kind.OPTIONAL_TEXT, "replacements": Kind.RANGES},
-    TurnFailed: {"message": Kind.TEXT},
-    ConversationReset: {"reason": Kind.TEXT},
-    ConversationDeleted: {"reason": Kind.TEXT},
-    ConversationRewound: {"messages": Kind.MESSAGES, "summary": Kind.OPTIONAL_TEXT},
-    ConversationForked: {"messages": Kind.MESSAGES, "summary": Kind.OPTIONAL_TEXT},
-    MetadataSet: {
-        "title": Kind.OPTIONAL_TEXT,
-        "owner": Kind.OPTIONAL_TEXT,
-        "tags": Kind.STRINGS,
-        "attributes": Kind.MAP,
-    },
-    ConversationErased: {},  # its reason is the operator's, for the audit trail
+FIELDS: dict[type[Any], Mapping[str, Kind]] = {
+    **{entry.body: entry.content for entry in EVENT_TYPES},
     ConversationEvent: {"body": Kind.BODY},
     ChatRequest: {"text": Kind.TEXT, "system": Kind.OPTIONAL_TEXT},
     ChatReply: {"text": Kind.OPTIONAL_TEXT, "error": Kind.OPTIONAL_TEXT},
@@ -95,8 +56,8 @@ FIELDS: dict[type[Any], dict[str, Kind]] = {
         "attributes": Kind.MAP,
     },
 }
-"""The content fields of every record type that holds any (a test holds this table to
-every field of every record)."""
+"""The content fields of every record type that holds any: the event bodies' from their
+registry (a test holds this table to every field of every record)."""
 
 R = TypeVar("R")
 

@@ -80,6 +80,7 @@ def test_the_wheel_holds_every_schema_file(wheel: Path) -> None:
     assert "goaicore/kafka/apache/pom.xml" in names
     # The console's pages and style ship with it.
     assert "goaicore_console/templates/conversation.html" in names
+    assert "goaicore_console/templates/events/UserMessage.html" in names
     assert "goaicore_console/static/console.css" in names
 
 

@@ -9,6 +9,7 @@ import pytest
 from fastavro import parse_schema
 
 from goaicore.records import (
+    EVENT_BODY_TYPES,
     AssistantTurn,
     ChatReply,
     ChatRequest,
@@ -48,7 +49,7 @@ from goaicore.records.avro import (
 )
 from goaicore.records.avro.check import compile_check
 from goaicore.records.avro.schemas import load_released
-from goaicore.records.types import EVENT_BODY_TYPES, Record
+from goaicore.records.types import Record
 from tests.records.records_samples import (
     ALL_SAMPLES,
     CHAT_REPLY_SAMPLES,

@@ -21,7 +21,8 @@ from goaicore.records import (
     Usage,
     UserMessage,
 )
-from goaicore.sealing.content import FIELDS, MARK, Kind, blanked, erased
+from goaicore.records.event_types import Kind
+from goaicore.sealing.content import FIELDS, MARK, blanked, erased
 from tests.records.records_strategies import records
 
 
