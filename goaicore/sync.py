@@ -12,6 +12,7 @@ coroutine running on that private loop.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -20,18 +21,19 @@ T = TypeVar("T")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
+_owner = 0  # the process whose thread runs _loop: a forked child has the loop, not the thread
 
 
 def _background_loop() -> asyncio.AbstractEventLoop:
-    global _loop
+    global _loop, _owner
     with _lock:
-        if _loop is None or _loop.is_closed():
+        if _loop is None or _loop.is_closed() or _owner != os.getpid():
             loop = asyncio.new_event_loop()
             thread = threading.Thread(
                 target=loop.run_forever, name="goaicore-sync-loop", daemon=True
             )
             thread.start()
-            _loop = loop
+            _loop, _owner = loop, os.getpid()
         return _loop
 
 
@@ -51,3 +53,9 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     except BaseException:
         future.cancel()  # e.g. KeyboardInterrupt: do not leave the turn running
         raise
+
+
+def run_soon(coro: Coroutine[Any, Any, Any]) -> None:
+    """Start ``coro`` on the private loop without waiting for it (a cleanup that must not
+    block, e.g. from a finalizer)."""
+    asyncio.run_coroutine_threadsafe(coro, _background_loop())

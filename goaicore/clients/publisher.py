@@ -1,48 +1,44 @@
-"""EventPublisher: game services and applications append events to the log.
+"""EventPublisher: the sync facade over :class:`~goaicore.clients.aio.AsyncEventPublisher`.
 
-The checks and the encoding (:func:`event_record`) are shared with the asyncio
-publisher (``goaicore.clients.aio``), so both refuse the same input the same way.
-
-Where the workers seal content (``GOAICORE_INTAKE`` on), a publisher holds no key:
-it writes to ``intake``, which expires within the erasure window, and the worker
-that owns the conversation seals each event into ``events`` (its key's one
-writer). The position returned is then the event's place in ``intake``.
+Game services and applications append events to the log with it; every check and
+the encoding are the asyncio publisher's (see its module for where events go).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+import asyncio
+import concurrent.futures
+from collections.abc import Coroutine, Iterable, Mapping
+from typing import Any, TypeVar
 
+from goaicore.clients.aio.publisher import AsyncEventPublisher
+from goaicore.clients.blocking import Blocking
 from goaicore.config import Settings
-from goaicore.errors import client_errors
-from goaicore.kafka.connection import make_producer
-from goaicore.lifecycle import Closing
-from goaicore.records import ConversationEvent, UserMessage
-from goaicore.records.positions import TopicPosition
+from goaicore.errors import BrokerError
+from goaicore.records import ConversationEvent, TopicPosition, UserMessage
 from goaicore.records.types import EventBody
-from goaicore.records.validation import (
-    check_text,
-)
-from goaicore.store.inputs import event_record, game_event_body
-from goaicore.tracing import record_headers
+from goaicore.records.validation import check_text
+from goaicore.store.inputs import game_event_body
+from goaicore.sync import run_sync
+
+T = TypeVar("T")
 
 
-class EventPublisher(Closing):
+class EventPublisher(Blocking[AsyncEventPublisher]):
     """Publish conversation events, keyed by conversation id, to the ``events`` topic.
 
     Each call checks its input and encodes before sending, so a bad event raises
     :class:`InvalidInputError` and nothing reaches the log. ``publish`` waits for
     the broker's acknowledgement and returns the log position; the batch form
     sends everything first and waits once. With ``GOAICORE_INTAKE`` on, the topic is
-    ``intake`` (see the module docstring).
+    ``intake``.
     """
 
     def __init__(self, settings: Settings | None = None, source: str = "publisher") -> None:
-        self.settings = settings or Settings()
+        super().__init__(AsyncEventPublisher(settings, source))
+        self.settings = self._core.settings
         self.source = source
-        self.topic = publish_topic(self.settings)
-        self._producer = make_producer(self.settings)
+        self.topic = self._core.topic
 
     def publish(
         self, conversation_id: str, event: ConversationEvent | EventBody, timeout: float = 30.0
@@ -70,40 +66,49 @@ class EventPublisher(Closing):
         timeout: float = 30.0,
     ) -> list[TopicPosition]:
         """Append many events; all are checked and encoded before the first is sent."""
-        prepared = [self._record(conversation_id, event) for conversation_id, event in items]
-        headers = record_headers()
-        with client_errors():
-            futures = [
-                self._producer.send(self.topic, key=k, value=v, headers=headers)
-                for k, v in prepared
-            ]
-            self._producer.flush(timeout)
-            return [position_of(future.get(timeout)) for future in futures]
+        return _within(self._core.publish_many(list(items)), timeout)
 
-    def send(self, conversation_id: str, event: ConversationEvent | EventBody) -> Any:
-        """Send without waiting; returns the producer's future (see :meth:`flush`)."""
-        key, value = self._record(conversation_id, event)
-        with client_errors():
-            return self._producer.send(self.topic, key=key, value=value, headers=record_headers())
+    def send(self, conversation_id: str, event: ConversationEvent | EventBody) -> Delivery:
+        """Queue one event without waiting; its :class:`Delivery` gives the position once
+        acknowledged (see :meth:`flush`)."""
+        queued = run_sync(self._core.send(conversation_id, event))
+        return Delivery(asyncio.run_coroutine_threadsafe(_awaited(queued), queued.get_loop()))
 
     def flush(self, timeout: float | None = None) -> None:
-        with client_errors():
-            self._producer.flush(timeout)
-
-    def close(self) -> None:
-        self._producer.close()
-
-    def _record(
-        self, conversation_id: str, event: ConversationEvent | EventBody
-    ) -> tuple[bytes, bytes]:
-        return event_record(self.settings, self.source, conversation_id, event)
+        """Send every queued event now, waiting up to ``timeout`` seconds."""
+        _within(self._core.flush(), timeout)
 
 
-def publish_topic(settings: Settings) -> str:
-    """Where publishers write: ``intake`` when the workers seal what they take in."""
-    return settings.topic("intake" if settings.intake else "events")
+class Delivery:
+    """An event on its way to the broker: ``get()`` waits for its position."""
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: concurrent.futures.Future[TopicPosition]) -> None:
+        self._future = future
+
+    def get(self, timeout: float | None = 30.0) -> TopicPosition:
+        """Its position once acknowledged; BrokerError when not within ``timeout`` seconds."""
+        try:
+            return self._future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise BrokerError(f"Kafka: no acknowledgement within {timeout} s") from None
+
+    def done(self) -> bool:
+        return self._future.done()
 
 
-def position_of(metadata: Any) -> TopicPosition:
-    """Where a record landed, from a producer's record metadata (kafka-python or aiokafka)."""
-    return TopicPosition(metadata.topic, metadata.partition, metadata.offset)
+async def _awaited(future: asyncio.Future[T]) -> T:
+    return await future
+
+
+def _within(call: Coroutine[Any, Any, T], timeout: float | None) -> T:
+    """Run ``call`` on the private loop; BrokerError when it takes over ``timeout`` s."""
+
+    async def bounded() -> T:
+        try:
+            return await asyncio.wait_for(call, timeout)
+        except TimeoutError:
+            raise BrokerError(f"Kafka: no acknowledgement within {timeout} s") from None
+
+    return run_sync(bounded())

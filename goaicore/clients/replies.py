@@ -1,21 +1,17 @@
-"""ReplySubscriber: a reply consumer (a gateway, a bot) reads every chat reply."""
+"""ReplySubscriber: the sync facade over :class:`~goaicore.clients.aio.AsyncReplySubscriber`:
+a reply consumer (a gateway, a bot) reads every chat reply."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
-from goaicore.clients.deadletter import DeadLetterWriter
+from goaicore.clients.aio.replies import AsyncReplySubscriber
+from goaicore.clients.blocking import Blocking, blocking_iter
 from goaicore.config import Settings
-from goaicore.errors import client_errors
-from goaicore.kafka.connection import make_consumer
-from goaicore.lifecycle import Closing
 from goaicore.records import ChatReply
-from goaicore.records.avro.api import decode_chat_reply
-from goaicore.records.avro.errors import DecodeError
 
 
-class ReplySubscriber(Closing):
+class ReplySubscriber(Blocking[AsyncReplySubscriber]):
     """Iterate over chat replies as a member of consumer group ``group_id``.
 
     Members of one group share the partitions; each reply goes to one member.
@@ -31,44 +27,18 @@ class ReplySubscriber(Closing):
         group_id: str = "replies",
         from_beginning: bool = False,
     ) -> None:
-        if not isinstance(group_id, str) or not group_id.strip():
-            raise ValueError("group_id must be a non-empty string")
-        self.settings = settings or Settings()
+        super().__init__(AsyncReplySubscriber(settings, group_id, from_beginning))
+        self.settings = self._core.settings
         self.group_id = group_id
-        self.dead_letters = 0
-        self._consumer = make_consumer(
-            self.settings,
-            group_id=group_id,
-            auto_offset_reset="earliest" if from_beginning else "latest",
-        )
-        self._consumer.subscribe([self.settings.topic("replies")])
-        self._dead = DeadLetterWriter(self.settings, consumer_name=f"replies:{group_id}")
+
+    @property
+    def dead_letters(self) -> int:
+        """Undecodable records sent to the dead-letter topic so far."""
+        return self._core.dead_letters
 
     def __iter__(self) -> Iterator[ChatReply]:
         return self.replies()
 
     def replies(self, idle_timeout: float | None = None) -> Iterator[ChatReply]:
         """Replies as they come; stops after ``idle_timeout`` seconds without one."""
-        last = time.monotonic()
-        while True:
-            with client_errors():
-                batches = self._consumer.poll(timeout_ms=200)
-            for records in batches.values():
-                for record in records:
-                    last = time.monotonic()
-                    try:
-                        reply = decode_chat_reply(record.value)
-                    except DecodeError as err:
-                        self._dead.forward(record, err.reason, err.message)
-                        self.dead_letters += 1
-                        continue
-                    yield reply
-            if batches:
-                with client_errors():
-                    self._consumer.commit()
-            if idle_timeout is not None and time.monotonic() - last > idle_timeout:
-                return
-
-    def close(self) -> None:
-        self._dead.close()
-        self._consumer.close()
+        return blocking_iter(self._core.replies(idle_timeout))

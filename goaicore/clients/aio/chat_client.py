@@ -1,4 +1,6 @@
-"""AsyncChatClient: ChatClient for asyncio services: ask without blocking the event loop.
+"""AsyncChatClient: send chat requests and wait for the matching replies, without
+blocking the event loop. The core of both chat clients: :class:`~goaicore.clients.ChatClient`
+is its sync facade.
 
 One listener task reads the ``replies`` topic for every ask of this client; it is
 positioned at the end of every partition in ``start()``, before any request
@@ -14,7 +16,6 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, Self
 
-from goaicore.clients.chat_client import reply_of
 from goaicore.config import Settings
 from goaicore.errors import BrokerError, client_errors
 from goaicore.kafka.aio_connection import (
@@ -25,6 +26,8 @@ from goaicore.kafka.aio_connection import (
 )
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ChatReply, new_id, utc_now
+from goaicore.records.avro.api import decode_chat_reply
+from goaicore.records.avro.errors import DecodeError
 from goaicore.records.validation import check_request_id
 from goaicore.store.errors import timed_out
 from goaicore.store.inputs import chat_request_record
@@ -36,8 +39,8 @@ log = logging.getLogger(__name__)
 class AsyncChatClient(AsyncRunning):
     """Request/reply over Kafka: ``await ask(...)`` waits for the reply, ``send`` does not.
 
-    The same arguments and guarantees as :class:`~goaicore.clients.ChatClient`:
-    ``request_id`` makes a retry idempotent, and ReplyTimeout carries it.
+    ``request_id`` makes a retry idempotent (the worker answers a request id it has
+    answered before with the stored reply), and ReplyTimeout carries it.
     """
 
     def __init__(self, settings: Settings | None = None, source: str = "chat-client") -> None:
@@ -110,9 +113,13 @@ class AsyncChatClient(AsyncRunning):
     ) -> ChatReply:
         """Send a chat request and wait up to ``timeout`` seconds for its reply.
 
-        As :meth:`ChatClient.ask <goaicore.clients.ChatClient.ask>`: the same
-        ``request_id`` again never runs a second LLM turn; ``deadline`` (default:
-        when this wait ends) is when the worker gives up on the turn.
+        Pass the ``request_id`` of an earlier ask (``ReplyTimeout.request_id``, or
+        the reply's) to retry it: the worker answers with that request's reply and
+        runs no second LLM turn, also after a restart. The reply carries the id.
+
+        The worker gives up on the turn at ``deadline`` (default: when this wait
+        ends). A later deadline lets the turn finish after a ReplyTimeout, so that
+        asking again with the same id gets its answer.
         """
         request_id = new_id() if request_id is None else check_request_id(request_id)
         with ask_span(conversation_id, request_id):
@@ -192,3 +199,18 @@ class AsyncChatClient(AsyncRunning):
                 await listener
         clients, self._consumer, self._producer = (self._consumer, self._producer), None, None
         await stop_all(*clients)
+
+
+def reply_of(record: Any) -> ChatReply | None:
+    """The reply a record of the replies topic holds; None (logged) when it does not decode."""
+    try:
+        return decode_chat_reply(record.value)
+    except DecodeError as err:
+        log.warning(
+            "skipped an undecodable reply at %s[%d]@%d: %s",
+            record.topic,
+            record.partition,
+            record.offset,
+            err.reason,
+        )
+        return None

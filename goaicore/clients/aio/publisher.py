@@ -1,11 +1,21 @@
-"""AsyncEventPublisher: EventPublisher for asyncio services (aiokafka, never blocking)."""
+"""AsyncEventPublisher: game services and applications append events to the log.
+
+The core of both publishers: :class:`~goaicore.clients.EventPublisher` is its sync
+facade. The checks and the encoding (:func:`event_record`) are the store's, so every
+writer refuses the same input the same way.
+
+Where the workers seal content (``GOAICORE_INTAKE`` on), a publisher holds no key:
+it writes to ``intake``, which expires within the erasure window, and the worker
+that owns the conversation seals each event into ``events`` (its key's one
+writer). The position returned is then the event's place in ``intake``.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
-from goaicore.clients.publisher import position_of, publish_topic
 from goaicore.config import Settings
 from goaicore.errors import client_errors
 from goaicore.kafka.aio_connection import start_producer
@@ -18,11 +28,12 @@ from goaicore.tracing import record_headers
 
 
 class AsyncEventPublisher(AsyncRunning):
-    """Publish conversation events to the ``events`` topic: ``async with`` it, then await.
+    """Publish conversation events, keyed by conversation id, to the ``events`` topic
+    (``intake`` where the workers seal): ``async with`` it, then await.
 
-    The same checks as :class:`~goaicore.clients.EventPublisher`: a bad event raises
+    Each call checks its input and encodes before sending, so a bad event raises
     ``InvalidInputError`` and nothing is sent. ``publish`` returns once the broker
-    has acknowledged (acks=all).
+    has acknowledged (acks=all); the batch form sends everything first and waits once.
     """
 
     def __init__(self, settings: Settings | None = None, source: str = "publisher") -> None:
@@ -70,6 +81,23 @@ class AsyncEventPublisher(AsyncRunning):
             ]
             return [position_of(await delivery) for delivery in sent]
 
+    async def send(
+        self, conversation_id: str, event: ConversationEvent | EventBody
+    ) -> asyncio.Future[TopicPosition]:
+        """Queue one event without waiting for the broker: the future gives its position
+        once acknowledged (:meth:`flush` sends every queued event at once)."""
+        key, value = event_record(self.settings, self.source, conversation_id, event)
+        with client_errors():
+            delivery = await self._started().send(
+                self.topic, key=key, value=value, headers=record_headers()
+            )
+        return asyncio.ensure_future(_position(delivery))
+
+    async def flush(self) -> None:
+        """Send every queued event now."""
+        with client_errors():
+            await self._started().flush()
+
     async def close(self) -> None:
         producer, self._producer = self._producer, None
         if producer is not None:
@@ -79,3 +107,18 @@ class AsyncEventPublisher(AsyncRunning):
         if self._producer is None:
             raise RuntimeError("use `async with AsyncEventPublisher(...)`, or await start() first")
         return self._producer
+
+
+async def _position(delivery: Any) -> TopicPosition:
+    with client_errors():
+        return position_of(await delivery)
+
+
+def publish_topic(settings: Settings) -> str:
+    """Where publishers write: ``intake`` when the workers seal what they take in."""
+    return settings.topic("intake" if settings.intake else "events")
+
+
+def position_of(metadata: Any) -> TopicPosition:
+    """Where a record landed, from a producer's record metadata (kafka-python or aiokafka)."""
+    return TopicPosition(metadata.topic, metadata.partition, metadata.offset)

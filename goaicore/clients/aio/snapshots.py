@@ -1,5 +1,5 @@
 """AsyncSnapshotReader: the latest snapshot of each conversation, from the snapshots topic,
-awaited (as :class:`~goaicore.clients.snapshots.SnapshotReader` reads it)."""
+awaited; the core of :class:`~goaicore.clients.snapshots.SnapshotReader`."""
 
 from __future__ import annotations
 
