@@ -44,13 +44,10 @@ def register(subparsers: Any) -> None:
 
 
 def handle_replay(args: argparse.Namespace) -> int:
-    from goaicore.clients import HistoryReader
-    from goaicore.fold.policy import policy_for_record_limit
-    from goaicore.replay.log import replay
+    from goaicore.config import Settings
+    from goaicore.replay.log import replay_from_log
 
-    with HistoryReader() as reader:
-        policy = policy_for_record_limit(reader.settings.max_record_bytes)
-        result = replay(reader, args.conversation, args.until_offset, args.as_of, policy)
+    result = replay_from_log(Settings(), args.conversation, args.until_offset, args.as_of)
     snapshot = result.snapshot
     if args.json:
         print_json({"conversation_id": args.conversation, "snapshot": snapshot})

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goaicore.cli.args import POSITIVE, seconds
 from goaicore.cli.output import add_json_option, print_json
 from goaicore.cli.render import describe
-from goaicore.kafka.topics import TOPICS
+from goaicore.replay.tail import TOPIC_NAMES
+
+if TYPE_CHECKING:
+    from goaicore.replay.tail import Tailed
 
 
 def register(subparsers: Any) -> None:
@@ -19,7 +21,7 @@ def register(subparsers: Any) -> None:
     )
     tail.add_argument(
         "--topic",
-        choices=[t.name for t in TOPICS],
+        choices=TOPIC_NAMES,
         default="events",
         help="which topic (default: %(default)s)",
     )
@@ -40,75 +42,51 @@ def register(subparsers: Any) -> None:
 
 def handle_tail(args: argparse.Namespace) -> int:
     from goaicore.config import Settings
-    from goaicore.kafka.connection import make_consumer, topic_partitions
+    from goaicore.replay.tail import tail
 
-    settings = Settings()
-    topic = settings.topic(args.topic)
-    consumer = make_consumer(settings)
+    followed = tail(Settings(), args.topic, args.from_beginning, args.idle_timeout)
     try:
-        assigned = topic_partitions(consumer, topic)
-        consumer.assign(assigned)
-        if args.from_beginning:
-            consumer.seek_to_beginning(*assigned)
-        else:
-            consumer.seek_to_end(*assigned)
-        printed = 0
-        last = time.monotonic()
-        while args.max is None or printed < args.max:
-            batches = consumer.poll(timeout_ms=200)
-            for records in batches.values():
-                for record in records:
-                    if args.max is not None and printed >= args.max:
-                        break
-                    if args.json:
-                        print_json(_as_json(args.topic, record), line=True)
-                    else:
-                        print(f"{record.partition}@{record.offset} {_line(args.topic, record)}")
-                        sys.stdout.flush()
-                    printed += 1
-                    last = time.monotonic()
-            if args.idle_timeout is not None and time.monotonic() - last > args.idle_timeout:
+        for printed, tailed in enumerate(followed, start=1):
+            if args.json:
+                print_json(_as_json(tailed), line=True)
+            else:
+                print(f"{tailed.partition}@{tailed.offset} {_line(tailed)}")
+                sys.stdout.flush()
+            if args.max is not None and printed >= args.max:
                 break
     except KeyboardInterrupt:
         pass
     finally:
-        consumer.close()
+        followed.close()
     return 0
 
 
-def _line(topic: str, record: Any) -> str:
-    from goaicore.clients.deadletter import DeadLetter
-    from goaicore.records.avro.api import decode
-    from goaicore.records.avro.errors import DecodeError
-
-    if topic == "dead-letters":
-        letter = DeadLetter.from_record(record)
+def _line(tailed: Tailed) -> str:
+    if tailed.dead_letter is not None:
+        letter = tailed.dead_letter
         return (
             f"dead letter from {letter.topic}[{letter.partition}]@{letter.offset}"
             f" ({letter.reason}): {letter.message}"
         )
-    if record.value is None and record.key is not None:  # compacted topics: removed, erased
-        return f"tombstone {bytes(record.key).decode('utf-8', 'replace')}"
-    try:
-        return describe(decode(record.value))
-    except DecodeError as err:
-        return f"undecodable ({err.reason}): {err.message}"
+    if tailed.tombstone is not None:
+        return f"tombstone {tailed.tombstone}"
+    if tailed.undecodable is not None:
+        reason, message = tailed.undecodable
+        return f"undecodable ({reason}): {message}"
+    assert tailed.record is not None  # a Tailed holds exactly one of the four
+    return describe(tailed.record)
 
 
-def _as_json(topic: str, record: Any) -> dict[str, Any]:
+def _as_json(tailed: Tailed) -> dict[str, Any]:
     """One record as a JSON object: its position and the decoded record, the dead letter's
     headers, or why it does not decode."""
-    from goaicore.clients.deadletter import DeadLetter
-    from goaicore.records.avro.api import decode
-    from goaicore.records.avro.errors import DecodeError
-
     where: dict[str, Any] = {
-        "topic": record.topic,
-        "partition": record.partition,
-        "offset": record.offset,
+        "topic": tailed.topic,
+        "partition": tailed.partition,
+        "offset": tailed.offset,
     }
-    if topic == "dead-letters":
-        letter = DeadLetter.from_record(record)
+    letter = tailed.dead_letter
+    if letter is not None:
         where["dead_letter"] = {
             "reason": letter.reason,
             "message": letter.message,
@@ -118,11 +96,10 @@ def _as_json(topic: str, record: Any) -> dict[str, Any]:
             "consumer": letter.consumer,
         }
         return where
-    try:
-        decoded = decode(record.value)
-    except DecodeError as err:
-        where["undecodable"] = {"reason": err.reason, "message": err.message}
+    if tailed.undecodable is not None:
+        reason, message = tailed.undecodable
+        where["undecodable"] = {"reason": reason, "message": message}
         return where
-    where["type"] = type(decoded).__name__
-    where["record"] = decoded
+    where["type"] = type(tailed.record).__name__
+    where["record"] = tailed.record
     return where

@@ -9,7 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy, PolicyTimeline
+from goaicore.config import Settings
+from goaicore.fold.policy import (
+    DEFAULT_POLICY,
+    FoldPolicy,
+    PolicyTimeline,
+    policy_for_record_limit,
+)
 from goaicore.fold.records import Rejected, fold_records
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
 from goaicore.replay.reader import HistoryReader
@@ -47,3 +53,16 @@ def replay(
         snapshot = outcome.snapshot
         applied.append((outcome.event, outcome.record.position))
     return Replay(snapshot, tuple(applied))
+
+
+def replay_from_log(
+    settings: Settings,
+    conversation_id: str,
+    until_offset: int | None = None,
+    as_of: datetime | None = None,
+) -> Replay:
+    """:func:`replay` over the log these settings name, under the fold policy of their
+    record limit (what ``goaicore replay`` runs)."""
+    with HistoryReader(settings) as reader:
+        policy = policy_for_record_limit(settings.max_record_bytes)
+        return replay(reader, conversation_id, until_offset, as_of, policy)

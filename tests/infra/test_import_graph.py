@@ -239,3 +239,29 @@ def test_the_console_and_the_audit_commands_reach_the_database_only_through_the_
         if any(t == target or target.startswith(t + ".") for t in BELOW_THE_QUERY_PORT)
     ]
     assert offending == []
+
+
+# The auditor's commands over the log (replay, verify, tail): the log is what they
+# audit, so they read it, but through the auditor's library (goaicore.replay), never
+# a Kafka client or the fold of their own.
+LOG_AUDIT_COMMANDS = ("goaicore.cli.replay", "goaicore.cli.tail")
+BELOW_THE_AUDITOR = (
+    "kafka",
+    "aiokafka",
+    "confluent_kafka",
+    "goaicore.kafka",
+    "goaicore.clients",
+    "goaicore.fold",
+    "goaicore.sealing",
+)
+
+
+def test_the_log_audit_commands_read_the_log_only_through_the_auditors_library() -> None:
+    modules = _modules()
+    offending = [
+        f"{name} imports {target}"
+        for name in LOG_AUDIT_COMMANDS
+        for target in _imports(name, modules[name], modules)
+        if any(t == target or target.startswith(t + ".") for t in BELOW_THE_AUDITOR)
+    ]
+    assert offending == []
