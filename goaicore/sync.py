@@ -1,5 +1,7 @@
 """Run the async API from synchronous code: ``Chat``'s sync calls, and the sync facades
-over the asyncio stores and clients.
+over the asyncio stores, clients and readers (:class:`Blocking`: one core, two ways to
+call it; the checks, the encoding and the error handling are written once, in the
+asyncio core).
 
 Sync calls run their coroutine on one long-lived event loop in a daemon thread, rather
 than ``asyncio.run`` per call: the SDK clients keep pooled connections that belong to
@@ -14,8 +16,11 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+import weakref
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from typing import Any, Generic, TypeVar
+
+from goaicore.lifecycle import AsyncRunning, Closing
 
 T = TypeVar("T")
 
@@ -59,3 +64,46 @@ def run_soon(coro: Coroutine[Any, Any, Any]) -> None:
     """Start ``coro`` on the private loop without waiting for it (a cleanup that must not
     block, e.g. from a finalizer)."""
     asyncio.run_coroutine_threadsafe(coro, _background_loop())
+
+
+Core = TypeVar("Core", bound=AsyncRunning)
+
+
+class Blocking(Closing, Generic[Core]):
+    """A sync client over its started asyncio ``core``; ``close()`` closes the core.
+
+    A client dropped without ``close()`` has its core closed once it is collected, so
+    its connections do not live on in the loop's thread.
+    """
+
+    def __init__(self, core: Core) -> None:
+        self._core: Core = run_sync(core.start())
+        self._closer = weakref.finalize(self, _close_soon, self._core)
+
+    def close(self) -> None:
+        self._closer.detach()
+        run_sync(self._core.close())
+
+
+def _close_soon(core: AsyncRunning) -> None:
+    run_soon(core.close())
+
+
+def blocking_iter(items: AsyncIterator[T]) -> Iterator[T]:
+    """The items of an async iterator, each awaited on the private loop; leaving the loop
+    early (``break``, an error) closes the async iterator there too."""
+    try:
+        while True:
+            try:
+                item = run_sync(_next(items))
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        close = getattr(items, "aclose", None)
+        if close is not None:
+            run_sync(close())
+
+
+async def _next(items: AsyncIterator[T]) -> T:
+    return await anext(items)

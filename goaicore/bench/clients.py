@@ -1,14 +1,16 @@
 """Benchmarks of the Kafka clients, on each benchmarked broker.
 
-Each figure is beside its baseline from the same run on the same broker:
-kafka-python alone (the same producer settings, the same encoded records; the
-same partition read without decoding), so the ratio is the clients' own cost
-(validation, Avro, key checks) and catches regressions. Figures on the
+Each figure is beside its baseline from the same run on the same broker: aiokafka
+alone, the client under the sync clients' asyncio cores (the same producer settings,
+the same encoded records; the same partition read without decoding), on an event loop
+of the calling thread, so the ratio is the clients' own cost (validation, Avro, key
+checks, the hand-over to the clients' loop) and catches regressions. Figures on the
 embedded broker say nothing about Apache Kafka's.
 """
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import tempfile
 import time
@@ -19,9 +21,9 @@ from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
-from goaicore.kafka.connection import make_consumer, make_producer
+from goaicore.kafka.aio_connection import partitions_of, start_consumer, start_producer
 from goaicore.kafka.local import LocalBroker
-from goaicore.kafka.partition_reader import read_to_end
+from goaicore.kafka.partition_reader import read_batches_async
 from goaicore.kafka.partitioner import partition_for
 from goaicore.kafka.topics import ensure_topics
 from goaicore.records import ConversationEvent, GameEvent, new_event
@@ -33,9 +35,9 @@ HISTORY = 10_000  # events of the one conversation read back
 RUNS = 3
 BATCH_RUNS = 2
 NOTE = "1 process, loopback"
-BATCHED_BASE = "kafka-python alone, batched"
-SINGLE_BASE = "kafka-python alone, one ack per call"
-READ_BASE = "kafka-python alone, the same partition, no decoding"
+BATCHED_BASE = "aiokafka alone, batched"
+SINGLE_BASE = "aiokafka alone, one ack per call"
+READ_BASE = "aiokafka alone, the same partition, no decoding"
 
 
 def _event_of_about(size: int, conversation_id: str, n: int) -> ConversationEvent:
@@ -47,38 +49,44 @@ def _event_of_about(size: int, conversation_id: str, n: int) -> ConversationEven
 
 
 def _raw_batched(settings: Settings, records: list[tuple[bytes, bytes]]) -> float:
-    """Seconds for kafka-python alone to send ``records`` and wait once."""
-    producer = make_producer(settings)
-    try:
-        topic = settings.topic("events")
-        started = time.perf_counter()
-        futures = [producer.send(topic, key=key, value=value) for key, value in records]
-        producer.flush(60)
-        for future in futures:
-            future.get(60)
-        return time.perf_counter() - started
-    finally:
-        producer.close()
+    """Seconds for aiokafka alone to send ``records`` and wait once."""
+
+    async def run() -> float:
+        producer = await start_producer(settings)
+        try:
+            topic = settings.topic("events")
+            started = time.perf_counter()
+            sent = [await producer.send(topic, key=key, value=value) for key, value in records]
+            for delivery in sent:
+                await delivery
+            return time.perf_counter() - started
+        finally:
+            await producer.stop()
+
+    return asyncio.run(run())
 
 
 def _singles(
     settings: Settings, publisher: EventPublisher, events: list[ConversationEvent]
 ) -> tuple[float, float]:
-    """Seconds to publish ``events`` one acknowledgement at a time: kafka-python alone,
-    then ``EventPublisher.publish``, interleaved record by record so both see the
-    same broker state. Each raw record is sent, flushed (no linger) and waited for,
-    as ``publish`` does.
+    """Seconds to publish ``events`` one acknowledgement at a time: aiokafka alone (on a
+    loop of this thread), then ``EventPublisher.publish``, interleaved record by record so
+    both see the same broker state. Each raw record is sent and waited for, as ``publish``
+    does.
     """
-    producer = make_producer(settings)
+    loop = asyncio.new_event_loop()
+    producer = loop.run_until_complete(start_producer(settings))
     topic = settings.topic("events")
+
+    async def send(key: bytes, value: bytes) -> None:
+        await (await producer.send(topic, key=key, value=value))
+
     raw_s = own_s = 0.0
     try:
         for n, event in enumerate([events[0], *events]):  # the first: connect both
             key, value = event.conversation_id.encode(), encode_event(event)
             started = time.perf_counter()
-            future = producer.send(topic, key=key, value=value)
-            producer.flush(60)
-            future.get(60)
+            loop.run_until_complete(send(key, value))
             sent = time.perf_counter()
             publisher.publish(event.conversation_id, event)
             if n:
@@ -86,7 +94,22 @@ def _singles(
                 own_s += time.perf_counter() - sent
         return raw_s, own_s
     finally:
-        producer.close()
+        loop.run_until_complete(producer.stop())
+        loop.close()
+
+
+async def _raw_read(settings: Settings, conversation_id: str) -> int:
+    """How many records aiokafka alone reads from the partition of ``conversation_id``."""
+    consumer = await start_consumer(settings)
+    try:
+        partitions = await partitions_of(consumer, settings.topic("events"))
+        partition = partitions[partition_for(conversation_id, len(partitions))]
+        count = 0
+        async for batch in read_batches_async(consumer, partition, settings=settings):
+            count += len(batch)
+        return count
+    finally:
+        await consumer.stop()
 
 
 def _best_of(runs: int, fn: Callable[[], int], expected: int) -> float:
@@ -167,19 +190,7 @@ def _measure(settings: Settings) -> list[Measurement]:
 
     with HistoryReader(settings) as reader:
         history_s = _best_of(RUNS, lambda: sum(1 for _ in reader.events("long")), HISTORY)
-    from kafka import TopicPartition
-
-    topic = settings.topic("events")
-    partition = TopicPartition(topic, partition_for("long", settings.partitions))
-    consumer = make_consumer(settings)
-    try:
-        raw_s = _best_of(
-            RUNS,
-            lambda: sum(1 for _ in read_to_end(consumer, partition, settings=settings)),
-            HISTORY,
-        )
-    finally:
-        consumer.close()
+    raw_s = _best_of(RUNS, lambda: asyncio.run(_raw_read(settings, "long")), HISTORY)
     params = {"events": HISTORY, "runs": RUNS}
     note = f"best of {RUNS}; {NOTE}"
     rows.append(

@@ -11,10 +11,9 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from goaicore.clients.aio.chat_client import AsyncChatClient
-from goaicore.clients.blocking import Blocking
 from goaicore.config import Settings
 from goaicore.records import ChatReply
-from goaicore.sync import run_sync
+from goaicore.sync import Blocking, run_sync
 
 
 class ChatClient(Blocking[AsyncChatClient]):

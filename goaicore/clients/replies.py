@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from goaicore.clients.aio.replies import AsyncReplySubscriber
-from goaicore.clients.blocking import Blocking, blocking_iter
 from goaicore.config import Settings
 from goaicore.records import ChatReply
+from goaicore.sync import Blocking, blocking_iter
 
 
 class ReplySubscriber(Blocking[AsyncReplySubscriber]):

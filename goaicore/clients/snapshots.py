@@ -4,10 +4,9 @@ sync facade over :class:`~goaicore.clients.aio.snapshots.AsyncSnapshotReader`.""
 from __future__ import annotations
 
 from goaicore.clients.aio.snapshots import AsyncSnapshotReader
-from goaicore.clients.blocking import Blocking
 from goaicore.config import Settings
 from goaicore.records import ConversationSnapshot
-from goaicore.sync import run_sync
+from goaicore.sync import Blocking, run_sync
 
 
 class SnapshotReader(Blocking[AsyncSnapshotReader]):

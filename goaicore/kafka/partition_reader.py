@@ -106,6 +106,20 @@ async def read_to_end_async(
     idle_timeout: float = 10.0,
 ) -> AsyncIterator[Any]:
     """:func:`read_to_end` with an aiokafka consumer."""
+    async for batch in read_batches_async(consumer, partition, start, settings, idle_timeout):
+        for record in batch:
+            yield record
+
+
+async def read_batches_async(
+    consumer: Any,
+    partition: Any,
+    start: int | None = None,
+    settings: Settings | None = None,
+    idle_timeout: float = 10.0,
+) -> AsyncIterator[list[Any]]:
+    """:func:`read_to_end_async` a fetch at a time (none empty): for a reader on another
+    thread, one hand-over per batch rather than per record."""
     with client_errors():
         consumer.assign([partition])
         if start is None:
@@ -118,8 +132,9 @@ async def read_to_end_async(
         while not end.reached:
             fetched = await consumer.getmany(partition, timeout_ms=POLL_MS, max_records=MAX_RECORDS)
             batch = fetched.get(partition, [])
-            for record in end.take(batch):
-                yield record
+            taken = list(end.take(batch))
+            if taken:
+                yield taken
             end.after_fetch(len(batch), consumer.highwater(partition))
 
 

@@ -1,32 +1,27 @@
-"""HistoryReader: read conversations back from the log, for auditors and tools."""
+"""HistoryReader: read conversations back from the log, for auditors and tools; the sync
+facade over :class:`~goaicore.replay.log_reader.AsyncHistoryReader`, handed a fetch at
+a time, that also opens sealed events with the deployment's keys."""
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from goaicore.config import Settings
-from goaicore.extras import needs
 from goaicore.fold.admission import Unfoldable
-from goaicore.fold.records import LogRecord, admitted, log_skipped
-from goaicore.kafka.connection import make_consumer, topic_partitions
-from goaicore.kafka.partition_reader import read_to_end
-from goaicore.kafka.partitioner import partition_for
-from goaicore.lifecycle import Closing
+from goaicore.fold.records import LogRecord, admitted
 from goaicore.progress import ProgressBar
-from goaicore.records import ConversationEvent, LoggedEvent, LogPosition
-from goaicore.records.validation import check_conversation_id
+from goaicore.records import ConversationEvent, LoggedEvent
+from goaicore.replay.log_reader import AsyncHistoryReader
 from goaicore.sealing.keyring import topic_key_ring
+from goaicore.sync import Blocking, blocking_iter, run_sync
 
 if TYPE_CHECKING:
     from goaicore.sealing.records import KeyLookup
 
-log = logging.getLogger(__name__)
 
-
-class HistoryReader(Closing):
+class HistoryReader(Blocking[AsyncHistoryReader]):
     """Read events from the ``events`` topic, in log order.
 
     ``events(conversation_id)`` reads only that conversation's partition (every
@@ -36,14 +31,22 @@ class HistoryReader(Closing):
     """
 
     def __init__(self, settings: Settings | None = None) -> None:
-        self.settings = settings or Settings()
-        self.topic = self.settings.topic("events")
-        self.skipped = 0
-        self._consumer = make_consumer(self.settings)
-        ring = topic_key_ring(self.settings)
+        super().__init__(AsyncHistoryReader(settings))
+        self.settings = self._core.settings
+        self.topic = self._core.topic
+        try:
+            ring = topic_key_ring(self.settings)
+        except BaseException:
+            super().close()
+            raise
         self.keys: KeyLookup | None = ring[0] if ring else None
         """Opens sealed events (None without GOAICORE_MASTER_KEYS: they read as erased)."""
         self._key_topic = ring[1] if ring else None
+
+    @property
+    def skipped(self) -> int:
+        """Records skipped so far (each logged): undecodable, or set aside by the fold."""
+        return self._core.skipped
 
     def events(self, conversation_id: str) -> Iterator[ConversationEvent]:
         """One conversation's events, oldest first."""
@@ -58,19 +61,8 @@ class HistoryReader(Closing):
 
     def records(self, conversation_id: str, until_offset: int | None = None) -> Iterator[LogRecord]:
         """The records under one conversation's key, as read, up to ``until_offset``."""
-        with needs("kafka"):
-            from kafka import TopicPartition
-
-        check_conversation_id(conversation_id)
-        partition = TopicPartition(
-            self.topic, partition_for(conversation_id, self._partition_count())
-        )
-        key = conversation_id.encode()
-        for record in self._read(partition):
-            if until_offset is not None and record.position.offset > until_offset:
-                return
-            if record.key == key:
-                yield record
+        for batch in blocking_iter(self._core.record_batches(conversation_id, until_offset)):
+            yield from batch
 
     def all_events(self, progress: bool | None = None) -> Iterator[LoggedEvent]:
         """The whole log, partition by partition; a progress bar when interactive."""
@@ -78,24 +70,17 @@ class HistoryReader(Closing):
 
     def all_records(self, progress: bool | None = None) -> Iterator[LogRecord]:
         """Every record of the log as read, partition by partition; a bar when interactive."""
-        partitions = topic_partitions(self._consumer, self.topic)
         show = sys.stderr.isatty() if progress is None else progress
-        totals = self._consumer.end_offsets(partitions) if show else {}
-        bar = ProgressBar(show, sum(int(v or 0) for v in totals.values()))
+        bar = ProgressBar(show, run_sync(self._core.end_total()) if show else 0)
         try:
-            for partition in partitions:
-                yield from bar.counted(self._read(partition))
+            for batch in blocking_iter(self._core.all_record_batches()):
+                yield from bar.counted(batch)
         finally:
             bar.close()
 
     def skip(self, record: LogRecord, reason: str, detail: str) -> None:
         """Count and log a record the fold does not take (the worker dead-lettered it)."""
-        self.skipped += 1
-        log_skipped(self.topic, record, reason, detail)
-
-    def _read(self, partition: Any) -> Iterator[LogRecord]:
-        for record in read_to_end(self._consumer, partition, settings=self.settings):
-            yield log_record(record)
+        self._core.skip(record, reason, detail)
 
     def _admitted(self, records: Iterable[LogRecord]) -> Iterator[LoggedEvent]:
         for record in records:
@@ -105,16 +90,7 @@ class HistoryReader(Closing):
             else:
                 yield logged
 
-    def _partition_count(self) -> int:
-        return len(topic_partitions(self._consumer, self.topic))
-
     def close(self) -> None:
-        self._consumer.close()
+        super().close()
         if self._key_topic is not None:
             self._key_topic.close()
-
-
-def log_record(record: Any) -> LogRecord:
-    """A consumed record (kafka-python's or aiokafka's) as the fold takes it."""
-    position = LogPosition(partition=record.partition, offset=record.offset)
-    return LogRecord(record.key, record.value, position, origin=record)

@@ -34,7 +34,7 @@ from goaicore.kafka.topics import TopicMismatchError
 from goaicore.logs import configure_from_environment
 from goaicore.progress import ProgressBar
 from goaicore.records.validation import check_conversation_id
-from goaicore.replay.reader import log_record
+from goaicore.replay.log_reader import log_record
 from goaicore.replay.verify import LogVerifier, VerifyReport
 from goaicore.sealing.keyring import topic_key_ring
 

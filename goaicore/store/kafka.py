@@ -19,7 +19,6 @@ from typing import TypeVar
 from goaicore.clients.aio.chat_client import AsyncChatClient
 from goaicore.clients.aio.keys import AsyncTopicKeys
 from goaicore.clients.aio.publisher import AsyncEventPublisher
-from goaicore.clients.aio.reader import AsyncHistoryReader
 from goaicore.clients.aio.snapshots import AsyncSnapshotReader
 from goaicore.config import Settings
 from goaicore.fold.records import LogRecord
@@ -32,6 +31,7 @@ from goaicore.records import (
     ConversationSnapshot,
     TopicPosition,
 )
+from goaicore.replay.log_reader import AsyncHistoryReader
 from goaicore.sealing.keyring import doomed_by
 from goaicore.sealing.records import KeyLookup
 from goaicore.store.application import POLL_SECONDS, StoreApplication

@@ -57,7 +57,7 @@ def test_every_row_names_its_broker(tmp_path: Path) -> None:
         assert slug in printed.getvalue()
         names = [m.name for m in rows if m.broker == slug]
         assert "publish throughput, batched" in names
-        assert "kafka-python alone, batched" in names
+        assert "aiokafka alone, batched" in names
     if reason is None:
         assert data["skipped"] == []
     else:

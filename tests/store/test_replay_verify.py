@@ -6,7 +6,7 @@ import dataclasses
 import json
 import subprocess
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -113,15 +113,19 @@ def test_verify_reports_a_wrong_snapshot_and_a_conversation_without_events(
 
 
 class CountingReader(HistoryReader):
-    """A history reader that counts how often each partition is read."""
+    """A history reader that counts how often each partition is read (by its core, the
+    asyncio reader it is a facade over)."""
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.reads: Counter[int] = Counter()
+        read = self._core._read
 
-    def _read(self, partition: Any) -> Iterator[LogRecord]:
-        self.reads[partition.partition] += 1
-        return super()._read(partition)
+        def counted(partition: Any) -> AsyncIterator[list[LogRecord]]:
+            self.reads[partition.partition] += 1
+            return read(partition)
+
+        self._core._read = counted  # type: ignore[method-assign]
 
 
 def test_verify_folds_every_conversation_in_one_read_of_the_log(settings: Settings) -> None:

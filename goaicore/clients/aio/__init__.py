@@ -3,8 +3,8 @@ awaited, and used as ``async with``."""
 
 from goaicore.clients.aio.chat_client import AsyncChatClient
 from goaicore.clients.aio.publisher import AsyncEventPublisher
-from goaicore.clients.aio.reader import AsyncHistoryReader
 from goaicore.clients.aio.replies import AsyncReplySubscriber
+from goaicore.replay.log_reader import AsyncHistoryReader
 
 __all__ = [
     "AsyncChatClient",
