@@ -162,7 +162,7 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable(
         "GOAICORE_TOOLS",
-        "`goaicore_store.chat.game_tools:registry`",
+        "the game demo's tools",
         "Tools the chat worker offers, as `package.module:attribute` (a list or dict of tools).",
     ),
     Variable(
@@ -254,7 +254,6 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are the assistant of a game. Context messages tell you what happened in the "
     "game; use the tools for facts you do not have. Answer briefly."
 )
-DEFAULT_TOOLS = "goaicore_store.chat.game_tools:registry"
 
 # Read where they are used, not by Settings: the schemas when they are loaded, the
 # Apache Kafka jars when a local Apache Kafka starts (goaicore.kafka.apache.jars).
@@ -444,7 +443,8 @@ class Settings:
     read_wait: float = FROM_ENVIRONMENT
     turn_timeout: float = FROM_ENVIRONMENT
     system_prompt: str = FROM_ENVIRONMENT
-    tools: str = FROM_ENVIRONMENT
+    tools: str | None = None
+    """GOAICORE_TOOLS; None: the worker offers its own tools."""
     context_tokens: int = FROM_ENVIRONMENT
     table_store: TableStore = FROM_ENVIRONMENT
     prices: Path | None = None
@@ -652,7 +652,7 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
     out["system_prompt"] = pick(
         "system_prompt", "GOAICORE_SYSTEM_PROMPT", lambda n, r: r, DEFAULT_SYSTEM_PROMPT
     )
-    out["tools"] = pick("tools", "GOAICORE_TOOLS", _parse_import_path, DEFAULT_TOOLS)
+    out["tools"] = pick("tools", "GOAICORE_TOOLS", _parse_import_path)
     out["context_tokens"] = pick(
         "context_tokens",
         "GOAICORE_CONTEXT_TOKENS",

@@ -43,7 +43,7 @@ from goaicore.store.limits import OutputLimits
 from goaicore.store.turns import TurnSettings
 from goaicore_store.chat.agent import ChatAgent
 from goaicore_store.chat.replies import ReplyWaiters
-from goaicore_store.chat.tools import load_tools, traced
+from goaicore_store.chat.tools import DEFAULT_TOOLS, load_tools, traced
 from goaicore_store.codecs import CODEC, KEY_CODEC, REPLIES_CODEC, SNAPSHOT_CODEC, register
 from goaicore_store.fold_agent import FOLD_BATCH, apply_batch
 from goaicore_store.http import (
@@ -292,7 +292,7 @@ def _chat_services(settings: Settings) -> ChatServices:
     )
     return ChatServices(
         providers=Providers(settings, transport="aiohttp"),  # closed at shutdown
-        registry=traced(load_tools(settings.tools)),
+        registry=traced(load_tools(settings.tools or DEFAULT_TOOLS)),
         turn=TurnSettings(
             system_prompt=settings.system_prompt,
             turn_timeout=settings.turn_timeout,

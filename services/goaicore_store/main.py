@@ -11,6 +11,7 @@ from goaicore.http_auth import check_http_exposure
 from goaicore.kafka.faust.worker import QuietWorker
 from goaicore.kafka.topics import ensure_topics
 from goaicore_store.app import create_app
+from goaicore_store.chat.tools import DEFAULT_TOOLS
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,8 @@ def main(
 ) -> int:
     """Create the topics if needed and run the store worker until it is stopped."""
     settings = Settings()
+    if settings.tools is None:  # its own tools, named in the first line like any others
+        settings = settings.with_overrides(tools=DEFAULT_TOOLS)
     gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
     # What this worker runs with, secrets masked or left out: the first line of its log.
     print(logs.line(__name__, f"goaicore worker: {settings!r}", settings.log_format), flush=True)

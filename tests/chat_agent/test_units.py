@@ -36,7 +36,7 @@ from goaicore.store.ordering import KeyedDispatcher
 from goaicore.store.turns import TurnSettings, run_request, turn_event_id
 from goaicore.testing import OpenAIServer
 from goaicore_store.chat import game_tools
-from goaicore_store.chat.tools import ToolsConfigError, as_registry, load_tools
+from goaicore_store.chat.tools import DEFAULT_TOOLS, ToolsConfigError, as_registry, load_tools
 from goaicore_store.codecs import RecentRepliesCodec
 
 REGISTRY = load_tools("goaicore_store.chat.game_tools:registry")
@@ -249,6 +249,7 @@ def test_recent_replies_keep_the_latest_and_round_trip() -> None:
 
 def test_tools_registry_loads_lists_dicts_and_functions() -> None:
     assert set(REGISTRY) == {"score_lookup", "location_info"}
+    assert load_tools(DEFAULT_TOOLS) == REGISTRY  # what a worker offers when none are named
 
     def shout(text: str) -> str:
         """Say it louder.

@@ -25,6 +25,7 @@ def test_defaults_without_environment(tmp_path: Path) -> None:
     assert settings.local_broker == "embedded"
     assert settings.topic("events") == "goaicore.events"
     assert Settings(env={}).data_dir == Path(".goaicore")
+    assert settings.tools is None  # the worker offers its own tools
 
 
 MASTER_KEY_TEXT = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVpBQkNERUY="  # 32 bytes, base64

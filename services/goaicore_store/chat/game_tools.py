@@ -1,6 +1,7 @@
 """The game demo's tools: a score lookup and venue information, from fixed data.
 
-This is the registry the chat worker offers by default (``GOAICORE_TOOLS``); an
+This is the registry the chat worker offers by default (``DEFAULT_TOOLS`` in
+``goaicore_store.chat.tools``, when ``GOAICORE_TOOLS`` is unset); an
 application replaces it with its own ``package.module:attribute``. The data is
 static so that demos and tests get the same answers every time.
 """

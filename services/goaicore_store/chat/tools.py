@@ -18,6 +18,11 @@ from goaicore.tracing import tracer
 TRACER = tracer(__name__)
 
 
+DEFAULT_TOOLS = "goaicore_store.chat.game_tools:registry"
+"""What a worker offers when GOAICORE_TOOLS names nothing (``Settings.tools`` is None):
+the game demo's tools. The worker names them; the library never names a service."""
+
+
 class ToolsConfigError(ConfigError):
     """The configured tools registry cannot be loaded."""
 
