@@ -4,7 +4,7 @@ Every goaicore client connects the same way: kafka-python's producers, consumers
 and admin clients (through ``goaicore.kafka.connection``), aiokafka's consumers
 and Faust's consumers and producers (through ``broker_credentials``). Settings
 come from ``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*`` and ``KAFKA_SSL_*``
-(see ``goaicore.config``).
+(see ``goaicore.settings.kafka``).
 
 A client that cannot connect because the brokers refused its credentials or its
 TLS handshake gets one :class:`KafkaSecurityError` line saying so, instead of

@@ -7,30 +7,26 @@ wrapped data key, and with it every sealed copy of its content. Master keys rota
 by wrapping data keys again under the new one (:func:`rewrap`); the wrapped form
 names the master key that opens it.
 
-Key material never appears in a repr, an error or a log line.
+Key material never appears in a repr, an error or a log line. The text of the keys
+(GOAICORE_MASTER_KEYS) is checked by ``goaicore.settings.sealing``, where settings
+are read; the keys here are built from that check.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import dataclasses
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from goaicore.errors import ConfigError
 from goaicore.records import ConversationKey, utc_now
 from goaicore.sealing.aead import bound_to, decrypt, encrypt
+from goaicore.settings.sealing import KEY_BYTES as KEY_BYTES
+from goaicore.settings.sealing import KeyUnusable as KeyUnusable
+from goaicore.settings.sealing import check_master_key, check_master_key_ids, master_key_entries
 
-KEY_BYTES = 32  # AES-256
-_KEY_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _WRAP_LABEL = b"goaicore data key v1"
-
-
-class KeyUnusable(ConfigError):
-    """A key that cannot be used: malformed, not held, or not opening what it should."""
 
 
 @dataclass(frozen=True)
@@ -41,12 +37,7 @@ class MasterKey:
     material: bytes = field(repr=False)
 
     def __post_init__(self) -> None:
-        if not _KEY_ID.fullmatch(self.key_id):
-            raise KeyUnusable(
-                f"master key id {self.key_id[:64]!r}: use 1 to 64 letters, digits, '.', '_' or '-'"
-            )
-        if len(self.material) != KEY_BYTES:
-            raise KeyUnusable(f"master key {self.key_id!r}: {KEY_BYTES} bytes expected")
+        check_master_key(self.key_id, self.material)
 
 
 @dataclass(frozen=True)
@@ -56,11 +47,7 @@ class MasterKeys:
     keys: tuple[MasterKey, ...]
 
     def __post_init__(self) -> None:
-        if not self.keys:
-            raise KeyUnusable("no master key given")
-        ids = [key.key_id for key in self.keys]
-        if len(set(ids)) != len(ids):
-            raise KeyUnusable(f"master key ids repeat: {sorted(ids)}")
+        check_master_key_ids([key.key_id for key in self.keys])
 
     @property
     def current(self) -> MasterKey:
@@ -82,13 +69,7 @@ class MasterKeys:
     def parse(cls, text: str) -> MasterKeys:
         """Keys from ``id:base64,id:base64`` (the current one first), as in
         GOAICORE_MASTER_KEYS. An error names the entry, never its key."""
-        keys = []
-        for number, entry in enumerate(filter(None, (e.strip() for e in text.split(","))), 1):
-            key_id, colon, encoded = (part.strip() for part in entry.partition(":"))
-            if not colon:
-                raise KeyUnusable(f"master key {number}: expected id:base64")
-            keys.append(MasterKey(key_id, _base64(encoded, key_id, number)))
-        return cls(tuple(keys))
+        return cls(tuple(MasterKey(key_id, key) for key_id, key in master_key_entries(text)))
 
     @classmethod
     def generate(cls, key_id: str = "k1") -> MasterKeys:
@@ -98,13 +79,6 @@ class MasterKeys:
     def to_text(self) -> str:
         """The form :meth:`parse` reads: only for writing the local stack's key file."""
         return ",".join(f"{k.key_id}:{base64.b64encode(k.material).decode()}" for k in self.keys)
-
-
-def _base64(encoded: str, key_id: str, number: int) -> bytes:
-    try:
-        return base64.b64decode(encoded.replace("-", "+").replace("_", "/"), validate=True)
-    except (binascii.Error, ValueError):
-        raise KeyUnusable(f"master key {number} ({key_id[:64]!r}): not base64") from None
 
 
 @dataclass(frozen=True)

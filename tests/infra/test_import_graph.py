@@ -146,6 +146,23 @@ def test_goaicore_never_imports_a_service() -> None:
     assert offending == []
 
 
+def test_the_settings_import_nothing_of_goaicore_but_its_errors() -> None:
+    """Every layer reads its settings, so the settings sit under every layer."""
+    modules = _modules()
+    offending = [
+        f"{name} imports {target}"
+        for name, path in modules.items()
+        if name == "goaicore.settings" or name.startswith("goaicore.settings.")
+        for target in _imports(name, path, modules)
+        if target.split(".")[0] == "goaicore"
+        and target != "goaicore.errors"
+        and target != "goaicore.settings"
+        and not target.startswith("goaicore.settings.")
+    ]
+    assert offending == []
+    assert "goaicore.settings.kafka" in modules  # the package is where this test looks
+
+
 def test_no_module_imports_the_services_folder() -> None:
     modules = _modules()
     imported = {t for name, path in modules.items() for t in _imports(name, path, modules)}

@@ -1,0 +1,52 @@
+"""The HTTP API's settings: the bearer tokens it accepts, from a variable and a file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from goaicore.errors import ConfigError
+from goaicore.settings.declare import Setting, read_env
+
+HTTP_TOKENS = Setting(
+    "http_tokens",
+    "GOAICORE_HTTP_TOKENS",
+    "unset: no authentication",
+    "Bearer tokens the worker's HTTP API accepts, comma-separated; never shown or logged. "
+    "`/health` and `/ready` stay open. Unset, a worker binds loopback only unless "
+    "started with `--insecure-http`.",
+    secret=True,
+)
+HTTP_TOKENS_FILE = Setting(
+    None,  # read into http_tokens, which a child process is given itself
+    "GOAICORE_HTTP_TOKENS_FILE",
+    "unset",
+    "A file of more bearer tokens, one per line (or comma-separated): a mounted secret.",
+)
+HTTP: tuple[Setting, ...] = (HTTP_TOKENS, HTTP_TOKENS_FILE)
+
+
+def read_http_tokens(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The tokens of GOAICORE_HTTP_TOKENS and of the file GOAICORE_HTTP_TOKENS_FILE names.
+
+    A token is never part of an error message: only the variable and the file are named.
+    """
+    raw = env.get(HTTP_TOKENS.variable) or ""
+    path = read_env(env, HTTP_TOKENS_FILE.variable)
+    if path is not None:
+        try:
+            raw += "," + Path(path).expanduser().read_text()
+        except (OSError, UnicodeDecodeError) as err:
+            reason = getattr(err, "strerror", None) or type(err).__name__
+            raise ConfigError(
+                f"GOAICORE_HTTP_TOKENS_FILE={path!r}: cannot read it ({reason})"
+            ) from None
+    tokens = [t.strip() for t in raw.replace("\n", ",").split(",")]
+    unique = dict.fromkeys(t for t in tokens if t)
+    for token in unique:
+        if len(token) < 16 or any(c.isspace() or not c.isprintable() for c in token):
+            raise ConfigError(
+                "GOAICORE_HTTP_TOKENS (or its file) holds a token shorter than 16 characters "
+                "or with spaces or control characters in it; use long random tokens"
+            )
+    return tuple(unique)
