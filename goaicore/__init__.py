@@ -6,7 +6,6 @@ Kafka, Faust nor psycopg, so it can be used on its own.
 
 from typing import TYPE_CHECKING
 
-from goaicore.config import Settings
 from goaicore.conversation.chat import (
     Chat,
     ChatError,
@@ -70,6 +69,7 @@ from goaicore.records.avro import (
     encode_snapshot,
 )
 from goaicore.records.types import Usage
+from goaicore.settings import Settings
 
 __version__ = "0.1.0"
 

@@ -14,8 +14,8 @@ import ipaddress
 import logging
 from collections.abc import Iterable
 
-from goaicore.config import Settings
 from goaicore.errors import ConfigError
+from goaicore.settings import Settings
 
 log = logging.getLogger(__name__)
 

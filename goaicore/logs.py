@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
-from goaicore.config import LogFormat
+from goaicore.settings.logs import LogFormat
 
 FIELDS = (
     "conversation_id",

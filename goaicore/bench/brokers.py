@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from goaicore.config import Settings
 from goaicore.kafka.local import LocalBroker
+from goaicore.settings import Settings
 
 PARTITIONS = 6
 

@@ -26,7 +26,6 @@ from goaicore.bench import echo
 from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
 from goaicore.clients.aio import AsyncChatClient
-from goaicore.config import Settings
 from goaicore.conversation.messages import Message
 from goaicore.conversation.providers.base import CompletionRequest
 from goaicore.devstack.worker_process import settings_env
@@ -35,6 +34,7 @@ from goaicore.kafka.connection import make_admin
 from goaicore.kafka.local import LocalBroker
 from goaicore.kafka.topics import ensure_topics
 from goaicore.records import ReplyStatus
+from goaicore.settings import Settings
 from goaicore.testing import OpenAIServer, openai_echo
 
 with needs("kafka"):

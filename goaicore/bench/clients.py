@@ -20,7 +20,6 @@ from pathlib import Path
 from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
 from goaicore.clients import EventPublisher, HistoryReader
-from goaicore.config import Settings
 from goaicore.kafka.aio_connection import partitions_of, start_consumer, start_producer
 from goaicore.kafka.local import LocalBroker
 from goaicore.kafka.partition_reader import read_batches_async
@@ -28,6 +27,7 @@ from goaicore.kafka.partitioner import partition_for
 from goaicore.kafka.topics import ensure_topics
 from goaicore.records import ConversationEvent, GameEvent, new_event
 from goaicore.records.avro.api import encode_event
+from goaicore.settings import Settings
 
 RECORDS = 20_000  # published in one batch
 SINGLES = 500  # published one call (and one acknowledgement) at a time

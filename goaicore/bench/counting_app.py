@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from goaicore.config import Settings
 from goaicore.extras import needs
 from goaicore.kafka.faust.worker import QuietWorker
 from goaicore.kafka.profile import client_profile, faust_broker_urls
 from goaicore.kafka.security import faust_credentials
 from goaicore.net import free_loopback_port
+from goaicore.settings import Settings
 
 with needs("worker"):
     import faust

@@ -14,10 +14,10 @@ import time
 import uuid
 from typing import Any
 
-from goaicore.config import Settings
 from goaicore.extras import needs
 from goaicore.kafka.profile import client_profile
 from goaicore.kafka.security import aiokafka_options
+from goaicore.settings import Settings
 
 with needs("kafka"):
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # type: ignore[import-untyped]

@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 from goaicore.bench.registry import Measurement, suite
-from goaicore.config import Settings
 from goaicore.kafka.embedded import EmbeddedBroker
 from goaicore.kafka.topics import ensure_topics
 from goaicore.projection.postgres.embedded import EmbeddedPostgres
+from goaicore.settings import Settings
 
 
 @suite("infra")

@@ -29,7 +29,6 @@ from goaicore.bench.brokers import PARTITIONS, broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
 from goaicore.bench.store import plain_read
 from goaicore.clients import EventPublisher
-from goaicore.config import Settings
 from goaicore.kafka.local import LocalBroker
 from goaicore.kafka.topics import ensure_topics
 from goaicore.projection import connect, conversations, history, search
@@ -48,6 +47,7 @@ from goaicore.records import (
     new_event,
 )
 from goaicore.records.json_text import compact
+from goaicore.settings import Settings
 
 EVENTS = 20_000
 CONVERSATIONS = 200

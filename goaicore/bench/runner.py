@@ -24,10 +24,10 @@ from rich.console import Console
 from rich.table import Table
 
 from goaicore.bench.registry import BROKER_SUITES, SUITES, BrokerSuiteFn, Measurement
-from goaicore.config import LocalBrokerKind
 from goaicore.errors import GoaicoreError
 from goaicore.kafka.apache import KafkaUnavailable, prepared_or_reason
 from goaicore.kafka.local import LocalBroker, broker_name, broker_profile, broker_slug
+from goaicore.settings.kafka import LocalBrokerKind
 
 # Modules whose import registers suites. A new suite adds its module here.
 SUITE_MODULES: tuple[str, ...] = (

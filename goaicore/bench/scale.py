@@ -28,7 +28,6 @@ from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
 from goaicore.bench.store import WORKER_PROCESS, Shape
 from goaicore.clients import EventPublisher
-from goaicore.config import Settings, TableStore
 from goaicore.devstack.worker_process import settings_env
 from goaicore.extras import needs
 from goaicore.kafka.connection import (
@@ -40,6 +39,7 @@ from goaicore.kafka.local import LocalBroker
 from goaicore.kafka.partitioner import partition_for
 from goaicore.kafka.topics import ensure_topics
 from goaicore.records import GameEvent, UserMessage, new_event
+from goaicore.settings import Settings, TableStore
 
 with needs("kafka"):
     from kafka.errors import KafkaError

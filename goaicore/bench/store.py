@@ -37,7 +37,6 @@ from typing import Any
 from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
 from goaicore.clients.aio import AsyncEventPublisher
-from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
 from goaicore.extras import needs
 from goaicore.fold import fold
@@ -63,6 +62,7 @@ from goaicore.records.avro.api import decode_snapshot, encode_key
 from goaicore.replay.verify_shards import default_processes, verify_against_log
 from goaicore.sealing.keys import DataKey, MasterKeys, wrap
 from goaicore.sealing.records import seal_event
+from goaicore.settings import Settings
 
 with needs("kafka"):
     from kafka.admin import NewTopic

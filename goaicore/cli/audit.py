@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from goaicore.cli.args import POSITIVE, moment
 from goaicore.cli.output import add_json_option, print_json
 from goaicore.cli.render import clip, describe_event, print_report
-from goaicore.config import Settings
 from goaicore.records.event_types import BODY_TYPE_NAMES
 from goaicore.records.jsonable import jsonable
+from goaicore.settings import Settings
 
 if TYPE_CHECKING:
     from goaicore.projection.queries import ConversationSummary

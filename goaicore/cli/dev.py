@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from goaicore.config import Settings, mask_password
+from goaicore.settings import Settings, mask_password
 
 if TYPE_CHECKING:
     from goaicore.devstack.stack import LocalStack

@@ -44,8 +44,8 @@ def register(subparsers: Any) -> None:
 
 
 def handle_replay(args: argparse.Namespace) -> int:
-    from goaicore.config import Settings
     from goaicore.replay.log import replay_from_log
+    from goaicore.settings import Settings
 
     result = replay_from_log(Settings(), args.conversation, args.until_offset, args.as_of)
     snapshot = result.snapshot
@@ -83,8 +83,8 @@ def handle_verify(args: argparse.Namespace) -> int:
 
         return verify_from_db(args)
 
-    from goaicore.config import Settings
     from goaicore.replay.verify_shards import default_processes, verify_against_log
+    from goaicore.settings import Settings
 
     processes = args.processes or default_processes()
     result = verify_against_log(Settings(), args.conversations, processes=processes)

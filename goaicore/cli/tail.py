@@ -41,8 +41,8 @@ def register(subparsers: Any) -> None:
 
 
 def handle_tail(args: argparse.Namespace) -> int:
-    from goaicore.config import Settings
     from goaicore.replay.tail import tail
+    from goaicore.settings import Settings
 
     followed = tail(Settings(), args.topic, args.from_beginning, args.idle_timeout)
     try:

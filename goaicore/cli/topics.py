@@ -41,10 +41,10 @@ def handle_create_topics(args: argparse.Namespace) -> int:
     with needs("kafka"):
         from kafka.errors import KafkaError
 
-    from goaicore.config import Settings
     from goaicore.errors import BrokerError
     from goaicore.kafka.connection import BrokerUnreachableError
     from goaicore.kafka.topics import ensure_topics
+    from goaicore.settings import Settings
 
     settings = Settings()
     settings.require_bootstrap()

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from goaicore.clients.aio.chat_client import AsyncChatClient
-from goaicore.config import Settings
 from goaicore.records import ChatReply
+from goaicore.settings import Settings
 from goaicore.sync import Blocking, run_sync
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from goaicore.config import Settings
 from goaicore.errors import client_errors
 from goaicore.kafka.connection import make_producer
 from goaicore.lifecycle import Closing
+from goaicore.settings import Settings
 
 HEADER_PREFIX = "goaicore.dead-letter."
 MESSAGE_LIMIT = 2000  # characters of the reason's detail kept in a header

@@ -12,11 +12,11 @@ from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
 from goaicore.clients.aio.publisher import AsyncEventPublisher
-from goaicore.config import Settings
 from goaicore.errors import BrokerError
 from goaicore.records import ConversationEvent, TopicPosition, UserMessage
 from goaicore.records.types import EventBody
 from goaicore.records.validation import check_text
+from goaicore.settings import Settings
 from goaicore.store.inputs import game_event_body
 from goaicore.sync import Blocking, run_sync
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from goaicore.clients.aio.replies import AsyncReplySubscriber
-from goaicore.config import Settings
 from goaicore.records import ChatReply
+from goaicore.settings import Settings
 from goaicore.sync import Blocking, blocking_iter
 
 

@@ -4,8 +4,8 @@ sync facade over :class:`~goaicore.clients.aio.snapshots.AsyncSnapshotReader`.""
 from __future__ import annotations
 
 from goaicore.clients.aio.snapshots import AsyncSnapshotReader
-from goaicore.config import Settings
 from goaicore.records import ConversationSnapshot
+from goaicore.settings import Settings
 from goaicore.sync import Blocking, run_sync
 
 

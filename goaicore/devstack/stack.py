@@ -19,13 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goaicore.config import (
-    DEV_FILE_NAME,
-    Settings,
-    local_master_keys_file,
-    read_dev_file,
-    read_local_master_keys,
-)
 from goaicore.devstack.console_process import ConsoleProcess
 from goaicore.devstack.projector_process import ProjectorProcess
 from goaicore.devstack.worker_process import WorkerProcess
@@ -39,6 +32,13 @@ from goaicore.projection.postgres.discovery import (
     DatabaseHandle,
     discover_postgres,
     ensure_database,
+)
+from goaicore.settings import (
+    DEV_FILE_NAME,
+    Settings,
+    local_master_keys_file,
+    read_dev_file,
+    read_local_master_keys,
 )
 
 if TYPE_CHECKING:

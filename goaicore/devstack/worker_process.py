@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Self
 
-from goaicore.config import FIELD_VARIABLES, LOADER_VARIABLES, Settings
+from goaicore.settings import FIELD_VARIABLES, LOADER_VARIABLES, Settings
 
 SETTINGS_VARIABLES = frozenset(FIELD_VARIABLES.values())
 

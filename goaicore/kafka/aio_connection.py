@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from goaicore.config import Settings
 from goaicore.errors import client_errors
 from goaicore.extras import needs
 from goaicore.kafka.connection import (
@@ -17,6 +16,7 @@ from goaicore.kafka.connection import (
 )
 from goaicore.kafka.profile import client_profile
 from goaicore.kafka.security import aiokafka_options
+from goaicore.settings import Settings
 
 
 async def start_producer(settings: Settings, **overrides: Any) -> Any:

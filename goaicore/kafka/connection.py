@@ -11,13 +11,13 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from goaicore.config import Settings
 from goaicore.errors import EXIT_CONFIG, BrokerError, client_errors
 from goaicore.extras import needs
 from goaicore.kafka.limits import max_batch_bytes
 from goaicore.kafka.probe import kafka_api_versions_error
 from goaicore.kafka.profile import client_profile
 from goaicore.kafka.security import explain_connect_failures, kafka_python_options
+from goaicore.settings import Settings
 
 REACH_TIMEOUT = 5.0
 """Seconds to wait for a TCP connection to any bootstrap server before giving up."""

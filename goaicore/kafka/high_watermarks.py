@@ -13,9 +13,9 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]
 from aiokafka.structs import TopicPartition  # type: ignore[import-untyped]
 
-from goaicore.config import Settings
 from goaicore.kafka.profile import client_profile
 from goaicore.kafka.security import aiokafka_options
+from goaicore.settings import Settings
 
 log = logging.getLogger(__name__)
 

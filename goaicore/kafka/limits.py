@@ -11,7 +11,7 @@ and the topic; one that does not is refused with a clear error, never sent.
 
 from __future__ import annotations
 
-from goaicore.config import Settings
+from goaicore.settings import Settings
 
 # Room for the key (a conversation id), headers (dead-letter reasons, trace
 # context) and the record batch's own framing around one value at the limit.

@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Self
 
-from goaicore.config import BrokerProfile, LocalBrokerKind
 from goaicore.kafka.apache import KAFKA_VERSION, LocalKafka
 from goaicore.kafka.embedded import EmbeddedBroker, broker_version
 from goaicore.lifecycle import Running
+from goaicore.settings.kafka import BrokerProfile, LocalBrokerKind
 
 # Server settings of a one-node local Apache Kafka: with a single broker there are no
 # other group members to wait for before the first rebalance.

@@ -18,9 +18,9 @@ import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-from goaicore.config import Settings
 from goaicore.errors import BrokerError, client_errors
 from goaicore.kafka.profile import client_profile
+from goaicore.settings import Settings
 
 POLL_MS = 200
 MAX_RECORDS = 2000

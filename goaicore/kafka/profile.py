@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from goaicore.config import Settings
+from goaicore.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
-from goaicore.config import Settings
 from goaicore.errors import EXIT_CONFIG, BrokerError, ConfigError
+from goaicore.settings import Settings
 
 
 class KafkaSecurityError(BrokerError, ConnectionError):

@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from goaicore.config import Settings
 from goaicore.errors import EXIT_CONFIG, BrokerError
 from goaicore.extras import needs
 from goaicore.kafka.limits import RECORD_HEADROOM, max_batch_bytes
+from goaicore.settings import Settings
 
 _FOREVER = "-1"
 

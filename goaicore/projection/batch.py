@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from goaicore.clients.deadletter import HEADER_PREFIX, DeadLetter
-from goaicore.config import Settings
 from goaicore.fold.admission import Unfoldable, admit_record
 from goaicore.fold.records import LogRecord, Rejected
 from goaicore.projection.rows import (
@@ -31,6 +30,7 @@ from goaicore.projection.rows import (
 from goaicore.records import LogPosition
 from goaicore.records.avro.api import decode_chat_reply, decode_snapshot, encode_event
 from goaicore.records.avro.errors import DecodeError
+from goaicore.settings import Settings
 
 if TYPE_CHECKING:
     from goaicore.sealing.records import KeyLookup

@@ -12,8 +12,8 @@ from typing import Any
 
 import psycopg
 
-from goaicore.config import Settings
 from goaicore.errors import EXIT_CONFIG, EXIT_FAILED, DatabaseError, raises_ours
+from goaicore.settings import Settings
 
 Connection = psycopg.Connection[Any]
 

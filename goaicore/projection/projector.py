@@ -44,7 +44,6 @@ from opentelemetry.trace import Link, get_current_span
 
 from goaicore.clients.aio.threaded_consumer import ThreadedConsumer
 from goaicore.clients.deadletter import DeadLetterWriter
-from goaicore.config import Settings
 from goaicore.extras import needs
 from goaicore.fold.records import Rejected
 from goaicore.lifecycle import Running
@@ -60,6 +59,7 @@ from goaicore.projection.db import Connection, PositionConflictError, connect, l
 from goaicore.projection.migrations import migrate
 from goaicore.projection.writer import load_positions, write_batch
 from goaicore.sealing.keyring import KeyRing, TopicKeys, topic_key_ring
+from goaicore.settings import Settings
 from goaicore.tracing import context_of, tracer
 
 with needs("kafka"):

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from goaicore.config import Settings
 from goaicore.fold.policy import (
     DEFAULT_POLICY,
     FoldPolicy,
@@ -19,6 +18,7 @@ from goaicore.fold.policy import (
 from goaicore.fold.records import Rejected, fold_records
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition
 from goaicore.replay.reader import HistoryReader
+from goaicore.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Self
 
-from goaicore.config import Settings
 from goaicore.errors import client_errors
 from goaicore.fold.admission import Unfoldable
 from goaicore.fold.records import LogRecord, admitted, log_skipped
@@ -17,6 +16,7 @@ from goaicore.kafka.partitioner import partition_for
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ConversationEvent, LoggedEvent, LogPosition
 from goaicore.records.validation import check_conversation_id
+from goaicore.settings import Settings
 
 
 class AsyncHistoryReader(AsyncRunning):

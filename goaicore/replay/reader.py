@@ -8,13 +8,13 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from goaicore.config import Settings
 from goaicore.fold.admission import Unfoldable
 from goaicore.fold.records import LogRecord, admitted
 from goaicore.progress import ProgressBar
 from goaicore.records import ConversationEvent, LoggedEvent
 from goaicore.replay.log_reader import AsyncHistoryReader
 from goaicore.sealing.keyring import topic_key_ring
+from goaicore.settings import Settings
 from goaicore.sync import Blocking, blocking_iter, run_sync
 
 if TYPE_CHECKING:

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from goaicore.clients.deadletter import DeadLetter
-from goaicore.config import Settings
 from goaicore.errors import client_errors
 from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.kafka.topics import TOPICS
 from goaicore.records.avro.api import decode
 from goaicore.records.avro.errors import DecodeError
 from goaicore.records.types import Record
+from goaicore.settings import Settings
 
 TOPIC_NAMES: tuple[str, ...] = tuple(t.name for t in TOPICS)
 

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait as wait_for_any
 from typing import Any
 
-from goaicore.config import Settings
 from goaicore.errors import GoaicoreError
 from goaicore.fold.records import log_skipped
 from goaicore.kafka.aio_connection import start_consumer
@@ -37,6 +36,7 @@ from goaicore.records.validation import check_conversation_id
 from goaicore.replay.log_reader import log_record
 from goaicore.replay.verify import LogVerifier, VerifyReport
 from goaicore.sealing.keyring import topic_key_ring
+from goaicore.settings import Settings
 
 WAIT_SECONDS = 0.2
 """How long the parent waits for a shard process's result at a time."""

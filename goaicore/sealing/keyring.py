@@ -13,13 +13,13 @@ import logging
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
 
-from goaicore.config import Settings
 from goaicore.extras import needs
 from goaicore.lifecycle import Closing
 from goaicore.records import ConversationKey, ConversationSnapshot
 from goaicore.records.avro.api import decode_key
 from goaicore.records.avro.errors import DecodeError
 from goaicore.sealing.keys import DataKey, MasterKeys, unwrap
+from goaicore.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from goaicore.config import Settings
 from goaicore.records import ConversationSnapshot, utc_now
+from goaicore.settings import Settings
 from goaicore.store import history
 from goaicore.store.errors import ConversationNotFound, OperationPending, OperationRefused
 from goaicore.store.history import Erased, Forked, Rewound, Undone

@@ -20,7 +20,6 @@ from goaicore.clients.aio.chat_client import AsyncChatClient
 from goaicore.clients.aio.keys import AsyncTopicKeys
 from goaicore.clients.aio.publisher import AsyncEventPublisher
 from goaicore.clients.aio.snapshots import AsyncSnapshotReader
-from goaicore.config import Settings
 from goaicore.fold.records import LogRecord
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import (
@@ -34,6 +33,7 @@ from goaicore.records import (
 from goaicore.replay.log_reader import AsyncHistoryReader
 from goaicore.sealing.keyring import doomed_by
 from goaicore.sealing.records import KeyLookup
+from goaicore.settings import Settings
 from goaicore.store.application import POLL_SECONDS, StoreApplication
 from goaicore.store.errors import OperationRefused
 from goaicore.store.history import SOURCE

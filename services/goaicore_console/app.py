@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from goaicore.config import Settings
 from goaicore.http_auth import BearerTokens
+from goaicore.settings import Settings
 from goaicore_console import pages
 from goaicore_console.auth import TOKENS_KEY, console_auth, same_site_only
 from goaicore_console.database import Database

@@ -15,10 +15,10 @@ import queue
 from collections.abc import Callable
 from typing import Concatenate, ParamSpec, TypeVar
 
-from goaicore.config import Settings
 from goaicore.projection.db import Connection, connect
 from goaicore.projection.postgres.queries import PostgresQueries
 from goaicore.projection.queries import ProjectionQueries
+from goaicore.settings import Settings
 
 P = ParamSpec("P")
 T = TypeVar("T")

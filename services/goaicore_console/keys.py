@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from goaicore.config import Settings
+from goaicore.settings import Settings
 from goaicore_console.database import Database
 from goaicore_console.verify_job import VerifyJobs
 

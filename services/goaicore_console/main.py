@@ -7,9 +7,9 @@ import logging
 from aiohttp import web
 
 from goaicore import logs
-from goaicore.config import Settings
 from goaicore.http_auth import check_http_exposure
 from goaicore.projection.db import connect, require_projection
+from goaicore.settings import Settings
 
 log = logging.getLogger(__name__)
 

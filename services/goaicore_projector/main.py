@@ -7,9 +7,9 @@ import signal
 import threading
 
 from goaicore import logs, tracing
-from goaicore.config import Settings
 from goaicore.kafka.topics import ensure_topics
 from goaicore.projection.projector import DEFAULT_BATCH, Projector
+from goaicore.settings import Settings
 from goaicore_projector.observe import ProjectorMetrics, StatusServer
 
 log = logging.getLogger(__name__)

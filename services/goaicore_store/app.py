@@ -23,7 +23,6 @@ from typing import Any
 
 import faust
 
-from goaicore.config import Settings
 from goaicore.conversation.pricing import PriceTable
 from goaicore.conversation.providers.choice import Providers
 from goaicore.kafka.faust.disk_table import lock_table_dir, store_url
@@ -39,6 +38,7 @@ from goaicore.kafka.topics import erasure_configs
 from goaicore.net import free_loopback_port
 from goaicore.records import ConversationSnapshot, LogPosition
 from goaicore.sealing.keyring import master_keys
+from goaicore.settings import Settings
 from goaicore.store.limits import OutputLimits
 from goaicore.store.turns import TurnSettings
 from goaicore_store.chat.agent import ChatAgent

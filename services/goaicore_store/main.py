@@ -6,10 +6,10 @@ import gc
 import logging
 
 from goaicore import logs, tracing
-from goaicore.config import Settings
 from goaicore.http_auth import check_http_exposure
 from goaicore.kafka.faust.worker import QuietWorker
 from goaicore.kafka.topics import ensure_topics
+from goaicore.settings import Settings
 from goaicore_store.app import create_app
 from goaicore_store.chat.tools import DEFAULT_TOOLS
 

@@ -15,13 +15,13 @@ import faust
 from faust.types import TopicT
 
 from goaicore.clients.deadletter import DeadLetter
-from goaicore.config import Settings
 from goaicore.conversation.providers.choice import Providers
 from goaicore.conversation.tools import Tool
 from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
 from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.kafka.high_watermarks import HighWatermarks
 from goaicore.logs import origin
+from goaicore.settings import Settings
 from goaicore.store.limits import OutputLimits
 from goaicore.store.read_your_writes import FoldProgress
 from goaicore.store.turns import TurnSettings

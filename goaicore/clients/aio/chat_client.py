@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, Self
 
-from goaicore.config import Settings
 from goaicore.errors import BrokerError, client_errors
 from goaicore.kafka.aio_connection import (
     partitions_of,
@@ -29,6 +28,7 @@ from goaicore.records import ChatReply, new_id, utc_now
 from goaicore.records.avro.api import decode_chat_reply
 from goaicore.records.avro.errors import DecodeError
 from goaicore.records.validation import check_request_id
+from goaicore.settings import Settings
 from goaicore.store.errors import timed_out
 from goaicore.store.inputs import chat_request_record
 from goaicore.tracing import ask_span, record_headers

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from goaicore.config import Settings
 from goaicore.kafka.aio_connection import partitions_of, start_consumer
 from goaicore.kafka.partition_reader import read_to_end_async
 from goaicore.kafka.partitioner import partition_for
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ConversationKey
 from goaicore.sealing.keyring import KeyRing, apply_key_records, master_keys
+from goaicore.settings import Settings
 
 
 class AsyncTopicKeys(AsyncRunning):

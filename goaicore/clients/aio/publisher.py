@@ -16,13 +16,13 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
-from goaicore.config import Settings
 from goaicore.errors import client_errors
 from goaicore.kafka.aio_connection import start_producer
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ConversationEvent, TopicPosition, UserMessage
 from goaicore.records.types import EventBody
 from goaicore.records.validation import check_text
+from goaicore.settings import Settings
 from goaicore.store.inputs import event_record, game_event_body
 from goaicore.tracing import record_headers
 

@@ -7,13 +7,13 @@ from collections.abc import AsyncIterator
 from typing import Any, Self
 
 from goaicore.clients.deadletter import DeadLetter
-from goaicore.config import Settings
 from goaicore.errors import client_errors
 from goaicore.kafka.aio_connection import start_consumer, start_producer, stop_all
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ChatReply
 from goaicore.records.avro.api import decode_chat_reply
 from goaicore.records.avro.errors import DecodeError
+from goaicore.settings import Settings
 
 
 class AsyncReplySubscriber(AsyncRunning):

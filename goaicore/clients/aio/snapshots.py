@@ -7,7 +7,6 @@ import asyncio
 import sys
 from typing import Any, Self
 
-from goaicore.config import Settings
 from goaicore.kafka.aio_connection import partitions_of, start_consumer
 from goaicore.kafka.partition_reader import read_partitions_async, read_to_end_async
 from goaicore.kafka.partitioner import partition_for
@@ -16,6 +15,7 @@ from goaicore.lifecycle import AsyncRunning
 from goaicore.progress import ProgressBar
 from goaicore.records import ConversationSnapshot
 from goaicore.records.validation import check_conversation_id
+from goaicore.settings import Settings
 
 READING = "reading snapshots"
 

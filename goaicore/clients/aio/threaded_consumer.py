@@ -16,8 +16,8 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from goaicore.config import Settings
 from goaicore.kafka.aio_connection import partitions_of, start_consumer
+from goaicore.settings import Settings
 
 T = TypeVar("T")
 

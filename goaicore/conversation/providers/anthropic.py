@@ -38,7 +38,7 @@ from goaicore.conversation.providers.wire import ProviderSpec, Violation, Wire, 
 from goaicore.records.types import Usage
 
 if TYPE_CHECKING:
-    from goaicore.config import Settings
+    from goaicore.settings import Settings
 
 CONTEXT_PREFIX = "[context] "
 

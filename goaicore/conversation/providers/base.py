@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
-from goaicore.config import mask_password
 from goaicore.conversation.errors import ContextLengthError, ProviderError
 from goaicore.conversation.messages import JSONDict, Message
 from goaicore.conversation.tools import Tool
 from goaicore.extras import require
 from goaicore.records.types import Usage
+from goaicore.settings.postgres import mask_password
 
 # Normalised finish reasons. Any other value is the provider's own, unknown reason.
 STOP = "stop"

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from goaicore.config import Settings
 from goaicore.conversation.providers import openai
 from goaicore.conversation.providers.base import Provider, Transport
 from goaicore.conversation.providers.offline import OfflineProvider
 from goaicore.conversation.providers.registry import SPECS
 from goaicore.conversation.providers.wire import ProviderSpec
+from goaicore.settings import Settings
 
 
 @dataclass

@@ -33,7 +33,7 @@ from goaicore.conversation.providers.wire import ProviderSpec, Wire, no_rules, s
 from goaicore.records.types import Usage
 
 if TYPE_CHECKING:
-    from goaicore.config import Settings
+    from goaicore.settings import Settings
 
 FINISH_REASONS = {
     "stop": STOP,

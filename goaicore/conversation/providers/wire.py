@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from goaicore.conversation.messages import JSONDict, Message, ToolCall
 
 if TYPE_CHECKING:
-    from goaicore.config import Settings
     from goaicore.conversation.providers.base import Provider, Transport
+    from goaicore.settings import Settings
 
 # The first message that breaks a provider's own rules: (position, reason), or None.
 Violation = tuple[int, str] | None

@@ -20,10 +20,10 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from goaicore.config import TableStore
 from goaicore.errors import ConfigError
 from goaicore.extras import needs
 from goaicore.kafka.partitioner import partition_for_key
+from goaicore.settings.worker import TableStore
 
 with needs("worker"):
     from faust.stores import STORES

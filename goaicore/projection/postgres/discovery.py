@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from goaicore.config import Settings
 from goaicore.projection.postgres.embedded import EmbeddedPostgres
+from goaicore.settings import Settings
 
 log = logging.getLogger(__name__)
 

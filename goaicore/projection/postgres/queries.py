@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 
-from goaicore.config import Settings
 from goaicore.errors import raises_ours
 from goaicore.fold.policy import DEFAULT_POLICY, FoldPolicy, PolicyTimeline
 from goaicore.projection.db import Connection, connect, require_projection
@@ -35,6 +34,7 @@ from goaicore.projection.queries import (
 from goaicore.projection.rows import DeadLetterRow, ReplyRow
 from goaicore.records import ConversationSnapshot
 from goaicore.replay.verify import VerifyReport
+from goaicore.settings import Settings
 
 
 class PostgresQueries:
