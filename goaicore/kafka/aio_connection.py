@@ -4,7 +4,7 @@ the record limit, the security options, and one clear error when no broker answe
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Self
 
 from goaicore.errors import client_errors
 from goaicore.extras import needs
@@ -16,6 +16,7 @@ from goaicore.kafka.connection import (
 )
 from goaicore.kafka.profile import client_profile
 from goaicore.kafka.security import aiokafka_options
+from goaicore.lifecycle import AsyncRunning
 from goaicore.settings import Settings
 
 
@@ -76,3 +77,29 @@ async def stop_all(*clients: Any) -> None:
     for client in clients:
         if client is not None:
             await client.stop()
+
+
+class ConsumerReader(AsyncRunning):
+    """An asyncio reader over one consumer of its own, started in ``start()`` and stopped
+    in ``close()``: the snapshot, history and key readers."""
+
+    def __init__(self, settings: Settings | None, topic: str) -> None:
+        self.settings = settings or Settings()
+        self.topic = self.settings.topic(topic)
+        self._consumer: Any = None
+
+    async def start(self) -> Self:
+        if self._consumer is None:
+            self._consumer = await start_consumer(self.settings)
+        return self
+
+    def _started(self) -> Any:
+        if self._consumer is None:
+            name = type(self).__name__
+            raise RuntimeError(f"use `async with {name}(...)`, or await start() first")
+        return self._consumer
+
+    async def close(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            await consumer.stop()

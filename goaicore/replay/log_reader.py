@@ -5,21 +5,20 @@ a conversation's events with it, the auditor's replay and verify with its facade
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Self
+from typing import Any
 
 from goaicore.errors import client_errors
 from goaicore.fold.admission import Unfoldable
 from goaicore.fold.records import LogRecord, admitted, log_skipped
-from goaicore.kafka.aio_connection import partitions_of, start_consumer
+from goaicore.kafka.aio_connection import ConsumerReader, partitions_of
 from goaicore.kafka.partition_reader import read_batches_async
 from goaicore.kafka.partitioner import partition_for
-from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ConversationEvent, LoggedEvent, LogPosition
 from goaicore.records.validation import check_conversation_id
 from goaicore.settings import Settings
 
 
-class AsyncHistoryReader(AsyncRunning):
+class AsyncHistoryReader(ConsumerReader):
     """Read events from the ``events`` topic in log order.
 
     ``events(conversation_id)`` reads only that conversation's partition (every record
@@ -29,15 +28,8 @@ class AsyncHistoryReader(AsyncRunning):
     """
 
     def __init__(self, settings: Settings | None = None) -> None:
-        self.settings = settings or Settings()
-        self.topic = self.settings.topic("events")
+        super().__init__(settings, "events")
         self.skipped = 0
-        self._consumer: Any = None
-
-    async def start(self) -> Self:
-        if self._consumer is None:
-            self._consumer = await start_consumer(self.settings)
-        return self
 
     async def events(self, conversation_id: str) -> AsyncIterator[ConversationEvent]:
         """One conversation's events, oldest first."""
@@ -118,16 +110,6 @@ class AsyncHistoryReader(AsyncRunning):
             self.skip(record, logged.reason, logged.detail)
             return None
         return logged
-
-    def _started(self) -> Any:
-        if self._consumer is None:
-            raise RuntimeError("use `async with AsyncHistoryReader(...)`, or await start() first")
-        return self._consumer
-
-    async def close(self) -> None:
-        consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            await consumer.stop()
 
 
 def log_record(record: Any) -> LogRecord:

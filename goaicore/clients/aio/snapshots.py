@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any, Self
 
-from goaicore.kafka.aio_connection import partitions_of, start_consumer
+from goaicore.kafka.aio_connection import ConsumerReader, partitions_of
 from goaicore.kafka.partition_reader import read_partitions_async, read_to_end_async
 from goaicore.kafka.partitioner import partition_for
 from goaicore.kafka.snapshots import decode_latest
-from goaicore.lifecycle import AsyncRunning
 from goaicore.progress import ProgressBar
 from goaicore.records import ConversationSnapshot
 from goaicore.records.validation import check_conversation_id
@@ -20,21 +18,14 @@ from goaicore.settings import Settings
 READING = "reading snapshots"
 
 
-class AsyncSnapshotReader(AsyncRunning):
+class AsyncSnapshotReader(ConsumerReader):
     """Read folded snapshots from ``<prefix>.snapshots``: the last record of a key wins
     (the topic is compacted), a tombstone means none; undecodable ones are counted in
     ``skipped`` and logged."""
 
     def __init__(self, settings: Settings | None = None) -> None:
-        self.settings = settings or Settings()
-        self.topic = self.settings.topic("snapshots")
+        super().__init__(settings, "snapshots")
         self.skipped = 0
-        self._consumer: Any = None
-
-    async def start(self) -> Self:
-        if self._consumer is None:
-            self._consumer = await start_consumer(self.settings)
-        return self
 
     async def get(self, conversation_id: str) -> ConversationSnapshot | None:
         """The latest snapshot of one conversation, or None when it has none."""
@@ -71,13 +62,3 @@ class AsyncSnapshotReader(AsyncRunning):
         out, skipped = decode_latest(raw)
         self.skipped += skipped
         return out
-
-    def _started(self) -> Any:
-        if self._consumer is None:
-            raise RuntimeError("use `async with AsyncSnapshotReader(...)`, or await start() first")
-        return self._consumer
-
-    async def close(self) -> None:
-        consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            await consumer.stop()
