@@ -13,7 +13,10 @@ from datetime import datetime
 from goaicore.clients.aio.chat_client import AsyncChatClient
 from goaicore.records import ChatReply
 from goaicore.settings import Settings
+from goaicore.store.errors import ReplyTimeout
 from goaicore.sync import Blocking, run_sync
+
+__all__ = ["ChatClient", "ReplyTimeout"]  # ReplyTimeout: where it was raised from before
 
 
 class ChatClient(Blocking[AsyncChatClient]):
