@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 import weakref
 from collections.abc import AsyncIterator, Coroutine, Iterator
@@ -24,13 +25,17 @@ from goaicore.lifecycle import AsyncRunning, Closing
 
 T = TypeVar("T")
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # reentrant: a finalizer may run while this thread holds it
 _loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
 _owner = 0  # the process whose thread runs _loop: a forked child has the loop, not the thread
+
+CLEANUP_WAIT = 5.0
+"""Seconds a cleanup (closing a dropped client, an abandoned iterator) may take."""
 
 
 def _background_loop() -> asyncio.AbstractEventLoop:
-    global _loop, _owner
+    global _loop, _thread, _owner
     with _lock:
         if _loop is None or _loop.is_closed() or _owner != os.getpid():
             loop = asyncio.new_event_loop()
@@ -38,8 +43,17 @@ def _background_loop() -> asyncio.AbstractEventLoop:
                 target=loop.run_forever, name="goaicore-sync-loop", daemon=True
             )
             thread.start()
-            _loop, _owner = loop, os.getpid()
+            _loop, _thread, _owner = loop, thread, os.getpid()
         return _loop
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The private loop when its thread runs in this process, else None (never made here,
+    forked from another process, or stopped as the interpreter exits)."""
+    loop, thread = _loop, _thread
+    if loop is None or thread is None or _owner != os.getpid() or not thread.is_alive():
+        return None
+    return loop
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -60,10 +74,22 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         raise
 
 
-def run_soon(coro: Coroutine[Any, Any, Any]) -> None:
-    """Start ``coro`` on the private loop without waiting for it (a cleanup that must not
-    block, e.g. from a finalizer)."""
-    asyncio.run_coroutine_threadsafe(coro, _background_loop())
+def run_cleanup(coro: Coroutine[Any, Any, Any], owner: int | None = None) -> None:
+    """Run a cleanup on the private loop, waiting for it at most :data:`CLEANUP_WAIT`
+    seconds, and never raising: for finalizers and abandoned iterators. Skipped (the
+    coroutine closed unrun) where it cannot run: in another process than ``owner``'s,
+    with no loop running, or from the loop's own thread (started, not waited for)."""
+    loop = None if sys.is_finalizing() else _running_loop()
+    if loop is None or (owner is not None and owner != os.getpid()):
+        coro.close()
+        return
+    future = asyncio.run_coroutine_threadsafe(coro, loop)
+    if threading.current_thread() is _thread:
+        return
+    try:
+        future.result(CLEANUP_WAIT)
+    except Exception:  # a cleanup reports nothing and stops nothing (Ctrl-C does)
+        future.cancel()
 
 
 Core = TypeVar("Core", bound=AsyncRunning)
@@ -72,26 +98,28 @@ Core = TypeVar("Core", bound=AsyncRunning)
 class Blocking(Closing, Generic[Core]):
     """A sync client over its started asyncio ``core``; ``close()`` closes the core.
 
-    A client dropped without ``close()`` has its core closed once it is collected, so
-    its connections do not live on in the loop's thread.
+    A client dropped without ``close()`` has its core closed once it is collected (or
+    as the interpreter exits, waiting a few seconds for queued records to go), so its
+    connections do not live on in the loop's thread.
     """
 
     def __init__(self, core: Core) -> None:
         self._core: Core = run_sync(core.start())
-        self._closer = weakref.finalize(self, _close_soon, self._core)
+        self._closer = weakref.finalize(self, _close_dropped, self._core, os.getpid())
 
     def close(self) -> None:
-        self._closer.detach()
         run_sync(self._core.close())
+        self._closer.detach()
 
 
-def _close_soon(core: AsyncRunning) -> None:
-    run_soon(core.close())
+def _close_dropped(core: AsyncRunning, owner: int) -> None:
+    run_cleanup(core.close(), owner)
 
 
-def blocking_iter(items: AsyncIterator[T]) -> Iterator[T]:
+def blocking_iter(items: AsyncIterator[T], owner: object = None) -> Iterator[T]:
     """The items of an async iterator, each awaited on the private loop; leaving the loop
-    early (``break``, an error) closes the async iterator there too."""
+    early (``break``, an error) closes the async iterator there too. ``owner`` (the
+    facade the items come from) is kept alive while the iteration runs."""
     try:
         while True:
             try:
@@ -102,7 +130,8 @@ def blocking_iter(items: AsyncIterator[T]) -> Iterator[T]:
     finally:
         close = getattr(items, "aclose", None)
         if close is not None:
-            run_sync(close())
+            run_cleanup(close())
+        del owner
 
 
 async def _next(items: AsyncIterator[T]) -> T:

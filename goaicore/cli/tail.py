@@ -96,6 +96,10 @@ def _as_json(tailed: Tailed) -> dict[str, Any]:
             "consumer": letter.consumer,
         }
         return where
+    if tailed.tombstone is not None:  # as before, undecodable; and now with its key
+        where["tombstone"] = tailed.tombstone
+        where["undecodable"] = {"reason": "empty", "message": "no payload (a tombstone?)"}
+        return where
     if tailed.undecodable is not None:
         reason, message = tailed.undecodable
         where["undecodable"] = {"reason": reason, "message": message}

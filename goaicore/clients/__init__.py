@@ -1,5 +1,5 @@
-"""Kafka clients for game services, reply consumers and auditors: kafka-python, and
-their asyncio twins on aiokafka (``goaicore.clients.aio``)."""
+"""Kafka clients for game services, reply consumers and auditors: the asyncio ones on
+aiokafka (``goaicore.clients.aio``), and the sync facades over them."""
 
 from goaicore.clients.aio import (
     AsyncChatClient,
@@ -8,9 +8,9 @@ from goaicore.clients.aio import (
     AsyncReplySubscriber,
 )
 from goaicore.clients.chat_client import ChatClient
-from goaicore.clients.deadletter import DeadLetter, DeadLetterWriter
 from goaicore.clients.publisher import EventPublisher
 from goaicore.clients.replies import ReplySubscriber
+from goaicore.kafka.dead_letters import DeadLetter, DeadLetterWriter
 from goaicore.records import LoggedEvent, TopicPosition
 from goaicore.records.validation import InvalidInputError
 from goaicore.replay.reader import HistoryReader

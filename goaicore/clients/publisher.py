@@ -65,12 +65,15 @@ class EventPublisher(Blocking[AsyncEventPublisher]):
         timeout: float = 30.0,
     ) -> list[TopicPosition]:
         """Append many events; all are checked and encoded before the first is sent."""
-        return _within(self._core.publish_many(list(items)), timeout)
+        # Encoded here, in the caller's thread: the private loop stays free for the
+        # acknowledgements, heartbeats and replies of every client sharing it.
+        prepared = [self._core.record(conversation_id, event) for conversation_id, event in items]
+        return _within(self._core.publish_records(prepared), timeout)
 
     def send(self, conversation_id: str, event: ConversationEvent | EventBody) -> Delivery:
         """Queue one event without waiting; its :class:`Delivery` gives the position once
         acknowledged (see :meth:`flush`)."""
-        queued = run_sync(self._core.send(conversation_id, event))
+        queued = run_sync(self._core.queue(*self._core.record(conversation_id, event)))
         return Delivery(asyncio.run_coroutine_threadsafe(_awaited(queued), queued.get_loop()))
 
     def flush(self, timeout: float | None = None) -> None:
@@ -86,8 +89,9 @@ class Delivery:
     def __init__(self, future: concurrent.futures.Future[TopicPosition]) -> None:
         self._future = future
 
-    def get(self, timeout: float | None = 30.0) -> TopicPosition:
-        """Its position once acknowledged; BrokerError when not within ``timeout`` seconds."""
+    def get(self, timeout: float | None = None) -> TopicPosition:
+        """Its position once acknowledged; BrokerError when not within ``timeout`` seconds
+        (None: wait as long as the producer retries)."""
         try:
             return self._future.result(timeout)
         except concurrent.futures.TimeoutError:

@@ -41,4 +41,4 @@ class ReplySubscriber(Blocking[AsyncReplySubscriber]):
 
     def replies(self, idle_timeout: float | None = None) -> Iterator[ChatReply]:
         """Replies as they come; stops after ``idle_timeout`` seconds without one."""
-        return blocking_iter(self._core.replies(idle_timeout))
+        return blocking_iter(self._core.replies(idle_timeout), owner=self)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Self
 
-from goaicore.errors import client_errors
+from goaicore.errors import BrokerError, client_errors
 from goaicore.extras import needs
 from goaicore.kafka.connection import (
     MissingTopicError,
@@ -15,7 +15,7 @@ from goaicore.kafka.connection import (
     require_reachable,
 )
 from goaicore.kafka.profile import client_profile
-from goaicore.kafka.security import aiokafka_options
+from goaicore.kafka.security import KafkaSecurityError, aiokafka_options, probe
 from goaicore.lifecycle import AsyncRunning
 from goaicore.settings import Settings
 
@@ -33,7 +33,7 @@ async def start_producer(settings: Settings, **overrides: Any) -> Any:
     }
     await asyncio.to_thread(require_reachable, settings)
     producer = AIOKafkaProducer(**options)
-    await _start(producer)
+    await _start(producer, settings)
     return producer
 
 
@@ -45,17 +45,22 @@ async def start_consumer(settings: Settings, *topics: str, **overrides: Any) -> 
     options = {**consumer_options(settings), **aiokafka_options(settings), **overrides}
     await asyncio.to_thread(require_reachable, settings)
     consumer = AIOKafkaConsumer(*topics, **options)
-    await _start(consumer)
+    await _start(consumer, settings)
     return consumer
 
 
-async def _start(client: Any) -> None:
-    """Start ``client``; on failure stop it (it holds sockets) and raise a BrokerError."""
+async def _start(client: Any, settings: Settings) -> None:
+    """Start ``client``; on failure stop it (it holds sockets) and raise a BrokerError, or a
+    KafkaSecurityError saying what the broker refused when SASL or TLS is the cause."""
     try:
         with client_errors():
             await client.start()
-    except BaseException:
+    except BaseException as err:
         await client.stop()
+        if isinstance(err, BrokerError) and settings.security_protocol not in (None, "PLAINTEXT"):
+            problem = await asyncio.to_thread(probe, settings)
+            if problem is not None:
+                raise KafkaSecurityError(problem) from None
         raise
 
 

@@ -1,8 +1,8 @@
 """Client settings per broker profile: the one place the embedded broker's gaps live.
 
 Production (Apache Kafka or a compatible cluster) uses the ``standard``
-profile. Its producers (EventPublisher, the chat client and every other
-kafka-python producer, and the Faust worker's aiokafka producer) all write with:
+profile. Its producers (the clients' aiokafka producers, sync and asyncio alike, the
+projector's and tools' kafka-python producers, and the Faust worker's) all write with:
 
 - ``acks=all``: a record is acknowledged only once every in-sync replica has
   it, so with ``min.insync.replicas=2`` losing the leader right after an
@@ -10,15 +10,16 @@ kafka-python producer, and the Faust worker's aiokafka producer) all write with:
 - idempotence: a send retried after a lost acknowledgement is not written
   twice, so the log holds each event once (the fold would skip the double by
   event id, but auditors read the log);
-- ``linger_ms=5`` for kafka-python producers: many publish calls share one
-  request at a cost of at most 5 ms; the chat client's and the worker's producers
-  do not linger (a chat request is waited for alone; the worker's writes come in
+- ``linger_ms=5`` for the clients' and kafka-python producers: many publish calls
+  share one request at a cost of at most 5 ms; the chat client's and the worker's
+  producers do not linger (a chat request is waited for alone; the worker's writes come in
   batches already, and read-your-writes waits on them);
 - compression: Avro text and snapshots shrink several times for little CPU, on
-  the wire and on the brokers' disks. kafka-python's producers use ``lz4``; the
-  worker's Faust producer uses ``zstd``, since aiokafka compresses ``lz4`` at
-  level 9 (LZ4 HC): a megabyte batch of snapshots took 15 ms to halve with it, and
-  4 ms to shrink to a third with ``zstd`` (the embedded profile keeps ``lz4``);
+  the wire and on the brokers' disks. The clients' producers use ``lz4`` (their
+  batches are small); the worker's Faust producer uses ``zstd``, since aiokafka
+  compresses ``lz4`` at level 9 (LZ4 HC): a megabyte batch of snapshots took 15 ms
+  to halve with it, and 4 ms to shrink to a third with ``zstd`` (the embedded profile
+  keeps ``lz4``);
 - a max request size of the record limit plus headroom, equal to the topics'
   ``max.message.bytes`` (``goaicore.kafka.limits``).
 
@@ -33,7 +34,8 @@ broker is in use:
   Faust produces one record per batch, and our readers take the log's end from
   the fetch high watermark instead of trusting end offsets;
 - aiokafka's idempotent producer fails at start on it: the worker's producer and
-  the asyncio clients' are not idempotent there (``goaicore.kafka.faust.embedded``);
+  the clients' (the sync ones are facades over the asyncio ones) are not idempotent
+  there (``goaicore.kafka.faust.embedded``);
 - a group join takes about half the session timeout: short session, heartbeat
   and rebalance timeouts (Apache Kafka rejects sessions under 6 s by default).
 """

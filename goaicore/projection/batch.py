@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from goaicore.clients.deadletter import HEADER_PREFIX, DeadLetter
 from goaicore.fold.admission import Unfoldable, admit_record
 from goaicore.fold.records import LogRecord, Rejected
+from goaicore.kafka.dead_letters import HEADER_PREFIX, DeadLetter
 from goaicore.projection.rows import (
     DeadLetterRow,
     EventRow,

@@ -26,7 +26,7 @@ from goaicore.records.json_text import json_text
 from goaicore.records.jsonable import jsonable
 
 if TYPE_CHECKING:
-    from goaicore.clients.deadletter import DeadLetter
+    from goaicore.kafka.dead_letters import DeadLetter
 
 # Body types that add a message to the history (counted in conversations.message_count).
 MESSAGE_TYPES = frozenset(entry.name for entry in EVENT_TYPES if entry.adds_message)

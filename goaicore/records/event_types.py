@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from types import MappingProxyType
 from typing import Any
 
 from goaicore.records.types import (
@@ -67,6 +68,10 @@ class EventType:
     """The field holding the words a reader searches for, if any."""
     adds_message: bool = False
     """Whether the fold adds it to the history as one message."""
+
+    def __post_init__(self) -> None:
+        # Read-only: sealing reads this very mapping; a change would silently unseal a field.
+        object.__setattr__(self, "content", MappingProxyType(dict(self.content)))
 
     @property
     def name(self) -> str:
@@ -174,11 +179,6 @@ EVENT_TYPES: tuple[EventType, ...] = (
 EVENT_BODY_TYPES: tuple[type[EventBody], ...] = tuple(t.body for t in EVENT_TYPES)
 BODY_TYPE_NAMES: tuple[str, ...] = tuple(t.name for t in EVENT_TYPES)
 BY_BODY: Mapping[type[Any], EventType] = {t.body: t for t in EVENT_TYPES}
-
-
-def event_type(body: EventBody) -> EventType:
-    """The registry's entry for ``body``; KeyError for a type it does not hold."""
-    return BY_BODY[type(body)]
 
 
 def summary(body: EventBody) -> str:

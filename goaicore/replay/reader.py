@@ -61,7 +61,8 @@ class HistoryReader(Blocking[AsyncHistoryReader]):
 
     def records(self, conversation_id: str, until_offset: int | None = None) -> Iterator[LogRecord]:
         """The records under one conversation's key, as read, up to ``until_offset``."""
-        for batch in blocking_iter(self._core.record_batches(conversation_id, until_offset)):
+        batches = self._core.record_batches(conversation_id, until_offset)
+        for batch in blocking_iter(batches, owner=self):
             yield from batch
 
     def all_events(self, progress: bool | None = None) -> Iterator[LoggedEvent]:
@@ -73,7 +74,7 @@ class HistoryReader(Blocking[AsyncHistoryReader]):
         show = sys.stderr.isatty() if progress is None else progress
         bar = ProgressBar(show, run_sync(self._core.end_total()) if show else 0)
         try:
-            for batch in blocking_iter(self._core.all_record_batches()):
+            for batch in blocking_iter(self._core.all_record_batches(), owner=self):
                 yield from bar.counted(batch)
         finally:
             bar.close()
@@ -91,6 +92,8 @@ class HistoryReader(Blocking[AsyncHistoryReader]):
                 yield logged
 
     def close(self) -> None:
-        super().close()
-        if self._key_topic is not None:
-            self._key_topic.close()
+        try:
+            super().close()
+        finally:
+            if self._key_topic is not None:
+                self._key_topic.close()

@@ -12,9 +12,9 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from goaicore.clients.deadletter import DeadLetter
 from goaicore.errors import client_errors
 from goaicore.kafka.connection import make_consumer, topic_partitions
+from goaicore.kafka.dead_letters import DeadLetter
 from goaicore.kafka.topics import TOPICS
 from goaicore.records.avro.api import decode
 from goaicore.records.avro.errors import DecodeError

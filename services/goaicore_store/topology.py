@@ -14,10 +14,10 @@ from typing import IO, Any
 import faust
 from faust.types import TopicT
 
-from goaicore.clients.deadletter import DeadLetter
 from goaicore.conversation.providers.choice import Providers
 from goaicore.conversation.tools import Tool
 from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
+from goaicore.kafka.dead_letters import DeadLetter
 from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.kafka.high_watermarks import HighWatermarks
 from goaicore.logs import origin

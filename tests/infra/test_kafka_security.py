@@ -205,6 +205,20 @@ def test_a_wrong_password_is_one_clear_error(secure_kafka: SecureKafka) -> None:
         assert wrong not in message
 
 
+def test_the_clients_over_aiokafka_say_what_the_broker_refused(secure_kafka: SecureKafka) -> None:
+    """The sync clients are facades over aiokafka ones: a refusal is the same one line."""
+    wrong = f"wrong-{uuid.uuid4().hex}"
+    settings = secure_kafka.settings("SASL", "SASL_PLAINTEXT", password=wrong)
+    with pytest.raises(KafkaSecurityError) as caught:
+        EventPublisher(settings)
+    message = str(caught.value)
+    assert message.startswith(f"authentication failed with Kafka at {settings.bootstrap_servers}")
+    assert wrong not in message
+    no_client_cert = secure_kafka.settings("MTLS", "SSL")
+    with pytest.raises(KafkaSecurityError, match=r"^TLS handshake with Kafka at .* failed: "):
+        HistoryReader(no_client_cert)
+
+
 def test_tls_refusals_say_what_failed(secure_kafka: SecureKafka) -> None:
     no_client_cert = secure_kafka.settings("MTLS", "SSL")
     with pytest.raises(KafkaSecurityError, match=r"^TLS handshake with Kafka at .* failed: "):

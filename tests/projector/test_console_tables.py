@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from goaicore.clients.deadletter import DeadLetterWriter
 from goaicore.config import Settings
+from goaicore.kafka.dead_letters import DeadLetterWriter
 from goaicore.projection import connect, migrate, replies_of
 from goaicore.projection.rows import EVENT_COLUMNS, MESSAGE_TYPES, event_row
 from goaicore.records import (

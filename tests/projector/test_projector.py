@@ -7,8 +7,8 @@ import threading
 import psycopg
 import pytest
 
-from goaicore.clients.deadletter import DeadLetter
 from goaicore.config import Settings
+from goaicore.kafka.dead_letters import DeadLetter
 from goaicore.kafka.partition_reader import read_to_end
 from goaicore.projection import LATEST_VERSION, MIGRATIONS, connect, migrate
 from goaicore.projection.db import ForeignProjectionError, PositionConflictError

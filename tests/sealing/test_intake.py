@@ -15,9 +15,9 @@ import pytest
 from kafka import KafkaProducer
 
 from goaicore.clients import AsyncEventPublisher, EventPublisher, HistoryReader
-from goaicore.clients.deadletter import DeadLetter
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
+from goaicore.kafka.dead_letters import DeadLetter
 from goaicore.kafka.partitioner import partition_for
 from goaicore.records import ConversationErased, GameEvent, ReplyStatus, new_chat_request, new_event
 from goaicore.records.avro.api import decode_event, encode_event

@@ -11,10 +11,10 @@ from pathlib import Path
 from kafka import KafkaConsumer, TopicPartition
 
 from goaicore.clients import EventPublisher
-from goaicore.clients.deadletter import DeadLetter
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
+from goaicore.kafka.dead_letters import DeadLetter
 from goaicore.kafka.partition_reader import read_to_end
 from goaicore.records import ConversationSnapshot, GameEvent
 

@@ -1,5 +1,5 @@
-"""Kafka clients for asyncio services (aiokafka): the same shape as the kafka-python ones,
-awaited, and used as ``async with``."""
+"""Kafka clients for asyncio services (aiokafka), used as ``async with``: the cores of
+the sync clients in ``goaicore.clients``, which call them through ``goaicore.sync``."""
 
 from goaicore.clients.aio.chat_client import AsyncChatClient
 from goaicore.clients.aio.publisher import AsyncEventPublisher

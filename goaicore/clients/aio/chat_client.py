@@ -140,7 +140,8 @@ class AsyncChatClient(AsyncRunning):
     ) -> ChatReply:
         self._started()
         if self._listener_error is not None:
-            raise BrokerError(f"the reply listener failed: {self._listener_error}")
+            error = self._listener_error
+            raise BrokerError(f"the reply listener failed: {error}") from error
         future = self._pending.get(request_id)
         if future is None:
             future = asyncio.get_running_loop().create_future()
@@ -175,7 +176,9 @@ class AsyncChatClient(AsyncRunning):
             log.exception("reply listener stopped")
             for future in self._pending.values():
                 if not future.done():
-                    future.set_exception(BrokerError(f"the reply listener failed: {err}"))
+                    failed = BrokerError(f"the reply listener failed: {err}")
+                    failed.__cause__ = err
+                    future.set_exception(failed)
 
     def _deliver(self, record: Any) -> None:
         reply = reply_of(record)

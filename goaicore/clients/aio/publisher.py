@@ -71,7 +71,16 @@ class AsyncEventPublisher(AsyncRunning):
         self, items: Iterable[tuple[str, ConversationEvent | EventBody]]
     ) -> list[TopicPosition]:
         """Append many events; all are checked and encoded before the first is sent."""
-        prepared = [event_record(self.settings, self.source, c, e) for c, e in items]
+        return await self.publish_records([self.record(c, e) for c, e in items])
+
+    def record(
+        self, conversation_id: str, event: ConversationEvent | EventBody
+    ) -> tuple[bytes, bytes]:
+        """The key and value of one event, checked and encoded (InvalidInputError if bad)."""
+        return event_record(self.settings, self.source, conversation_id, event)
+
+    async def publish_records(self, prepared: list[tuple[bytes, bytes]]) -> list[TopicPosition]:
+        """Append records made by :meth:`record` and return their positions."""
         producer = self._started()
         headers = record_headers()
         with client_errors():
@@ -86,7 +95,10 @@ class AsyncEventPublisher(AsyncRunning):
     ) -> asyncio.Future[TopicPosition]:
         """Queue one event without waiting for the broker: the future gives its position
         once acknowledged (:meth:`flush` sends every queued event at once)."""
-        key, value = event_record(self.settings, self.source, conversation_id, event)
+        return await self.queue(*self.record(conversation_id, event))
+
+    async def queue(self, key: bytes, value: bytes) -> asyncio.Future[TopicPosition]:
+        """:meth:`send` for a record made by :meth:`record`."""
         with client_errors():
             delivery = await self._started().send(
                 self.topic, key=key, value=value, headers=record_headers()

@@ -6,9 +6,9 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Self
 
-from goaicore.clients.deadletter import DeadLetter
 from goaicore.errors import client_errors
 from goaicore.kafka.aio_connection import start_consumer, start_producer, stop_all
+from goaicore.kafka.dead_letters import DeadLetter
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ChatReply
 from goaicore.records.avro.api import decode_chat_reply
