@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -136,3 +137,18 @@ def test_subscriber_forwards_undecodable_replies_and_goes_on(topics: Settings) -
     # The group committed its position: a new member starts after what was read.
     with ReplySubscriber(topics, group_id="gateway") as again:
         assert list(again.replies(idle_timeout=2)) == []
+
+
+def test_replies_of_a_subscriber_nobody_holds_keep_it_open_while_they_are_read(
+    topics: Settings,
+) -> None:
+    """Iterating a subscriber made in the loop's own expression: the iteration keeps it."""
+    good, _ = publish_replies_around_a_bad_one(topics)
+    gc.collect()
+    received = []
+    for reply in ReplySubscriber(topics, group_id="unheld", from_beginning=True).replies(
+        idle_timeout=3
+    ):
+        gc.collect()  # the subscriber must not be collected, and closed, under the loop
+        received.append(reply)
+    assert received == good
