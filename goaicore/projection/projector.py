@@ -42,10 +42,10 @@ from typing import Any
 import psycopg
 from opentelemetry.trace import Link, get_current_span
 
-from goaicore.clients.aio.threaded_consumer import ThreadedConsumer
 from goaicore.extras import needs
 from goaicore.fold.records import Rejected
 from goaicore.kafka.dead_letters import DeadLetterWriter
+from goaicore.kafka.threaded_consumer import ThreadedConsumer
 from goaicore.lifecycle import Running
 from goaicore.logs import origin
 from goaicore.projection.batch import (

@@ -10,10 +10,10 @@ import pytest
 from kafka import TopicPartition
 
 from goaicore.clients import EventPublisher
-from goaicore.clients.aio.threaded_consumer import ThreadedConsumer
 from goaicore.config import Settings
 from goaicore.errors import BrokerError
 from goaicore.kafka.connection import make_consumer
+from goaicore.kafka.threaded_consumer import ThreadedConsumer
 from goaicore.records import UserMessage
 
 COUNT = 60
