@@ -7,7 +7,7 @@ a cycle through a lazy import is still a knot a reader has to untie.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -216,14 +216,7 @@ CONVERSATION_COMMANDS = (
 def test_interfaces_reach_the_broker_only_through_the_store_port(
     interface: tuple[str, ...],
 ) -> None:
-    modules = _modules()
-    offending = [
-        f"{name} imports {target}"
-        for name in interface
-        for target in _imports(name, modules[name], modules)
-        if any(target == below or target.startswith(below + ".") for below in BELOW_THE_PORT)
-    ]
-    assert offending == []
+    assert _reaching_below(interface, BELOW_THE_PORT) == []
 
 
 # Below the projection's query port: the database's client and the SQL.
@@ -249,13 +242,7 @@ def test_the_console_and_the_audit_commands_reach_the_database_only_through_the_
         for name in modules
         if name.startswith("goaicore_console") and name not in CONSOLE_WIRING
     ] + ["goaicore.cli.audit"]
-    offending = [
-        f"{name} imports {target}"
-        for name in askers
-        for target in _imports(name, modules[name], modules)
-        if any(t == target or target.startswith(t + ".") for t in BELOW_THE_QUERY_PORT)
-    ]
-    assert offending == []
+    assert _reaching_below(askers, BELOW_THE_QUERY_PORT) == []
 
 
 # The auditor's commands over the log (replay, verify, tail): the log is what they
@@ -274,11 +261,15 @@ BELOW_THE_AUDITOR = (
 
 
 def test_the_log_audit_commands_read_the_log_only_through_the_auditors_library() -> None:
+    assert _reaching_below(LOG_AUDIT_COMMANDS, BELOW_THE_AUDITOR) == []
+
+
+def _reaching_below(names: Iterable[str], below: tuple[str, ...]) -> list[str]:
+    """Each import of the modules ``names`` that reaches a module under ``below``."""
     modules = _modules()
-    offending = [
+    return [
         f"{name} imports {target}"
-        for name in LOG_AUDIT_COMMANDS
+        for name in names
         for target in _imports(name, modules[name], modules)
-        if any(t == target or target.startswith(t + ".") for t in BELOW_THE_AUDITOR)
+        if any(target == under or target.startswith(under + ".") for under in below)
     ]
-    assert offending == []
