@@ -8,7 +8,9 @@ event loop (see ``goaicore.sync``), so they work from plain scripts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +28,13 @@ from goaicore.conversation.errors import (
     UnknownFinishReasonError,
 )
 from goaicore.conversation.messages import Message
+from goaicore.conversation.progress import (
+    OnProgress,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnProgress,
+)
 from goaicore.conversation.providers.base import Provider
 from goaicore.conversation.state import (
     DEFAULT_GZIP_THRESHOLD,
@@ -36,7 +45,7 @@ from goaicore.conversation.state import (
 )
 from goaicore.conversation.tools import Tool, tool
 from goaicore.conversation.turn import TurnResult, run_turn
-from goaicore.sync import run_sync
+from goaicore.sync import blocking_iter, run_sync
 
 __all__ = [
     "Chat",
@@ -48,7 +57,12 @@ __all__ = [
     "InvalidHistoryError",
     "ProviderError",
     "ReplyTruncatedError",
+    "StreamItem",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
     "ToolLoopLimitError",
+    "TurnProgress",
     "TurnResult",
     "UnknownFinishReasonError",
 ]
@@ -69,6 +83,10 @@ class ChatResult(TurnResult):
 
     state: bytes = b""
     state_reset: str | None = None
+
+
+StreamItem = TurnProgress | ChatResult
+"""What a streamed turn yields: its progress as it happens, then one ``ChatResult``."""
 
 
 class Chat:
@@ -144,8 +162,16 @@ class Chat:
         user: UserInput,
         system: Texts | None = None,
         tools: ToolInput = (),
+        on_progress: OnProgress | None = None,
+        cancel: asyncio.Event | None = None,
     ) -> TurnResult:
-        """Run one turn on a history held by the caller (no state blob involved)."""
+        """Run one turn on a history held by the caller (no state blob involved).
+
+        ``on_progress`` gets the reply's text as it is generated and each tool call as it
+        starts and finishes (see ``goaicore.conversation.progress``); it must not block.
+        Setting ``cancel`` stops the turn where it is: the result's ``finish_reason`` is
+        ``cancelled`` and its history keeps the text generated so far (valid to send).
+        """
         return await run_turn(
             self.provider,
             messages,
@@ -155,6 +181,8 @@ class Chat:
             max_llm_calls=self.max_tool_iterations,
             compactor=self.compactor,
             max_tool_result_bytes=self.max_tool_result_bytes,
+            on_progress=on_progress,
+            cancel=cancel,
         )
 
     async def achat_with_state(
@@ -164,6 +192,8 @@ class Chat:
         user: UserInput,
         system: Texts | None = None,
         tools: ToolInput = (),
+        on_progress: OnProgress | None = None,
+        cancel: asyncio.Event | None = None,
     ) -> ChatResult:
         """Run one turn on ``state``; the result carries the reply and the new state.
 
@@ -173,7 +203,14 @@ class Chat:
         previous state.
         """
         decoded = self.read_state(state)
-        turn = await self.arun_turn(decoded.messages, user=user, system=system, tools=tools)
+        turn = await self.arun_turn(
+            decoded.messages,
+            user=user,
+            system=system,
+            tools=tools,
+            on_progress=on_progress,
+            cancel=cancel,
+        )
         return ChatResult(
             text=turn.text,
             messages=turn.messages,
@@ -188,6 +225,49 @@ class Chat:
             state=self.write_state(turn.messages),
             state_reset=decoded.reset_reason,
         )
+
+    async def astream_with_state(
+        self,
+        state: State,
+        *,
+        user: UserInput,
+        system: Texts | None = None,
+        tools: ToolInput = (),
+        cancel: asyncio.Event | None = None,
+    ) -> AsyncIterator[StreamItem]:
+        """``achat_with_state``, streamed: yields ``TextDelta``s and tool calls as they
+        happen, then the ``ChatResult`` (reply, usage, new state), the same as
+        ``achat_with_state`` returns for the same LLM responses.
+
+        A ``ChatError`` is raised after the progress that came before it. Leaving the
+        iteration early abandons the turn (keep the previous state); setting ``cancel``
+        ends it with what was generated so far, in the final result.
+        """
+        items: asyncio.Queue[TurnProgress | None] = asyncio.Queue()
+
+        async def run() -> ChatResult:
+            try:
+                return await self.achat_with_state(
+                    state,
+                    user=user,
+                    system=system,
+                    tools=tools,
+                    on_progress=items.put_nowait,
+                    cancel=cancel,
+                )
+            finally:
+                items.put_nowait(None)
+
+        task = asyncio.create_task(run())
+        try:
+            while (item := await items.get()) is not None:
+                yield item
+            yield await task
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def achat(
         self, *, user: UserInput, system: Texts | None = None, tools: ToolInput = ()
@@ -218,6 +298,19 @@ class Chat:
     ) -> ChatResult:
         """Sync twin of ``achat_with_state``."""
         return run_sync(self.achat_with_state(state, user=user, system=system, tools=tools))
+
+    def stream_with_state(
+        self,
+        state: State,
+        *,
+        user: UserInput,
+        system: Texts | None = None,
+        tools: ToolInput = (),
+    ) -> Iterator[StreamItem]:
+        """Sync twin of ``astream_with_state``: each item as soon as it happens."""
+        return blocking_iter(
+            self.astream_with_state(state, user=user, system=system, tools=tools), owner=self
+        )
 
     def chat(self, *, user: UserInput, system: Texts | None = None, tools: ToolInput = ()) -> str:
         """Sync twin of ``achat``."""

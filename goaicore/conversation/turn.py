@@ -8,10 +8,12 @@ half turn anywhere.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from goaicore.conversation.compaction.protocol import (
     CompactionReason,
@@ -20,6 +22,7 @@ from goaicore.conversation.compaction.protocol import (
     RequestCompactor,
 )
 from goaicore.conversation.compaction.record import CompactionOutcome, CompactionRecord, diff_record
+from goaicore.conversation.compaction.tokens import DEFAULT_COUNTER
 from goaicore.conversation.errors import (
     ChatError,
     ContentFilteredError,
@@ -29,7 +32,15 @@ from goaicore.conversation.errors import (
     UnknownFinishReasonError,
 )
 from goaicore.conversation.messages import Message, ToolCall
+from goaicore.conversation.progress import (
+    OnProgress,
+    TextDelta,
+    TextSink,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from goaicore.conversation.providers.base import (
+    CANCELLED,
     CONTENT_FILTER,
     CONTEXT_LENGTH,
     LENGTH,
@@ -44,7 +55,15 @@ from goaicore.conversation.validation import validate_history
 from goaicore.records.truncate import truncate_utf8, utf8_size
 from goaicore.records.types import NO_USAGE, Usage
 
+T = TypeVar("T")
+
 log = logging.getLogger("goaicore.conversation.turn")
+
+CANCELLED_TOOL_RESULT = "error: the turn was cancelled before this tool returned"
+
+
+class _Cancelled(Exception):
+    """The turn's ``cancel`` event was set while it waited on the LLM or its tools."""
 
 
 @dataclass
@@ -82,8 +101,18 @@ async def run_turn(
     max_llm_calls: int,
     compactor: Compactor | RequestCompactor | None = None,
     max_tool_result_bytes: int | None = None,
+    on_progress: OnProgress | None = None,
+    cancel: asyncio.Event | None = None,
 ) -> TurnResult:
-    """Append ``incoming`` to ``history`` and call the LLM (and tools) until it answers."""
+    """Append ``incoming`` to ``history`` and call the LLM (and tools) until it answers.
+
+    ``on_progress`` gets the reply's text as it is generated (streamed where the provider
+    can) and each tool call as it starts and finishes; the result is the same without it.
+    Setting ``cancel`` stops the LLM call or the tools running: the turn ends with the
+    finish reason ``cancelled``, keeping the text generated so far as its last assistant
+    message (its tokens estimated) or an error result for each tool cut short, so the
+    history stays valid to send.
+    """
     by_name: dict[str, Tool] = {}
     for t in tools:
         if t.name in by_name:
@@ -98,6 +127,15 @@ async def run_turn(
     timeline: list[Message | CompactionRecord] = list(incoming)
     reported: int | None = None  # prompt tokens of the latest call, as the provider said
     reported_count = 0  # how many messages that call sent
+    heard: list[str] = []  # the text of the running call so far
+    running_tools: tuple[ToolCall, ...] = ()
+
+    def hear(text: str) -> None:
+        heard.append(text)
+        if on_progress is not None:
+            on_progress(TextDelta(text))
+
+    sink = hear if on_progress is not None or cancel is not None else None
 
     async def compact(reason: CompactionReason) -> bool:
         nonlocal messages, compactions
@@ -146,7 +184,8 @@ async def run_turn(
                 validate_history(messages, provider.name)
                 try:
                     request = CompletionRequest(system, list(messages), tools)
-                    completion = await provider.complete(request)
+                    heard.clear()
+                    completion = await _until(_call(provider, request, sink), cancel)
                     break
                 except ContextLengthError:
                     if retried or not await compact("context_length"):
@@ -175,7 +214,19 @@ async def run_turn(
                 )
             if call_number == max_llm_calls:
                 break
-            results = await run_tool_calls(reply.tool_calls, by_name, max_tool_result_bytes)
+            if on_progress is not None:
+                for call in reply.tool_calls:
+                    on_progress(ToolCallStarted(call.id, call.name, call.arguments))
+            running_tools = reply.tool_calls
+            results = await _until(
+                run_tool_calls(reply.tool_calls, by_name, max_tool_result_bytes), cancel
+            )
+            running_tools = ()
+            if on_progress is not None:
+                for r in results:
+                    on_progress(
+                        ToolCallFinished(r.tool_call_id or "", r.name or "", r.text, r.is_error)
+                    )
             messages.extend(results)
             new.extend(results)
             timeline.extend(results)
@@ -183,10 +234,85 @@ async def run_turn(
             f"the turn needed more than max_tool_iterations={max_llm_calls} LLM calls",
             limit=max_llm_calls,
         )
+    except _Cancelled:
+        text = ""
+        if running_tools:  # each call the model made gets its answer, an error
+            cut = [
+                Message.tool_result(c.id, CANCELLED_TOOL_RESULT, name=c.name, is_error=True)
+                for c in running_tools
+            ]
+            messages.extend(cut)
+            new.extend(cut)
+            timeline.extend(cut)
+        else:  # the text generated so far is the reply, its tokens estimated
+            text = "".join(heard)
+            spent = Usage.of_call(
+                DEFAULT_COUNTER.count_request(request.messages, system=system, tools=tools),
+                DEFAULT_COUNTER.count_text(text),
+            )
+            partial = Message.assistant(text)
+            usage = usage + spent
+            completions.append(Completion(partial, CANCELLED, CANCELLED, spent, provider.model))
+            messages.append(partial)
+            new.append(partial)
+            timeline.append(partial)
+        return TurnResult(
+            text=text,
+            messages=messages,
+            new_messages=new,
+            usage=usage,
+            finish_reason=CANCELLED,
+            model=provider.model,
+            compactions=compactions,
+            completions=completions,
+            compaction_records=tuple(records),
+            timeline=tuple(timeline),
+        )
     except ChatError as exc:
         if exc.usage is None:
             exc.usage = usage
         raise
+
+
+async def _call(
+    provider: Provider, request: CompletionRequest, on_text: TextSink | None
+) -> Completion:
+    """One LLM call; with ``on_text``, streamed where the provider can stream (else its
+    whole text is one piece)."""
+    if on_text is None:
+        return await provider.complete(request)
+    stream = getattr(provider, "stream", None)
+    if stream is None:
+        completion = await provider.complete(request)
+        if completion.message.text:
+            on_text(completion.message.text)
+        return completion
+    streamed: Completion = await stream(request, on_text)
+    return streamed
+
+
+async def _until(work: Awaitable[T], cancel: asyncio.Event | None) -> T:
+    """``work``'s result, unless ``cancel`` is set first: then ``work`` is cancelled and
+    :class:`_Cancelled` raised."""
+    if cancel is None:
+        return await work
+    if cancel.is_set():
+        if inspect.iscoroutine(work):
+            work.close()
+        raise _Cancelled
+    task = asyncio.ensure_future(work)
+    stop = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait((task, stop), return_when=asyncio.FIRST_COMPLETED)
+        if task.done():  # finished first (or with the cancel): its result stands
+            return task.result()
+    finally:
+        stop.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    raise _Cancelled
 
 
 def _check_finish(completion: Completion, provider: str) -> None:

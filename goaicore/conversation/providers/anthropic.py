@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from goaicore.conversation.messages import JSONDict, Message, ToolCall, arguments_json
+from goaicore.conversation.progress import TextSink
 from goaicore.conversation.providers.base import (
     CONTENT_FILTER,
     CONTEXT_LENGTH,
@@ -31,6 +32,7 @@ from goaicore.conversation.providers.base import (
     CompletionRequest,
     Provider,
     SdkProvider,
+    StreamAccumulator,
     Transport,
     as_int,
 )
@@ -161,6 +163,72 @@ WIRE = Wire(
 )
 
 
+class MessageAccumulator(StreamAccumulator):
+    """Reads a messages-API event stream back into the whole message.
+
+    ``message_start`` gives the message, each ``content_block_start`` a block that its
+    deltas fill in (text, a tool call's JSON input, thinking and its signature,
+    citations), ``message_delta`` the stop reason and the final usage. Blocks keep the
+    keys and order they started with, so the message is the one the API would have
+    answered whole.
+    """
+
+    def __init__(self) -> None:
+        self._message: JSONDict | None = None
+        self._blocks: dict[int, JSONDict] = {}
+        self._inputs: dict[int, list[str]] = {}
+
+    def feed(self, event: Any, on_text: TextSink) -> None:
+        if not isinstance(event, dict):
+            raise ValueError(f"an event is not a JSON object: {event!r:.200}")
+        kind = event.get("type")
+        if kind == "message_start":
+            self._message = dict(event["message"])
+            self._message["usage"] = dict(self._message.get("usage") or {})
+        elif kind == "content_block_start":
+            block = dict(event["content_block"])
+            self._blocks[event["index"]] = block
+            if "input" in block:
+                self._inputs[event["index"]] = []
+        elif kind == "content_block_delta":
+            self._delta(self._blocks[event["index"]], event["index"], event["delta"], on_text)
+        elif kind == "content_block_stop":
+            parts = self._inputs.pop(event["index"], None)
+            if parts:
+                self._blocks[event["index"]]["input"] = json.loads("".join(parts))
+        elif kind == "message_delta":
+            message = self._started()
+            message.update(event.get("delta") or {})
+            usage = event.get("usage") or {}
+            message["usage"].update({k: v for k, v in usage.items() if v is not None})
+
+    def _delta(self, block: JSONDict, index: int, delta: JSONDict, on_text: TextSink) -> None:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            block["text"] = block.get("text", "") + delta["text"]
+            if delta["text"]:
+                on_text(delta["text"])
+        elif kind == "input_json_delta":
+            self._inputs.setdefault(index, []).append(delta["partial_json"])
+        elif kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta["thinking"]
+        elif kind == "signature_delta":
+            block["signature"] = delta["signature"]
+        elif kind == "citations_delta":
+            if not isinstance(block.get("citations"), list):
+                block["citations"] = []
+            block["citations"].append(delta["citation"])
+
+    def _started(self) -> JSONDict:
+        if self._message is None:
+            raise ValueError("the stream did not start with message_start")
+        return self._message
+
+    def response(self) -> JSONDict:
+        message = self._started()
+        return {**message, "content": [self._blocks[i] for i in sorted(self._blocks)]}
+
+
 class AnthropicProvider(SdkProvider):
     """Anthropic messages API. ``api_key`` defaults to ``ANTHROPIC_API_KEY``.
 
@@ -171,6 +239,9 @@ class AnthropicProvider(SdkProvider):
     client_class = "AsyncAnthropic"
     path = "/v1/messages"
     default_max_tokens = 4096
+
+    def accumulator(self) -> StreamAccumulator:
+        return MessageAccumulator()
 
     def build_request(self, request: CompletionRequest) -> JSONDict:
         """The messages-API request body for ``request``."""

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
 from goaicore.conversation.errors import ContextLengthError, ProviderError
 from goaicore.conversation.messages import JSONDict, Message
+from goaicore.conversation.progress import TextSink
 from goaicore.conversation.tools import Tool
 from goaicore.extras import require
 from goaicore.records.types import Usage
@@ -23,6 +25,8 @@ TOOL_CALLS = "tool_calls"
 LENGTH = "length"
 CONTENT_FILTER = "content_filter"
 CONTEXT_LENGTH = "context_length"
+CANCELLED = "cancelled"
+"""Not the provider's: the caller stopped the call (the turn keeps what was generated)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +71,29 @@ class Provider(Protocol):
     async def complete(self, request: CompletionRequest) -> Completion:
         """Make one call; raise ``ProviderError`` / ``ContextLengthError`` on failure."""
         ...
+
+
+@runtime_checkable
+class StreamingProvider(Provider, Protocol):
+    """A provider that can also hand over the reply's text as it is generated."""
+
+    async def stream(self, request: CompletionRequest, on_text: TextSink) -> Completion:
+        """Make one call as ``complete`` does, giving each piece of text to ``on_text`` as
+        it arrives; the completion returned is the one ``complete`` would have returned
+        for the same response."""
+        ...
+
+
+class StreamAccumulator(ABC):
+    """Reads one streamed response, event by event, back into the API's whole response."""
+
+    @abstractmethod
+    def feed(self, event: Any, on_text: TextSink) -> None:
+        """Take one streamed event (decoded JSON); text it carries goes to ``on_text``."""
+
+    @abstractmethod
+    def response(self) -> JSONDict:
+        """The whole response the events make, in the API's non-streamed shape."""
 
 
 class _Closable(Protocol):
@@ -154,6 +181,8 @@ class SdkClients:
         sdk = require(module, extra)
         self.status_error: type[Exception] = sdk.APIStatusError
         self.connection_error: type[Exception] = sdk.APIConnectionError
+        self.api_error: type[Exception] = sdk.APIError
+        self.stream_class: Any = sdk.AsyncStream[object]
         client_type = getattr(sdk, client_class)
 
         def client() -> Any:
@@ -177,6 +206,35 @@ class SdkClients:
             connection_error=self.connection_error,
             is_context_length=is_context_length,
         )
+
+    async def stream_events(
+        self,
+        provider: str,
+        path: str,
+        body: JSONDict,
+        is_context_length: Callable[[Any], bool],
+        feed: Callable[[Any], None],
+    ) -> None:
+        """Post ``body`` to ``path`` as a streaming request and ``feed`` each event (decoded
+        JSON) as it arrives; every error, also one in the middle of the stream, is ours."""
+        client = await self.clients.get()
+        with mapped_errors(provider, self.status_error, self.connection_error, is_context_length):
+            events = await client.post(
+                path, cast_to=object, body=body, stream=True, stream_cls=self.stream_class
+            )
+            try:
+                async for event in events:
+                    feed(event)
+            except (self.status_error, self.connection_error):
+                raise
+            except self.api_error as exc:  # an error event inside the stream
+                raise ProviderError(f"{provider}: {exc}", provider=provider) from exc
+            except (OSError, ValueError) as exc:  # the connection broke mid-stream
+                raise ProviderError(
+                    f"{provider}: the stream broke off ({type(exc).__name__})", provider=provider
+                ) from exc
+            finally:
+                await events.close()
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (others close with their loop)."""
@@ -249,6 +307,13 @@ class SdkProvider(ABC):
     def parse_response(self, data: Any) -> Completion:
         """The completion in an API response body."""
 
+    @abstractmethod
+    def accumulator(self) -> StreamAccumulator:
+        """A fresh reader of one streamed response."""
+
+    stream_options: ClassVar[JSONDict] = {"stream": True}
+    """What a streaming request adds to the body."""
+
     @staticmethod
     @abstractmethod
     def is_context_length(exc: Any) -> bool:
@@ -267,6 +332,25 @@ class SdkProvider(ABC):
             lambda client: client.post(self.path, cast_to=object, body=body),
             self.is_context_length,
         )
+        return self.parse_response(data)
+
+    async def stream(self, request: CompletionRequest, on_text: TextSink) -> Completion:
+        """The same call as ``complete``, streamed: the events are read back into the
+        whole response, which is parsed as ``complete`` parses it (so the message stored
+        is the same either way)."""
+        body = {**self.build_request(request), **self.stream_options}
+        accumulator = self.accumulator()
+        await self._sdk.stream_events(
+            self.name,
+            self.path,
+            body,
+            self.is_context_length,
+            lambda event: accumulator.feed(event, on_text),
+        )
+        try:
+            data = accumulator.response()
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise self.unreadable(exc) from None
         return self.parse_response(data)
 
     async def aclose(self) -> None:
@@ -289,14 +373,36 @@ async def response_json(
     connection_error: type[Exception],
     is_context_length: Callable[[Any], bool],
 ) -> Any:
-    """The JSON body an SDK ``post(..., cast_to=object)`` call returns, its errors mapped to ours.
+    """The JSON body an SDK ``post(..., cast_to=object)`` call returns, its errors mapped to
+    ours (see :func:`mapped_errors`)."""
+    with mapped_errors(provider, status_error, connection_error, is_context_length):
+        try:
+            data = await call
+        except ValueError as exc:
+            raise ProviderError(
+                f"{provider}: response is not JSON: {exc}", provider=provider
+            ) from exc
+    if not isinstance(data, dict):
+        shown = repr(data)[:200]
+        raise ProviderError(
+            f"{provider}: response is not a JSON object: {shown}", provider=provider
+        )
+    return data
 
-    Both SDKs raise an HTTP status error (with ``status_code`` and ``message``) and a
-    connection error; a status error the provider names as an overlong prompt becomes
-    :class:`ContextLengthError`, so a compactor can shorten the history and retry.
-    """
+
+@contextlib.contextmanager
+def mapped_errors(
+    provider: str,
+    status_error: type[Exception],
+    connection_error: type[Exception],
+    is_context_length: Callable[[Any], bool],
+) -> Iterator[None]:
+    """An SDK's errors as ours. Both SDKs raise an HTTP status error (with ``status_code``
+    and ``message``) and a connection error; a status error the provider names as an
+    overlong prompt becomes :class:`ContextLengthError`, so a compactor can shorten the
+    history and retry."""
     try:
-        data = await call
+        yield
     except status_error as exc:
         status: Any = exc
         error = ContextLengthError if is_context_length(exc) else ProviderError
@@ -307,14 +413,6 @@ async def response_json(
         ) from exc
     except connection_error as exc:
         raise ProviderError(f"{provider}: {exc}{_root_cause(exc)}", provider=provider) from exc
-    except ValueError as exc:
-        raise ProviderError(f"{provider}: response is not JSON: {exc}", provider=provider) from exc
-    if not isinstance(data, dict):
-        shown = repr(data)[:200]
-        raise ProviderError(
-            f"{provider}: response is not a JSON object: {shown}", provider=provider
-        )
-    return data
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from goaicore.conversation.messages import JSONDict, Message, arguments_json
+from goaicore.conversation.progress import TextSink
 from goaicore.conversation.providers.base import STOP, TOOL_CALLS, Completion, CompletionRequest
 from goaicore.conversation.providers.openai import WIRE
 from goaicore.conversation.tools import Tool
@@ -23,6 +24,7 @@ OFFLINE_MODEL = "goaicore-offline"
 OFFLINE_PREFIX = "[offline] "
 _WORD = re.compile(r"[\w'.-]+")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_PIECE = re.compile(r"\s*\S+\s*|\s+")
 
 
 class OfflineProvider:
@@ -56,6 +58,13 @@ class OfflineProvider:
         if calls:
             return self._reply(messages, None, calls)
         return self._reply(messages, f"{OFFLINE_PREFIX}You said: {user_text}", ())
+
+    async def stream(self, request: CompletionRequest, on_text: TextSink) -> Completion:
+        """The same completion, its text handed over a word at a time."""
+        completion = await self.complete(request)
+        for piece in _PIECE.findall(completion.message.text):
+            on_text(piece)
+        return completion
 
     def _reply(
         self, history: Sequence[Message], text: str | None, calls: Sequence[JSONDict]

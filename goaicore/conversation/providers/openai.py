@@ -14,9 +14,10 @@ the response body is read as raw JSON.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from goaicore.conversation.messages import JSONDict, Message, ToolCall, text_of_parts
+from goaicore.conversation.progress import TextSink
 from goaicore.conversation.providers.base import (
     CONTENT_FILTER,
     LENGTH,
@@ -26,6 +27,7 @@ from goaicore.conversation.providers.base import (
     CompletionRequest,
     Provider,
     SdkProvider,
+    StreamAccumulator,
     Transport,
     as_int,
 )
@@ -118,6 +120,91 @@ WIRE = Wire(
 )
 
 
+class ChunkAccumulator(StreamAccumulator):
+    """Reads ``chat.completion.chunk`` events back into a ``chat.completion``.
+
+    The message is rebuilt field by field in the order the deltas name them: text
+    fields join (``content``, ``refusal``, ``reasoning_content``...), tool calls join
+    by their ``index``, anything else takes its latest value. So a server that streams
+    what it would have answered whole gives back that very message.
+    """
+
+    def __init__(self) -> None:
+        self._top: JSONDict = {}
+        self._message: JSONDict = {}
+        self._calls: dict[int, JSONDict] = {}
+        self._finish: Any = None
+        self._usage: Any = None
+        self._choices = 0
+
+    def feed(self, event: Any, on_text: TextSink) -> None:
+        if not isinstance(event, dict):
+            raise ValueError(f"a chunk is not a JSON object: {event!r:.200}")
+        for key, value in event.items():
+            if key == "usage":
+                self._usage = value if value is not None else self._usage
+            elif key not in ("choices", "object"):
+                self._top[key] = value
+        for choice in event.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue  # one choice is asked for; another is not ours to keep
+            self._choices += 1
+            if choice.get("finish_reason") is not None:
+                self._finish = choice["finish_reason"]
+            delta = choice.get("delta") or {}
+            if not isinstance(delta, dict):
+                raise ValueError(f"a delta is not a JSON object: {delta!r:.200}")
+            for key, value in delta.items():
+                if key == "tool_calls":
+                    self._join_calls(value)
+                    continue
+                if key == "content" and isinstance(value, str) and value:
+                    on_text(value)
+                _join(self._message, key, value, joins=key != "role")
+
+    def _join_calls(self, calls: Any) -> None:
+        if not isinstance(calls, list):
+            raise ValueError("tool_calls must be a list")
+        for position, call in enumerate(calls):
+            if not isinstance(call, dict):
+                raise ValueError(f"unsupported tool call {call!r:.200}")
+            index = call.get("index", position)
+            joined = self._calls.setdefault(index if isinstance(index, int) else position, {})
+            for key, value in call.items():
+                if key == "function" and isinstance(value, dict):
+                    function = joined.setdefault("function", {})
+                    for name, part in value.items():
+                        _join(function, name, part, joins=name in ("name", "arguments"))
+                elif key != "index":
+                    _join(joined, key, value, joins=False)
+
+    def response(self) -> JSONDict:
+        if not self._choices:
+            raise ValueError("the stream held no choice")
+        message: JSONDict = {"role": "assistant"} if "role" not in self._message else {}
+        message.update(self._message)
+        if self._calls:
+            message["tool_calls"] = [self._calls[i] for i in sorted(self._calls)]
+        response: JSONDict = {**self._top, "object": "chat.completion"}
+        response["choices"] = [{"index": 0, "message": message, "finish_reason": self._finish}]
+        if self._usage is not None:
+            response["usage"] = self._usage
+        return response
+
+
+def _join(into: JSONDict, key: str, value: Any, *, joins: bool) -> None:
+    """``into[key]`` with a delta's ``value``: text appended where ``joins``; otherwise the
+    first value that is not empty is kept for ids (a server may repeat them), and the
+    latest one for anything else."""
+    current = into.get(key)
+    if joins and isinstance(value, str) and isinstance(current, str):
+        into[key] = current + value
+    elif key in ("id", "type") and current not in (None, ""):
+        return
+    elif value is not None or key not in into:
+        into[key] = value
+
+
 class OpenAIProvider(SdkProvider):
     """OpenAI chat completions (or any compatible server via ``base_url``).
 
@@ -128,6 +215,10 @@ class OpenAIProvider(SdkProvider):
     name = "openai"
     client_class = "AsyncOpenAI"
     path = "/chat/completions"
+    stream_options: ClassVar[JSONDict] = {"stream": True, "stream_options": {"include_usage": True}}
+
+    def accumulator(self) -> StreamAccumulator:
+        return ChunkAccumulator()
 
     def build_request(self, request: CompletionRequest) -> JSONDict:
         """The chat-completions request body for ``request``."""
