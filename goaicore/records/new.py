@@ -68,6 +68,7 @@ def new_chat_request(
     model: str | None = None,
     deadline: datetime | None = None,
     request_id: str | None = None,
+    stream: bool = False,
 ) -> ChatRequest:
     """A ``ChatRequest`` with a fresh ``request_id`` (pass one to retry idempotently)."""
     return ChatRequest(
@@ -78,4 +79,5 @@ def new_chat_request(
         tools=tuple(tools),
         model=model,
         deadline=None if deadline is None else utc_millis(deadline),
+        stream=stream,
     )

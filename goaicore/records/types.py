@@ -315,6 +315,8 @@ class ChatRequest:
     tools: tuple[str, ...] = ()
     model: str | None = None
     deadline: datetime | None = None
+    stream: bool = False
+    """Stream the reply's text to ``reply-stream`` as it is generated (``ReplyChunk``s)."""
 
     def __post_init__(self) -> None:
         _freeze(self, "tools", self.tools)

@@ -207,6 +207,12 @@ CHAT_REQUEST_SAMPLES: dict[str, ChatRequest] = {
         model="claude-sonnet-4",
         deadline=AT,
     ),
+    "streamed": ChatRequest(  # request schema v2: the reply's text streamed as generated
+        request_id="2" * 32,
+        conversation_id="player-42",
+        text="Tell me a story",
+        stream=True,
+    ),
 }
 
 CHAT_REPLY_SAMPLES: dict[str, ChatReply] = {

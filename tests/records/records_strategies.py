@@ -146,6 +146,7 @@ chat_requests = st.builds(
     tools=st.lists(text, max_size=4),
     model=opt_text,
     deadline=opt_instants,
+    stream=st.booleans(),
 )
 
 chat_replies = st.builds(

@@ -134,7 +134,10 @@ def test_new_event_and_new_chat_request_fill_ids_and_times() -> None:
     request = new_chat_request("conv", "hi", tools=["a", "b"])
     assert len(request.request_id) == 32
     assert request.tools == ("a", "b")
+    assert request.stream is False
     assert decode_chat_request(encode_chat_request(request)) == request
+    streamed = new_chat_request("conv", "hi", stream=True)
+    assert decode_chat_request(encode_chat_request(streamed)).stream is True
 
 
 def test_naive_datetimes_are_refused() -> None:

@@ -18,7 +18,14 @@ from typing import Any
 import pytest
 from fastavro import parse_schema, schemaless_writer
 
-from goaicore.records import ChatReply, ConversationEvent, ReplyStatus, UserMessage, convert
+from goaicore.records import (
+    ChatReply,
+    ChatRequest,
+    ConversationEvent,
+    ReplyStatus,
+    UserMessage,
+    convert,
+)
 from goaicore.records.avro import (
     MAGIC,
     Codec,
@@ -223,6 +230,16 @@ def test_v2_bytes_of_a_user_message_keep_every_shared_field() -> None:
     datum["priority"] = 3
     datum["body"] = ("goaicore.UserMessage", {**datum["body"][1], "language": "de"})
     assert codecs.event.decode(_write(_event_v2(), datum)) == record
+
+
+def test_a_chat_request_written_before_v2_reads_as_not_streamed() -> None:
+    golden = load_golden("ChatRequest", 1)
+    assert golden  # v1 bytes, written before the stream field existed
+    for sample, data in golden.items():
+        request = decode(data)
+        assert isinstance(request, ChatRequest)
+        assert request.stream is False, sample
+        assert request == SAMPLES_BY_SCHEMA["ChatRequest"][sample], sample
 
 
 def test_golden_files_match_the_manifest_fingerprints() -> None:

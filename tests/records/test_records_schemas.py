@@ -225,15 +225,18 @@ def test_release_freezes_a_changed_schema_as_the_next_version(tmp_path: Path) ->
     raw = json.loads((root / "ChatRequest.avsc").read_text())
     raw["fields"].append({"name": "locale", "type": ["null", "string"], "default": None})
     (root / "ChatRequest.avsc").write_text(json.dumps(raw))
-    assert [(p.name, p.version) for p in pending(root)] == [("ChatRequest", 2)]
+    latest = len(load_released("ChatRequest", root))
+    following = latest + 1
+    assert [(p.name, p.version) for p in pending(root)] == [("ChatRequest", following)]
     released = release(root)
-    assert [(p.name, p.version) for p in released] == [("ChatRequest", 2)]
-    assert (root / "released" / "ChatRequest" / "v2.avsc").read_text() == json.dumps(raw)
-    assert load_manifest(root)["ChatRequest"]["v2"] == released[0].fingerprint
+    assert [(p.name, p.version) for p in released] == [("ChatRequest", following)]
+    frozen = root / "released" / "ChatRequest" / f"v{following}.avsc"
+    assert frozen.read_text() == json.dumps(raw)
+    assert load_manifest(root)["ChatRequest"][f"v{following}"] == released[0].fingerprint
     assert pending(root) == []
     registry = SchemaRegistry.from_files(root)
-    assert registry.current("ChatRequest").version == 2
-    assert [w.version for w in registry.writers("ChatRequest")] == [1, 2]
+    assert registry.current("ChatRequest").version == following
+    assert [w.version for w in registry.writers("ChatRequest")] == list(range(1, following + 1))
 
 
 def test_a_docs_only_edit_needs_no_release(tmp_path: Path) -> None:
