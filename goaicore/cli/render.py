@@ -11,6 +11,7 @@ from goaicore.records import (
     ConversationEvent,
     ConversationKey,
     ConversationSnapshot,
+    ReplyChunk,
 )
 from goaicore.records.event_types import clip, summary
 from goaicore.records.types import Record
@@ -41,7 +42,17 @@ def describe(record: Record) -> str:
             return f"snapshot {conv}: {len(messages)} messages"
         case ConversationKey(conversation_id=conv, key_id=key_id, master_key_id=master):
             return f"key {conv}: data key {key_id} wrapped under master key {master}"
+        case ReplyChunk(request_id=rid, conversation_id=conv, run_id=run, seq=seq, kind=kind):
+            return f"chunk {rid} {conv} run {run} #{seq} {kind.value}{_chunk_detail(record)}"
     return type(record).__name__
+
+
+def _chunk_detail(chunk: ReplyChunk) -> str:
+    """What a reply chunk holds, after its kind: a tool's name, an error, the text."""
+    tool = f" {chunk.tool_name}" if chunk.tool_name is not None else ""
+    error = " (error)" if chunk.is_error else ""
+    shown = chunk.arguments if chunk.arguments is not None else chunk.text
+    return f"{tool}{error}: {clip(shown)}" if shown else f"{tool}{error}"
 
 
 def print_report(report: VerifyReport, *, against_db: bool = False, as_json: bool = False) -> int:

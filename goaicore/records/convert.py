@@ -32,6 +32,7 @@ from goaicore.records.types import (
     ConversationEvent,
     ConversationKey,
     ConversationSnapshot,
+    ReplyChunk,
 )
 
 NAMESPACE = "goaicore"
@@ -192,7 +193,7 @@ def record_reader(record_type: type[R]) -> Callable[[Mapping[str, Any]], R]:
     return reader
 
 
-# -- the five records of the wire contract ----------------------------------------------
+# -- the records of the wire contract ----------------------------------------------
 
 event_to_avro: Callable[[ConversationEvent], AvroDict] = record_writer(ConversationEvent)
 event_from_avro: Callable[[Mapping[str, Any]], ConversationEvent] = record_reader(ConversationEvent)
@@ -206,3 +207,5 @@ snapshot_from_avro: Callable[[Mapping[str, Any]], ConversationSnapshot] = record
 )
 key_to_avro: Callable[[ConversationKey], AvroDict] = record_writer(ConversationKey)
 key_from_avro: Callable[[Mapping[str, Any]], ConversationKey] = record_reader(ConversationKey)
+reply_chunk_to_avro: Callable[[ReplyChunk], AvroDict] = record_writer(ReplyChunk)
+reply_chunk_from_avro: Callable[[Mapping[str, Any]], ReplyChunk] = record_reader(ReplyChunk)

@@ -345,6 +345,46 @@ class ChatReply:
     sealed: Sealed | None = None
 
 
+class ReplyChunkKind(StrEnum):
+    """What a ``ReplyChunk`` tells (the Avro enum ``ReplyChunkKind``; unknown symbols read
+    as ``UNKNOWN``, which a reader skips)."""
+
+    UNKNOWN = "unknown"
+    """A kind added after this reader: skip the chunk."""
+    START = "start"
+    """A run began."""
+    DELTA = "delta"
+    """Text the model generated."""
+    TOOL_CALL = "tool_call"
+    """The model asked for a tool: the complete call."""
+    TOOL_RESULT = "tool_result"
+    """A tool returned."""
+    END = "end"
+    """The run finished (its ``ChatReply`` is on ``replies``); no chunk of the run follows."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplyChunk:
+    """One piece of a reply as it is generated, on ``reply-stream`` (keyed by conversation).
+
+    ``run_id`` names one run of the request by a worker, new each time a worker starts it:
+    a second ``run_id`` for a request means the turn restarted, and the text shown so far
+    is to be discarded. ``seq`` numbers a run's chunks from 0.
+    """
+
+    request_id: str
+    conversation_id: str
+    run_id: str
+    seq: int
+    kind: ReplyChunkKind
+    text: str = ""
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    arguments: str | None = None
+    is_error: bool = False
+    occurred_at: datetime
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SnapshotMessage:
     """One history message of a snapshot, in the neutral provider-independent form."""
@@ -436,5 +476,10 @@ class ConversationSnapshot:
 
 
 Record: TypeAlias = (
-    ConversationEvent | ChatRequest | ChatReply | ConversationSnapshot | ConversationKey
+    ConversationEvent
+    | ChatRequest
+    | ChatReply
+    | ConversationSnapshot
+    | ConversationKey
+    | ReplyChunk
 )

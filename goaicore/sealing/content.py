@@ -26,6 +26,7 @@ from goaicore.records import (
     ConversationEvent,
     ConversationKey,
     ConversationSnapshot,
+    ReplyChunk,
     SnapshotMessage,
 )
 from goaicore.records.event_types import Kind
@@ -47,6 +48,7 @@ FIELDS: dict[type[Any], Mapping[str, Kind]] = {
         "raw_json": Kind.EXTRA,
     },
     ConversationKey: {},  # ids and a wrapped key: nothing a person wrote
+    ReplyChunk: {"text": Kind.TEXT, "arguments": Kind.OPTIONAL_TEXT},
     ConversationSnapshot: {
         "messages": Kind.MESSAGES,
         "summary": Kind.OPTIONAL_TEXT,

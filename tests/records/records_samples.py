@@ -31,6 +31,8 @@ from goaicore.records import (
     LogPosition,
     MetadataSet,
     Record,
+    ReplyChunk,
+    ReplyChunkKind,
     ReplyStatus,
     Sealed,
     SnapshotMessage,
@@ -357,12 +359,55 @@ KEY_SAMPLES: dict[str, ConversationKey] = {
     ),
 }
 
+
+def _chunk(seq: int, kind: ReplyChunkKind, **fields: object) -> ReplyChunk:
+    return ReplyChunk(
+        request_id="2" * 32,
+        conversation_id="player-42",
+        run_id="3" * 32,
+        seq=seq,
+        kind=kind,
+        occurred_at=AT,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+REPLY_CHUNK_SAMPLES: dict[str, ReplyChunk] = {
+    "start": _chunk(0, ReplyChunkKind.START),
+    "delta": _chunk(1, ReplyChunkKind.DELTA, text="Once upon a time in Harrogate 🎭"),
+    "tool_call": _chunk(
+        2,
+        ReplyChunkKind.TOOL_CALL,
+        tool_call_id="call_1",
+        tool_name="lookup_venue",
+        arguments='{"city": "Harrogate"}',
+    ),
+    "tool_result": _chunk(
+        3,
+        ReplyChunkKind.TOOL_RESULT,
+        text='{"venue": "Theatre"}',
+        tool_call_id="call_1",
+        tool_name="lookup_venue",
+    ),
+    "tool_error": _chunk(
+        4,
+        ReplyChunkKind.TOOL_RESULT,
+        text="sold out",
+        tool_call_id="call_2",
+        tool_name="book",
+        is_error=True,
+    ),
+    "end": _chunk(5, ReplyChunkKind.END),
+    "unknown": _chunk(6, ReplyChunkKind.UNKNOWN),
+}
+
 SAMPLES_BY_SCHEMA: dict[str, dict[str, Record]] = {
     "ConversationEvent": dict(EVENT_SAMPLES),
     "ChatRequest": dict(CHAT_REQUEST_SAMPLES),
     "ChatReply": dict(CHAT_REPLY_SAMPLES),
     "ConversationSnapshot": dict(SNAPSHOT_SAMPLES),
     "ConversationKey": dict(KEY_SAMPLES),
+    "ReplyChunk": dict(REPLY_CHUNK_SAMPLES),
 }
 
 ALL_SAMPLES: list[tuple[str, Record]] = [

@@ -26,6 +26,8 @@ from goaicore.records import (
     GameEvent,
     LogPosition,
     MetadataSet,
+    ReplyChunk,
+    ReplyChunkKind,
     ReplyStatus,
     Sealed,
     SnapshotMessage,
@@ -213,4 +215,19 @@ conversation_keys = st.builds(
     after_erasure_offset=st.none() | LONG,
 )
 
-records = st.one_of(events, chat_requests, chat_replies, snapshots, conversation_keys)
+reply_chunks = st.builds(
+    ReplyChunk,
+    request_id=ids,
+    conversation_id=text,
+    run_id=ids,
+    seq=INT,
+    kind=st.sampled_from(ReplyChunkKind),
+    text=text,
+    tool_call_id=st.none() | ids,
+    tool_name=opt_text,
+    arguments=opt_text,
+    is_error=st.booleans(),
+    occurred_at=instants,
+)
+
+records = st.one_of(events, chat_requests, chat_replies, snapshots, conversation_keys, reply_chunks)

@@ -40,7 +40,13 @@ def _outcome(decode: Callable[[bytes], object], data: bytes) -> object:
 
 
 def test_every_record_type_has_a_direct_reader() -> None:
-    for codec in (CODECS.event, CODECS.chat_request, CODECS.chat_reply, CODECS.snapshot):
+    for codec in (
+        CODECS.event,
+        CODECS.chat_request,
+        CODECS.chat_reply,
+        CODECS.snapshot,
+        CODECS.reply_chunk,
+    ):
         assert codec._direct is not None, codec.name
 
 

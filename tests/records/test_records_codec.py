@@ -19,6 +19,8 @@ from goaicore.records import (
     ConversationKey,
     ConversationReset,
     GameEvent,
+    ReplyChunk,
+    ReplyChunkKind,
     ReplyStatus,
     ToolCall,
     ToolResult,
@@ -37,6 +39,7 @@ from goaicore.records.avro import (
     decode_chat_request,
     decode_event,
     decode_key,
+    decode_reply_chunk,
     decode_snapshot,
     default_codecs,
     encode,
@@ -44,6 +47,7 @@ from goaicore.records.avro import (
     encode_chat_request,
     encode_event,
     encode_key,
+    encode_reply_chunk,
     encode_snapshot,
     payload_schema,
 )
@@ -54,6 +58,7 @@ from tests.records.records_samples import (
     ALL_SAMPLES,
     CHAT_REPLY_SAMPLES,
     EVENT_SAMPLES,
+    REPLY_CHUNK_SAMPLES,
     SNAPSHOT_SAMPLES,
 )
 
@@ -78,14 +83,86 @@ def test_every_sample_round_trips_through_generic_and_typed_functions(
     elif isinstance(record, ConversationKey):
         assert encode_key(record) == data
         assert decode_key(data) == record
+    elif isinstance(record, ReplyChunk):
+        assert encode_reply_chunk(record) == data
+        assert decode_reply_chunk(data) == record
     else:
         assert encode_snapshot(record) == data
         assert decode_snapshot(data) == record
 
 
-def test_samples_cover_every_body_type_and_reply_status() -> None:
+def test_samples_cover_every_body_type_reply_status_and_chunk_kind() -> None:
     assert {type(e.body) for e in EVENT_SAMPLES.values()} == set(EVENT_BODY_TYPES)
     assert {r.status for r in CHAT_REPLY_SAMPLES.values()} == set(ReplyStatus)
+    assert {c.kind for c in REPLY_CHUNK_SAMPLES.values()} == set(ReplyChunkKind)
+
+
+def test_a_reply_chunk_has_the_defaults_of_its_schema() -> None:
+    chunk = ReplyChunk(
+        request_id="r",
+        conversation_id="c",
+        run_id="u",
+        seq=0,
+        kind=ReplyChunkKind.START,
+        occurred_at=utc_millis(datetime.now(UTC)),
+    )
+    assert (chunk.text, chunk.tool_call_id, chunk.tool_name, chunk.arguments) == (
+        "",
+        None,
+        None,
+        None,
+    )
+    assert chunk.is_error is False
+    assert decode_reply_chunk(encode_reply_chunk(chunk)) == chunk
+    assert payload_schema(encode_reply_chunk(chunk)).name == "ReplyChunk"
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"seq": 2**31}, "ReplyChunk.seq"),
+        ({"seq": True}, "ReplyChunk.seq is <True>"),
+        ({"kind": "partial"}, "ReplyChunk.kind is <partial>"),
+        ({"text": None}, "ReplyChunk.text"),
+        ({"is_error": 1}, "ReplyChunk.is_error is <1>"),
+    ],
+    ids=["seq-overflow", "seq-bool", "bad-kind", "text-none", "is-error-int"],
+)
+def test_a_reply_chunk_of_wrong_types_raises_encode_error_naming_the_field(
+    change: dict[str, object], expected: str
+) -> None:
+    chunk = dataclasses.replace(REPLY_CHUNK_SAMPLES["delta"], **change)  # type: ignore[arg-type]
+    with pytest.raises(EncodeError) as caught:
+        encode_reply_chunk(chunk)
+    assert expected in str(caught.value)
+    naive = dataclasses.replace(REPLY_CHUNK_SAMPLES["delta"], occurred_at=datetime(2025, 1, 1))
+    with pytest.raises(EncodeError, match="occurred_at must be a timezone-aware datetime"):
+        encode_reply_chunk(naive)
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (None, "empty"),
+        (b"", "empty"),
+        (b'{"json": true}', "bad-magic"),
+        (encode_reply_chunk(REPLY_CHUNK_SAMPLES["delta"])[:-1], "truncated"),
+        (encode_reply_chunk(REPLY_CHUNK_SAMPLES["delta"]) + b"\x00", "invalid-body"),
+        (MAGIC + bytes(8) + b"\x00", "unknown-fingerprint"),
+        (encode_chat_reply(CHAT_REPLY_SAMPLES["ok"]), "wrong-schema"),
+    ],
+    ids=["none", "no-bytes", "json", "last-byte-missing", "trailing-byte", "unknown", "reply"],
+)
+def test_bad_reply_chunk_payloads_raise_decode_error_with_reason(
+    data: bytes | None, reason: str
+) -> None:
+    with pytest.raises(DecodeError) as caught:
+        decode_reply_chunk(data)
+    assert caught.value.reason == reason
+    with pytest.raises(DecodeError) as other:
+        decode_chat_reply(encode_reply_chunk(REPLY_CHUNK_SAMPLES["end"]))
+    assert other.value.reason == "wrong-schema"
+    assert other.value.schema == "ReplyChunk"
 
 
 def test_payload_is_marker_then_fingerprint_then_body() -> None:

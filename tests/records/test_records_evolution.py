@@ -22,6 +22,7 @@ from goaicore.records import (
     ChatReply,
     ChatRequest,
     ConversationEvent,
+    ReplyChunkKind,
     ReplyStatus,
     UserMessage,
     convert,
@@ -40,7 +41,7 @@ from goaicore.records.avro import (
 from goaicore.records.avro.codec import read_body
 from goaicore.records.avro.schemas import SCHEMA_NAMES, load_current, load_released
 from tests.records.make_golden import golden_path, load_golden
-from tests.records.records_samples import EVENT_SAMPLES, SAMPLES_BY_SCHEMA
+from tests.records.records_samples import EVENT_SAMPLES, REPLY_CHUNK_SAMPLES, SAMPLES_BY_SCHEMA
 
 RELEASES = [
     (name, f.version) for name in SCHEMA_NAMES for f in load_released(name) if f.version is not None
@@ -204,6 +205,24 @@ def test_an_unknown_enum_symbol_reads_as_the_enum_default() -> None:
     decoded = codecs.chat_reply.decode(_write(_reply_v2(), datum))
     assert decoded.status is ReplyStatus.ERROR
     assert decoded.text == "hi"
+
+
+def _chunk_v2() -> dict[str, Any]:
+    raw = _raw("ReplyChunk")
+    kind = next(f for f in raw["fields"] if f["name"] == "kind")
+    kind["type"]["symbols"].append("thinking")
+    raw["fields"].append({"name": "model", "type": ["null", "string"], "default": None})
+    return raw
+
+
+def test_a_chunk_kind_added_later_reads_as_unknown() -> None:
+    codecs = _current_registry_knowing("ReplyChunk", _chunk_v2())
+    chunk = REPLY_CHUNK_SAMPLES["delta"]
+    datum = convert.reply_chunk_to_avro(chunk)
+    datum.update(kind="thinking", model="m")
+    decoded = codecs.reply_chunk.decode(_write(_chunk_v2(), datum))
+    assert decoded.kind is ReplyChunkKind.UNKNOWN
+    assert decoded == dataclasses.replace(chunk, kind=ReplyChunkKind.UNKNOWN)
 
 
 def test_a_body_branch_the_reader_lacks_is_a_typed_incompatible_schema_error() -> None:

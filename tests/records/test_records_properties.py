@@ -12,6 +12,7 @@ from goaicore.records import (
     ConversationEvent,
     ConversationKey,
     ConversationSnapshot,
+    ReplyChunk,
 )
 from goaicore.records.avro import (
     DECODE_REASONS,
@@ -22,6 +23,7 @@ from goaicore.records.avro import (
     decode_chat_request,
     decode_event,
     decode_key,
+    decode_reply_chunk,
     decode_snapshot,
     default_codecs,
     encode,
@@ -29,6 +31,7 @@ from goaicore.records.avro import (
     encode_chat_request,
     encode_event,
     encode_key,
+    encode_reply_chunk,
     encode_snapshot,
 )
 from tests.records.records_samples import ALL_SAMPLES
@@ -38,6 +41,7 @@ from tests.records.records_strategies import (
     conversation_keys,
     events,
     records,
+    reply_chunks,
     snapshots,
 )
 
@@ -66,6 +70,12 @@ def test_any_chat_reply_round_trips(reply: ChatReply) -> None:
 @given(conversation_keys)
 def test_any_conversation_key_round_trips(key: ConversationKey) -> None:
     assert decode_key(encode_key(key)) == key
+
+
+@FAST
+@given(reply_chunks)
+def test_any_reply_chunk_round_trips(chunk: ReplyChunk) -> None:
+    assert decode_reply_chunk(encode_reply_chunk(chunk)) == chunk
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -16,6 +16,7 @@ from goaicore.records import (
     ConversationEvent,
     ConversationSnapshot,
     GameEvent,
+    ReplyChunk,
     SnapshotMessage,
     ToolCall,
     Usage,
@@ -65,13 +66,14 @@ def test_every_string_field_of_every_record_is_either_content_or_named_skeleton(
         "conversation_id", "event_id", "request_id", "causation_id", "source", "tool_call_id",
         "role", "kind", "provider", "model", "finish_reason", "status", "strategy",
         "basis_event_id", "source_conversation_id", "tools", "name", "reason",
-        "occurred_at", "sealed",
+        "occurred_at", "sealed", "run_id", "tool_name",
     }  # fmt: skip
     for record_type in (
         *EVENT_BODY_TYPES,
         ConversationEvent,
         ChatRequest,
         ChatReply,
+        ReplyChunk,
         SnapshotMessage,
     ):
         for name, hint in typing.get_type_hints(record_type).items():

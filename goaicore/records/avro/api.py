@@ -18,6 +18,7 @@ from goaicore.records.types import (
     ConversationKey,
     ConversationSnapshot,
     Record,
+    ReplyChunk,
 )
 
 Payload = bytes | bytearray | memoryview | None
@@ -69,6 +70,16 @@ def decode_chat_reply(data: Payload) -> ChatReply:
     return default_codecs().chat_reply.decode(data)
 
 
+def encode_reply_chunk(chunk: ReplyChunk) -> bytes:
+    """Single-object Avro bytes of a reply chunk (the reply-stream topic's values)."""
+    return default_codecs().reply_chunk.encode(chunk)
+
+
+def decode_reply_chunk(data: Payload) -> ReplyChunk:
+    """The reply chunk in a payload; DecodeError otherwise."""
+    return default_codecs().reply_chunk.decode(data)
+
+
 @functools.cache
 def default_snapshot_encoder() -> SnapshotEncoder:
     """The snapshot encoder over the default codecs, one per process (its memory shared)."""
@@ -118,6 +129,7 @@ __all__ = [
     "decode_chat_request",
     "decode_event",
     "decode_key",
+    "decode_reply_chunk",
     "decode_snapshot",
     "default_codecs",
     "encode",
@@ -125,6 +137,7 @@ __all__ = [
     "encode_chat_request",
     "encode_event",
     "encode_key",
+    "encode_reply_chunk",
     "encode_snapshot",
     "payload_schema",
 ]

@@ -32,6 +32,7 @@ from goaicore.records.types import (
     ConversationEvent,
     ConversationKey,
     ConversationSnapshot,
+    ReplyChunk,
 )
 
 R = TypeVar("R")
@@ -224,6 +225,7 @@ class Codecs:
     chat_reply: Codec[ChatReply]
     snapshot: Codec[ConversationSnapshot]
     key: Codec[ConversationKey]
+    reply_chunk: Codec[ReplyChunk]
 
     @classmethod
     def for_registry(cls, registry: SchemaRegistry) -> Codecs:
@@ -264,11 +266,25 @@ class Codecs:
                 convert.key_to_avro,
                 convert.key_from_avro,
             ),
+            reply_chunk=Codec(
+                "ReplyChunk",
+                ReplyChunk,
+                registry,
+                convert.reply_chunk_to_avro,
+                convert.reply_chunk_from_avro,
+            ),
         )
 
     @property
     def all(self) -> tuple[Codec[Any], ...]:
-        return (self.event, self.chat_request, self.chat_reply, self.snapshot, self.key)
+        return (
+            self.event,
+            self.chat_request,
+            self.chat_reply,
+            self.snapshot,
+            self.key,
+            self.reply_chunk,
+        )
 
     def by_name(self, name: str) -> Codec[Any]:
         """The codec of the record called ``name`` (e.g. ``ChatReply``)."""
@@ -284,5 +300,5 @@ class Codecs:
                 return codec
         raise EncodeError(
             f"cannot encode a {type(record).__name__}: not ConversationEvent, ChatRequest, "
-            "ChatReply, ConversationSnapshot or ConversationKey"
+            "ChatReply, ConversationSnapshot, ConversationKey or ReplyChunk"
         )

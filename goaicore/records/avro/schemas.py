@@ -35,6 +35,7 @@ SCHEMA_NAMES: tuple[str, ...] = (
     "ChatReply",
     "ConversationSnapshot",
     "ConversationKey",
+    "ReplyChunk",
 )
 
 _VERSION_FILE = re.compile(r"^v([1-9][0-9]*)\.avsc$")
