@@ -1,9 +1,9 @@
 """Create goaicore's topics under the configured prefix, idempotently.
 
 Every topic is keyed by ``conversation_id`` and has the same partition count,
-so a conversation's events, snapshot, requests and replies are co-partitioned
-and one worker owns the conversation. An existing topic with another partition
-count is an error: silently accepting it would break co-partitioning.
+so a conversation's events, snapshot, requests, replies and reply stream are
+co-partitioned and one worker owns the conversation. An existing topic with another
+partition count is an error: silently accepting it would break co-partitioning.
 """
 
 from __future__ import annotations
@@ -59,6 +59,12 @@ TOPICS: tuple[TopicSpec, ...] = (
     ),
     TopicSpec("requests", "chat requests", {"cleanup.policy": "delete"}, "expires"),
     TopicSpec("replies", "chat replies", {"cleanup.policy": "delete"}, "expires"),
+    TopicSpec(
+        "reply-stream",
+        "streamed reply text and tool progress, as it is generated",
+        {"cleanup.policy": "delete"},
+        "expires",
+    ),
     TopicSpec(
         "dead-letters",
         "records that could not be decoded or applied, with the reason",

@@ -100,8 +100,8 @@ SEALING: tuple[Setting, ...] = (
         "GOAICORE_ERASURE_WINDOW",
         "`604800` (7 days)",
         "Seconds content may stay readable after an erasure: the retention of `requests`, "
-        "`replies` and `dead-letters`, and how long compaction may wait on `snapshots`, "
-        "`keys` and the replies table. Applied when topics are created.",
+        "`replies`, `reply-stream` and `dead-letters`, and how long compaction may wait on "
+        "`snapshots`, `keys` and the replies table. Applied when topics are created.",
         seconds(1, 10 * 365 * 86400),
         7 * 86400.0,
     ),

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 
 from goaicore.config import Settings
+from goaicore.kafka.connection import make_producer
+from goaicore.records.avro import encode_reply_chunk
 from tests.cli import goaicore
 from tests.clients.scripted_responder import ScriptedResponder
+from tests.records.records_samples import REPLY_CHUNK_SAMPLES
 
 
 def test_publish_event_then_history_and_tail(topics: Settings) -> None:
@@ -57,6 +60,30 @@ def test_publish_event_then_history_and_tail(topics: Settings) -> None:
     assert line["topic"] == topics.topic("events")
     assert (line["partition"], line["offset"]) == (logged["partition"], logged["offset"])
     assert (line["type"], line["record"]) == ("ConversationEvent", logged["event"])
+
+
+def test_tail_decodes_the_reply_stream(topics: Settings) -> None:
+    chunk = REPLY_CHUNK_SAMPLES["delta"]
+    producer = make_producer(topics)
+    try:
+        producer.send(
+            topics.topic("reply-stream"),
+            key=chunk.conversation_id.encode(),
+            value=encode_reply_chunk(chunk),
+        ).get(10)
+    finally:
+        producer.close()
+    args = ("tail", "--topic", "reply-stream", "--from-beginning", "--max", "1")
+    tail = goaicore(topics, *args, "--idle-timeout", "5")
+    assert tail.returncode == 0, tail.stderr
+    assert f"chunk {chunk.request_id} player-42 run {chunk.run_id} #1 delta: " in tail.stdout
+    assert chunk.text in tail.stdout
+    tailed = goaicore(topics, *args, "--idle-timeout", "5", "--json")
+    assert tailed.returncode == 0, tailed.stderr
+    [line] = [json.loads(text) for text in tailed.stdout.splitlines()]
+    assert (line["topic"], line["type"]) == (topics.topic("reply-stream"), "ReplyChunk")
+    assert line["record"]["kind"] == "delta"
+    assert (line["record"]["seq"], line["record"]["text"]) == (1, chunk.text)
 
 
 def test_say_prints_the_reply(topics: Settings) -> None:

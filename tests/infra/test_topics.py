@@ -21,7 +21,16 @@ def _partition_counts(settings: Settings) -> dict[str, int]:
 
 def test_creates_every_topic_under_the_prefix(settings: Settings) -> None:
     statuses = ensure_topics(settings)
-    names = ("events", "snapshots", "keys", "intake", "requests", "replies", "dead-letters")
+    names = (
+        "events",
+        "snapshots",
+        "keys",
+        "intake",
+        "requests",
+        "replies",
+        "reply-stream",
+        "dead-letters",
+    )
     expected = {f"{settings.topic_prefix}.{name}" for name in names}
     assert {s.name for s in statuses} == expected
     assert all(s.action == "created" for s in statuses)
@@ -55,7 +64,7 @@ def test_snapshots_topic_is_compacted_and_the_log_never_expires() -> None:
 def test_the_erasure_window_bounds_every_topic_that_holds_content_in_the_clear() -> None:
     window = Settings(env={}, erasure_window=3600)
     configs = {spec.name: topic_configs(spec, window) for spec in TOPICS}
-    for transient in ("requests", "replies", "dead-letters"):
+    for transient in ("intake", "requests", "replies", "reply-stream", "dead-letters"):
         assert configs[transient]["retention.ms"] == configs[transient]["segment.ms"] == "3600000"
     for compacted in ("snapshots", "keys"):
         assert configs[compacted]["max.compaction.lag.ms"] == "3600000"

@@ -38,7 +38,16 @@ from tests.deploy.processes import goaicore
 from tests.store.workers import StoreWorker
 
 # goaicore's own topics (the Faust app adds the replies table's changelog).
-TOPICS = ("events", "snapshots", "keys", "intake", "requests", "replies", "dead-letters")
+TOPICS = (
+    "events",
+    "snapshots",
+    "keys",
+    "intake",
+    "requests",
+    "replies",
+    "reply-stream",
+    "dead-letters",
+)
 
 
 def kafka_settings(
