@@ -1,7 +1,9 @@
 """Local servers speaking the OpenAI and Anthropic wire formats, scripted per test.
 
 They let tests (and benchmarks, as an instant LLM with ``responder=openai_echo``) drive
-the real SDK clients over HTTP with no network and no key.
+the real SDK clients over HTTP with no network and no key. A request with
+``"stream": true`` gets its scripted response as the API's event stream, optionally
+paced (``chunk_delay``).
 """
 
 from goaicore.testing.anthropic_server import (

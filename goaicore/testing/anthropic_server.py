@@ -5,6 +5,11 @@ with AnthropicServer() as server:
     server.reply("Leeds lead 2-1.")
     provider = AnthropicProvider(model="claude-test", api_key="test",
                                  base_url=server.base_url)
+
+A request with ``"stream": true`` gets the same scripted message as ``message_start``,
+``content_block_*``, ``message_delta`` and ``message_stop`` events (see
+``goaicore.testing.streams``), paced by ``chunk_delay`` seconds between pieces of
+content; an error status is sent whole.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Self
 
 from goaicore.testing.server import RecordedRequest, ScriptedResponse, ScriptedServer
+from goaicore.testing.streams import anthropic_stream, is_message
 
 _ids = itertools.count(1)
 FAST_RETRY = {"retry-after-ms": "5"}
@@ -31,6 +37,7 @@ def anthropic_reply(
     usage: tuple[int, int] = (10, 5),
     model: str = "claude-test",
     delay: float = 0.0,
+    chunk_delay: float = 0.0,
 ) -> ScriptedResponse:
     """A message response.
 
@@ -59,7 +66,7 @@ def anthropic_reply(
             "cache_read_input_tokens": 0,
         },
     }
-    return ScriptedResponse(200, body, delay=delay)
+    return ScriptedResponse(200, body, delay=delay, chunk_delay=chunk_delay)
 
 
 def _tool_use(spec: ToolUseSpec) -> dict[str, Any]:
@@ -102,6 +109,9 @@ class AnthropicServer(ScriptedServer):
     """Serves ``POST {base_url}/v1/messages``."""
 
     api_path = "/v1/messages"
+
+    def stream_events(self, request: RecordedRequest, body: dict[str, Any]) -> list[bytes] | None:
+        return anthropic_stream(body) if is_message(body) else None
 
     def reply(self, text: str | None = None, **kwargs: Any) -> Self:
         """Queue ``anthropic_reply(text, **kwargs)``."""

@@ -4,6 +4,10 @@ with OpenAIServer() as server:
     server.reply("Hello!")
     server.reply(tool_calls=[("get_score", {"team": "Leeds"})])
     provider = OpenAIProvider(model="gpt-test", api_key="test", base_url=server.base_url)
+
+A request with ``"stream": true`` gets the same scripted completion as
+``chat.completion.chunk`` events (see ``goaicore.testing.streams``), paced by
+``chunk_delay`` seconds between pieces of content; an error status is sent whole.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, Self
 
 from goaicore.testing.server import RecordedRequest, ScriptedResponse, ScriptedServer
+from goaicore.testing.streams import is_chat_completion, openai_stream
 
 _ids = itertools.count(1)
 # Retry quickly in tests: the SDK honours retry-after-ms.
@@ -32,6 +37,7 @@ def openai_reply(
     extra: dict[str, Any] | None = None,
     content: Any = None,
     delay: float = 0.0,
+    chunk_delay: float = 0.0,
 ) -> ScriptedResponse:
     """A chat completion with one choice.
 
@@ -69,7 +75,7 @@ def openai_reply(
             "total_tokens": prompt + completion,
         },
     }
-    return ScriptedResponse(200, body, delay=delay)
+    return ScriptedResponse(200, body, delay=delay, chunk_delay=chunk_delay)
 
 
 def _tool_call(spec: ToolCallSpec) -> dict[str, Any]:
@@ -123,6 +129,13 @@ class OpenAIServer(ScriptedServer):
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
+
+    def stream_events(self, request: RecordedRequest, body: dict[str, Any]) -> list[bytes] | None:
+        if not is_chat_completion(body):
+            return None
+        options = request.body.get("stream_options") if isinstance(request.body, dict) else None
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        return openai_stream(body, include_usage=include_usage)
 
     def reply(self, text: str | None = None, **kwargs: Any) -> Self:
         """Queue ``openai_reply(text, **kwargs)``."""

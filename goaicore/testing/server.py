@@ -3,12 +3,17 @@
 Each test queues the responses it wants (or installs a responder function), points the
 SDK's ``base_url`` at the server and afterwards reads what the SDK actually sent. The
 server is a stdlib ``ThreadingHTTPServer`` on a free port in a daemon thread.
+
+A response is scripted once, whole; when the request asks for ``"stream": true`` the
+subclass for the API re-encodes it as that API's Server-Sent Events (``stream_events``),
+sent with chunked transfer encoding so the connection stays reusable.
 """
 
 from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -21,12 +26,16 @@ from goaicore.lifecycle import Running
 
 @dataclass(frozen=True)
 class ScriptedResponse:
-    """One response: status, JSON (or text) body, headers, and a delay before sending."""
+    """One response: status, JSON (or text) body, headers, and a delay before sending.
+
+    ``chunk_delay`` paces a streamed response: the seconds between its pieces of content.
+    """
 
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    chunk_delay: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,11 @@ class _Listener(ThreadingHTTPServer):
     # The stdlib's backlog of 5 drops connections a client opens at once (a worker
     # with a hundred turns in flight), and each dropped one waits a second to retry.
     request_queue_size = socket.SOMAXCONN
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return  # a client that hung up (mid-stream, or on a kept-alive connection)
+        super().handle_error(request, client_address)
 
 
 class ScriptedServer(Running):
@@ -164,6 +178,14 @@ class ScriptedServer(Running):
 
     # ---- serving ------------------------------------------------------------------
 
+    def stream_events(self, request: RecordedRequest, body: dict[str, Any]) -> list[bytes] | None:
+        """``body`` as the writes of this API's event stream; None sends it whole.
+
+        Asked only for a 200 with a JSON object body answering a ``"stream": true``
+        request. This generic server streams nothing; the per-API subclasses do.
+        """
+        return None
+
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length) if length else b""
@@ -172,6 +194,7 @@ class ScriptedServer(Running):
         except ValueError:
             body = None
         path = handler.path.split("?", 1)[0]
+        stream: list[bytes] | None = None
         if not path.endswith(self.api_path):
             response = ScriptedResponse(404, {"error": {"message": f"no route {path}"}})
         else:
@@ -193,10 +216,20 @@ class ScriptedServer(Running):
                     {"x-should-retry": "false"},
                 )
             response = scripted
+            if (
+                isinstance(body, dict)
+                and body.get("stream") is True
+                and response.status == 200
+                and isinstance(response.body, dict)
+            ):
+                stream = self.stream_events(request, response.body)
         if response.delay and self._stopping.wait(response.delay):
             handler.close_connection = True  # stopping: drop the connection unanswered
             return
-        self._send(handler, response)
+        if stream is None:
+            self._send(handler, response)
+        else:
+            self._send_stream(handler, response, stream)
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, response: ScriptedResponse) -> None:
@@ -216,3 +249,27 @@ class ScriptedServer(Running):
             handler.wfile.write(payload)
         except OSError:
             pass  # the client went away (a cancelled or timed-out call)
+
+    def _send_stream(
+        self, handler: BaseHTTPRequestHandler, response: ScriptedResponse, writes: list[bytes]
+    ) -> None:
+        # Unpaced, the whole stream goes out in one write; the client parses it the same.
+        # (An empty chunk would end the body: there are none.)
+        chunks = [w for w in writes if w] if response.chunk_delay else [b"".join(writes)]
+        try:
+            handler.send_response(response.status)
+            handler.send_header("Content-Type", "text/event-stream")
+            handler.send_header("Cache-Control", "no-cache")
+            handler.send_header("Transfer-Encoding", "chunked")
+            for name, value in response.headers.items():
+                handler.send_header(name, value)
+            handler.end_headers()
+            for number, chunk in enumerate(chunks):
+                if number and self._stopping.wait(response.chunk_delay):
+                    # stopping: cut the stream short, without the chunked terminator
+                    handler.close_connection = True
+                    return
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            handler.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            handler.close_connection = True  # the client went away mid-stream
