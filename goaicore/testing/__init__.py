@@ -3,7 +3,8 @@
 They let tests (and benchmarks, as an instant LLM with ``responder=openai_echo``) drive
 the real SDK clients over HTTP with no network and no key. A request with
 ``"stream": true`` gets its scripted response as the API's event stream, optionally
-paced (``chunk_delay``).
+paced (``chunk_delay``); ``openai_stream_tokens`` / ``anthropic_stream_tokens`` are
+responders streaming a text of N tokens at a fixed rate, a model of known speed.
 """
 
 from goaicore.testing.anthropic_server import (
@@ -12,6 +13,7 @@ from goaicore.testing.anthropic_server import (
     anthropic_echo,
     anthropic_error,
     anthropic_reply,
+    anthropic_stream_tokens,
 )
 from goaicore.testing.openai_server import (
     OpenAIServer,
@@ -19,6 +21,7 @@ from goaicore.testing.openai_server import (
     openai_echo,
     openai_error,
     openai_reply,
+    openai_stream_tokens,
 )
 from goaicore.testing.server import RecordedRequest, Responder, ScriptedResponse, ScriptedServer
 
@@ -33,8 +36,10 @@ __all__ = [
     "anthropic_echo",
     "anthropic_error",
     "anthropic_reply",
+    "anthropic_stream_tokens",
     "openai_context_length_error",
     "openai_echo",
     "openai_error",
     "openai_reply",
+    "openai_stream_tokens",
 ]

@@ -10,6 +10,10 @@ A request with ``"stream": true`` gets the same scripted message as ``message_st
 ``content_block_*``, ``message_delta`` and ``message_stop`` events (see
 ``goaicore.testing.streams``), paced by ``chunk_delay`` seconds between pieces of
 content; an error status is sent whole.
+
+For benchmarks, ``AnthropicServer(responder=anthropic_stream_tokens(500, rate_per_s=50))``
+answers every request with a text of exactly 500 tokens, streamed at 50 tokens a second
+(or sent whole when the request does not stream).
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, Self
 
-from goaicore.testing.server import RecordedRequest, ScriptedResponse, ScriptedServer
-from goaicore.testing.streams import anthropic_stream, is_message
+from goaicore.testing.server import RecordedRequest, Responder, ScriptedResponse, ScriptedServer
+from goaicore.testing.streams import anthropic_stream, is_message, token_text
 
 _ids = itertools.count(1)
 FAST_RETRY = {"retry-after-ms": "5"}
@@ -103,6 +107,22 @@ def anthropic_echo(request: RecordedRequest) -> ScriptedResponse:
     if isinstance(content, list):
         content = " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
     return anthropic_reply(f"echo: {content if isinstance(content, str) else json.dumps(content)}")
+
+
+def anthropic_stream_tokens(tokens: int, rate_per_s: float) -> Responder:
+    """A responder answering every request with a text of exactly ``tokens`` tokens.
+
+    Streamed, each token is one ``text_delta`` and they arrive ``rate_per_s`` a second:
+    a model of known speed, for benchmarking what consumes the stream.
+    """
+    if tokens < 0 or rate_per_s <= 0:
+        raise ValueError("tokens must be >= 0 and rate_per_s > 0")
+    text = token_text(tokens)
+
+    def respond(request: RecordedRequest) -> ScriptedResponse:
+        return anthropic_reply(text, usage=(10, tokens), chunk_delay=1 / rate_per_s)
+
+    return respond
 
 
 class AnthropicServer(ScriptedServer):

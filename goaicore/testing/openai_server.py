@@ -8,6 +8,10 @@ with OpenAIServer() as server:
 A request with ``"stream": true`` gets the same scripted completion as
 ``chat.completion.chunk`` events (see ``goaicore.testing.streams``), paced by
 ``chunk_delay`` seconds between pieces of content; an error status is sent whole.
+
+For benchmarks, ``OpenAIServer(responder=openai_stream_tokens(500, rate_per_s=50))``
+answers every request with a text of exactly 500 tokens, streamed at 50 tokens a second
+(or sent whole when the request does not stream).
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, Self
 
-from goaicore.testing.server import RecordedRequest, ScriptedResponse, ScriptedServer
-from goaicore.testing.streams import is_chat_completion, openai_stream
+from goaicore.testing.server import RecordedRequest, Responder, ScriptedResponse, ScriptedServer
+from goaicore.testing.streams import is_chat_completion, openai_stream, token_text
 
 _ids = itertools.count(1)
 # Retry quickly in tests: the SDK honours retry-after-ms.
@@ -119,6 +123,22 @@ def openai_echo(request: RecordedRequest) -> ScriptedResponse:
     content = messages[-1].get("content")
     text = content if isinstance(content, str) else json.dumps(content)
     return openai_reply(f"echo: {text}")
+
+
+def openai_stream_tokens(tokens: int, rate_per_s: float) -> Responder:
+    """A responder answering every request with a text of exactly ``tokens`` tokens.
+
+    Streamed, each token is one chunk and they arrive ``rate_per_s`` a second: a model
+    of known speed, for benchmarking what consumes the stream.
+    """
+    if tokens < 0 or rate_per_s <= 0:
+        raise ValueError("tokens must be >= 0 and rate_per_s > 0")
+    text = token_text(tokens)
+
+    def respond(request: RecordedRequest) -> ScriptedResponse:
+        return openai_reply(text, usage=(10, tokens), chunk_delay=1 / rate_per_s)
+
+    return respond
 
 
 class OpenAIServer(ScriptedServer):

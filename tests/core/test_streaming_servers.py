@@ -20,10 +20,11 @@ import pytest
 from goaicore.testing import (
     AnthropicServer,
     OpenAIServer,
-    RecordedRequest,
     ScriptedResponse,
     anthropic_reply,
+    anthropic_stream_tokens,
     openai_reply,
+    openai_stream_tokens,
 )
 from goaicore.testing.streams import split_slices, split_tokens, token_text
 
@@ -386,6 +387,34 @@ def test_chunk_delay_paces_the_pieces(server_type: type[OpenAIServer | Anthropic
     assert positions == sorted(positions)
 
 
+async def test_the_token_responders_stream_exactly_n_tokens(transport: str) -> None:
+    with (
+        OpenAIServer(responder=openai_stream_tokens(25, rate_per_s=2000)) as oai,
+        AnthropicServer(responder=anthropic_stream_tokens(25, rate_per_s=2000)) as ant,
+    ):
+        async with openai_client(oai, transport) as client:
+            chunks = await openai_chunks(client, stream_options={"include_usage": True})
+            whole = await client.chat.completions.create(model="gpt-test", messages=USER)
+        async with (
+            anthropic_client(ant, transport) as aclient,
+            aclient.messages.stream(model="claude-test", max_tokens=100, messages=USER) as stream,
+        ):
+            texts = [event.text async for event in stream if event.type == "text"]
+            message = await stream.get_final_message()
+    tokens = [
+        c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content
+    ]
+    assert len(tokens) == 25
+    assert "".join(tokens) == token_text(25) == whole.choices[0].message.content
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == 25
+    assert len(texts) == 25
+    assert "".join(texts) == token_text(25)
+    assert message.usage.output_tokens == 25
+    with pytest.raises(ValueError, match="rate_per_s"):
+        openai_stream_tokens(5, rate_per_s=0)
+
+
 async def read_stopping_after_two(stream: Any, server: OpenAIServer, received: list[Any]) -> None:
     async for chunk in stream:
         received.append(chunk)
@@ -394,7 +423,7 @@ async def read_stopping_after_two(stream: Any, server: OpenAIServer, received: l
 
 
 async def test_stopping_the_server_cuts_a_paced_stream_short(transport: str) -> None:
-    server = OpenAIServer([openai_reply(token_text(1000), chunk_delay=0.02)]).start()
+    server = OpenAIServer(responder=openai_stream_tokens(1000, rate_per_s=50)).start()
     received: list[Any] = []
     async with openai_client(server, transport) as client:
         stream = await client.chat.completions.create(model="gpt-test", messages=USER, stream=True)
@@ -413,10 +442,7 @@ async def stream_then_hang_up(server: OpenAIServer, transport: str) -> None:
 async def test_a_client_hanging_up_mid_stream_leaves_no_traceback(
     transport: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    def paced(_: RecordedRequest) -> ScriptedResponse:
-        return openai_reply(token_text(200), chunk_delay=0.005)
-
-    with OpenAIServer(responder=paced) as server:
+    with OpenAIServer(responder=openai_stream_tokens(200, rate_per_s=200)) as server:
         for _ in range(3):
             await stream_then_hang_up(server, transport)
         await asyncio.sleep(0.3)  # the server's next writes meet the closed connection
