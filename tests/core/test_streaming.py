@@ -4,15 +4,28 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from goaicore import Chat, ChatResult, OfflineProvider, TextDelta, ToolCallFinished, ToolCallStarted
+from goaicore.conversation.errors import ProviderError
 from goaicore.conversation.messages import Message
 from goaicore.conversation.progress import TextSink
+from goaicore.conversation.providers.anthropic import MessageAccumulator
 from goaicore.conversation.providers.base import CANCELLED, Completion, CompletionRequest
+from goaicore.conversation.providers.openai import ChunkAccumulator
+from goaicore.conversation.snapshot_messages import to_event_body
 from goaicore.conversation.turn import CANCELLED_TOOL_RESULT
 from goaicore.conversation.validation import validate_history
+from goaicore.records import new_event
+from goaicore.records.avro.api import encode_event
+from goaicore.testing import ScriptedResponse, anthropic_reply, openai_reply
+from tests.core.conftest import Backend
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def get_score(team: str) -> str:
@@ -164,3 +177,133 @@ def test_a_provider_without_streaming_gives_its_whole_text_as_one_delta() -> Non
     assert isinstance(items[1], ChatResult)
     assert items[0].text == items[1].text
     assert isinstance(items[1].messages[0], Message)
+
+
+# ---- the real SDKs over HTTP: a streamed turn stores what the whole turn stores --------
+
+
+def _openai_cases() -> list[ScriptedResponse]:
+    return [
+        openai_reply("Hello there, brave player!"),
+        openai_reply("Thinking done.", extra={"reasoning_content": "first I looked, then I saw"}),
+        openai_reply("", finish_reason="stop"),
+        openai_reply("Naïve café — ünïcödé ✓ 🎮 and\nnew lines\t tabs"),
+    ]
+
+
+def _anthropic_cases() -> list[ScriptedResponse]:
+    return [
+        anthropic_reply("Hello there, brave player!"),
+        anthropic_reply(
+            blocks=[
+                {"type": "thinking", "thinking": "let me see, then answer", "signature": "sig=="},
+                {"type": "text", "text": "The answer is 42.", "citations": None},
+            ]
+        ),
+        anthropic_reply("Naïve café — ünïcödé ✓ 🎮 and\nnew lines\t tabs"),
+        anthropic_reply(
+            blocks=[
+                {
+                    "type": "text",
+                    "text": "Leeds won.",
+                    "citations": [
+                        {"type": "char_location", "cited_text": "Leeds 3", "document_index": 0},
+                        {"type": "char_location", "cited_text": "Union 1", "document_index": 0},
+                    ],
+                }
+            ]
+        ),
+    ]
+
+
+def _stored(result: ChatResult) -> list[bytes]:
+    return [
+        encode_event(new_event("c", to_event_body(m), event_id="e", occurred_at=EPOCH))
+        for m in result.new_messages
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+async def test_a_streamed_text_turn_stores_what_the_whole_turn_stores(
+    backend: Backend, case: int
+) -> None:
+    cases = _openai_cases() if backend.name == "openai" else _anthropic_cases()
+    backend.add(cases[case], cases[case])
+    chat = backend.chat()
+    whole = await chat.achat_with_state(None, user="hi")
+    streamed = [i async for i in chat.astream_with_state(None, user="hi")]
+    result = streamed[-1]
+    assert isinstance(result, ChatResult)
+    assert backend.bodies[1]["stream"] is True
+    assert result.state == whole.state
+    assert _stored(result) == _stored(whole)
+    assert result.usage == whole.usage
+    assert "".join(i.text for i in streamed if isinstance(i, TextDelta)) == whole.text
+
+
+async def test_a_streamed_turn_with_tool_calls_stores_what_the_whole_turn_stores(
+    backend: Backend,
+) -> None:
+    def turn() -> list[ScriptedResponse]:
+        return [
+            backend.calls(
+                ("call_1", "get_score", {"team": "Leeds United"}),
+                ("call_2", "get_score", {"team": 'Ünïon Berlin, "the Irons"'}),
+            ),
+            backend.text("Leeds 3, Union 1."),
+        ]
+
+    backend.add(*turn(), *turn())
+    chat = backend.chat()
+    whole = await chat.achat_with_state(None, user="scores?", tools=[get_score])
+    streamed = [i async for i in chat.astream_with_state(None, user="scores?", tools=[get_score])]
+    result = streamed[-1]
+    assert isinstance(result, ChatResult)
+    assert result.state == whole.state
+    assert _stored(result) == _stored(whole)
+    started = [i for i in streamed if isinstance(i, ToolCallStarted)]
+    finished = [i for i in streamed if isinstance(i, ToolCallFinished)]
+    assert [s.call_id for s in started] == ["call_1", "call_2"]
+    assert [f.text for f in finished] == ["Leeds United 3", 'Ünïon Berlin, "the Irons" 3']
+    assert streamed.index(started[-1]) < streamed.index(finished[0])
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=st.text(min_size=1, max_size=300), argument=st.text(max_size=80))
+def test_any_text_and_arguments_store_the_same_streamed_or_whole(
+    backend: Backend, text: str, argument: str
+) -> None:
+    def turn() -> list[ScriptedResponse]:
+        return [backend.calls(("call_x", "get_score", {"team": argument})), backend.text(text)]
+
+    backend.add(*turn(), *turn())
+    chat = backend.chat()
+    whole = chat.chat_with_state(None, user="go", tools=[get_score])
+    *progress, result = list(chat.stream_with_state(None, user="go", tools=[get_score]))
+    assert isinstance(result, ChatResult)
+    assert result.state == whole.state
+    assert _stored(result) == _stored(whole)
+    assert "".join(i.text for i in progress if isinstance(i, TextDelta)) == whole.text
+
+
+async def test_a_stream_that_breaks_off_is_a_provider_error(backend: Backend) -> None:
+    backend.add(backend.text("one two three four five six seven eight", chunk_delay=0.05))
+    stream = backend.chat().astream_with_state(None, user="hi")
+    assert isinstance(await anext(stream), TextDelta)
+    backend.server.stop()
+    with pytest.raises(ProviderError):
+        async for _ in stream:
+            pass
+
+
+def test_a_stream_without_its_finish_is_unreadable() -> None:
+    unfinished = ChunkAccumulator()
+    unfinished.feed({"id": "x", "choices": [{"index": 0, "delta": {"content": "hi"}}]}, print)
+    with pytest.raises(ValueError, match="finish"):
+        unfinished.response()
+    cut = MessageAccumulator()
+    cut.feed({"type": "message_start", "message": {"role": "assistant", "content": []}}, print)
+    with pytest.raises(ValueError, match="stop"):
+        cut.response()

@@ -226,6 +226,8 @@ class MessageAccumulator(StreamAccumulator):
 
     def response(self) -> JSONDict:
         message = self._started()
+        if message.get("stop_reason") is None:
+            raise ValueError("the stream ended before its stop_reason")
         return {**message, "content": [self._blocks[i] for i in sorted(self._blocks)]}
 
 

@@ -229,7 +229,7 @@ class SdkClients:
                 raise
             except self.api_error as exc:  # an error event inside the stream
                 raise ProviderError(f"{provider}: {exc}", provider=provider) from exc
-            except (OSError, ValueError) as exc:  # the connection broke mid-stream
+            except Exception as exc:  # the HTTP client's own: the connection broke mid-stream
                 raise ProviderError(
                     f"{provider}: the stream broke off ({type(exc).__name__})", provider=provider
                 ) from exc

@@ -181,6 +181,8 @@ class ChunkAccumulator(StreamAccumulator):
     def response(self) -> JSONDict:
         if not self._choices:
             raise ValueError("the stream held no choice")
+        if self._finish is None:
+            raise ValueError("the stream ended before its finish_reason")
         message: JSONDict = {"role": "assistant"} if "role" not in self._message else {}
         message.update(self._message)
         if self._calls:
