@@ -34,6 +34,8 @@ def describe(record: Record) -> str:
     match record:
         case ConversationEvent():
             return describe_event(record)
+        case ChatRequest(request_id=rid, conversation_id=conv, cancel=True):
+            return f"cancel of request {rid} {conv}"
         case ChatRequest(request_id=rid, conversation_id=conv, text=text):
             return f"request {rid} {conv}: {clip(text)}"
         case ChatReply(request_id=rid, conversation_id=conv, status=status, text=text, error=err):

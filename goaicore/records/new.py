@@ -69,6 +69,7 @@ def new_chat_request(
     deadline: datetime | None = None,
     request_id: str | None = None,
     stream: bool = False,
+    cancel: bool = False,
 ) -> ChatRequest:
     """A ``ChatRequest`` with a fresh ``request_id`` (pass one to retry idempotently)."""
     return ChatRequest(
@@ -80,4 +81,5 @@ def new_chat_request(
         model=model,
         deadline=None if deadline is None else utc_millis(deadline),
         stream=stream,
+        cancel=cancel,
     )

@@ -317,6 +317,9 @@ class ChatRequest:
     deadline: datetime | None = None
     stream: bool = False
     """Stream the reply's text to ``reply-stream`` as it is generated (``ReplyChunk``s)."""
+    cancel: bool = False
+    """Not a turn of its own: stop the running turn of ``request_id`` in this conversation,
+    which ends with what it generated so far."""
 
     def __post_init__(self) -> None:
         _freeze(self, "tools", self.tools)

@@ -215,6 +215,12 @@ CHAT_REQUEST_SAMPLES: dict[str, ChatRequest] = {
         text="Tell me a story",
         stream=True,
     ),
+    "cancel": ChatRequest(  # request schema v2: stop the running turn of request "2" * 32
+        request_id="2" * 32,
+        conversation_id="player-42",
+        text="",
+        cancel=True,
+    ),
 }
 
 CHAT_REPLY_SAMPLES: dict[str, ChatReply] = {

@@ -149,6 +149,7 @@ chat_requests = st.builds(
     model=opt_text,
     deadline=opt_instants,
     stream=st.booleans(),
+    cancel=st.booleans(),
 )
 
 chat_replies = st.builds(

@@ -215,6 +215,11 @@ def test_new_event_and_new_chat_request_fill_ids_and_times() -> None:
     assert decode_chat_request(encode_chat_request(request)) == request
     streamed = new_chat_request("conv", "hi", stream=True)
     assert decode_chat_request(encode_chat_request(streamed)).stream is True
+    assert request.cancel is False
+    cancel = new_chat_request("conv", "", request_id=streamed.request_id, cancel=True)
+    decoded = decode_chat_request(encode_chat_request(cancel))
+    assert decoded.cancel is True
+    assert decoded.request_id == streamed.request_id
 
 
 def test_naive_datetimes_are_refused() -> None:

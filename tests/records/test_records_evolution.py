@@ -251,13 +251,14 @@ def test_v2_bytes_of_a_user_message_keep_every_shared_field() -> None:
     assert codecs.event.decode(_write(_event_v2(), datum)) == record
 
 
-def test_a_chat_request_written_before_v2_reads_as_not_streamed() -> None:
+def test_a_chat_request_written_before_v2_reads_as_not_streamed_and_not_a_cancel() -> None:
     golden = load_golden("ChatRequest", 1)
-    assert golden  # v1 bytes, written before the stream field existed
+    assert golden  # v1 bytes, written before the stream and cancel fields existed
     for sample, data in golden.items():
         request = decode(data)
         assert isinstance(request, ChatRequest)
         assert request.stream is False, sample
+        assert request.cancel is False, sample
         assert request == SAMPLES_BY_SCHEMA["ChatRequest"][sample], sample
 
 
