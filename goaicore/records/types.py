@@ -332,11 +332,14 @@ class ReplyStatus(StrEnum):
     ERROR = "error"
     TIMEOUT = "timeout"
     REJECTED = "rejected"
+    CANCELLED = "cancelled"
+    """The turn was cancelled by request; its reply has the text generated until then."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChatReply:
-    """The answer to one ``ChatRequest``: ``text`` when ok, ``error`` otherwise."""
+    """The answer to one ``ChatRequest``: ``text`` when ok, ``error`` otherwise; a cancelled
+    turn's reply has the text generated until then."""
 
     request_id: str
     conversation_id: str

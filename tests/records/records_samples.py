@@ -255,6 +255,14 @@ CHAT_REPLY_SAMPLES: dict[str, ChatReply] = {
         latency_ms=120,
         sealed=Sealed(key_id="b" * 32, data=bytes(range(50))),
     ),
+    "cancelled": ChatReply(  # reply schema v3: cancelled by request, with the text so far
+        request_id="2" * 32,
+        conversation_id="player-42",
+        status=ReplyStatus.CANCELLED,
+        text="Once upon a time in",
+        usage=Usage(prompt_tokens=900, completion_tokens=5, total_tokens=905, llm_calls=1),
+        latency_ms=800,
+    ),
 }
 
 SNAPSHOT_SAMPLES: dict[str, ConversationSnapshot] = {
