@@ -62,11 +62,19 @@ def handle_say(args: argparse.Namespace) -> int:
 
 
 def print_reply(reply: ChatReply) -> int:
-    """Print a reply's text (exit 0), or its failure on stderr (exit 1)."""
+    """Print a reply's text (exit 0), or its failure on stderr (exit 1).
+
+    A reply cancelled by request is not a failure: its text, what the turn generated
+    until then, is printed, and stderr says it was cut short.
+    """
     from goaicore.records import ReplyStatus
 
     if reply.status is ReplyStatus.OK:
         print(reply.text or "")
+        return 0
+    if reply.status is ReplyStatus.CANCELLED:
+        print(reply.text or "")
+        print("goaicore: cancelled: the turn was stopped by request", file=sys.stderr)
         return 0
     print(f"goaicore: {reply.status.value}: {reply.error or 'no detail'}", file=sys.stderr)
     return 1

@@ -59,6 +59,7 @@ DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 600.0
 HTTP_STATUS = {
     ReplyStatus.OK: 200,
+    ReplyStatus.CANCELLED: 200,  # what the caller asked for: the text generated until then
     ReplyStatus.REJECTED: 422,
     ReplyStatus.TIMEOUT: 504,
     ReplyStatus.ERROR: 502,
@@ -265,11 +266,12 @@ async def ask(port: ConversationStore, conversation_id: str, body: dict[str, Any
 
 
 def reply_json(reply: ChatReply) -> dict[str, Any]:
-    """An ok reply as it is; any other as an error object, with the whole reply beside it."""
+    """An ok or cancelled reply as it is; any other as an error object, with the whole
+    reply beside it."""
     data: dict[str, Any] = jsonable(reply)
-    if reply.status is ReplyStatus.OK:
-        return data
     status = HTTP_STATUS.get(reply.status, 502)
+    if status == 200:
+        return data
     message = reply.error or reply.status.value
     answer: dict[str, Any] = error_body(
         status, message, ERROR_TYPES.get(status), request_id=reply.request_id
