@@ -7,14 +7,15 @@ partition before the first request leaves, so no reply can slip past it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 from goaicore.clients.aio.chat_client import AsyncChatClient
 from goaicore.records import ChatReply
 from goaicore.settings import Settings
 from goaicore.store.errors import ReplyTimeout
-from goaicore.sync import Blocking, run_sync
+from goaicore.store.reply_streams import StreamedReply
+from goaicore.sync import Blocking, blocking_iter, run_sync
 
 __all__ = ["ChatClient", "ReplyTimeout"]  # ReplyTimeout: where it was raised from before
 
@@ -72,3 +73,30 @@ class ChatClient(Blocking[AsyncChatClient]):
                 conversation_id, text, timeout, system, tools, model, request_id, deadline
             )
         )
+
+    def ask_stream(
+        self,
+        conversation_id: str,
+        text: str,
+        timeout: float = 30.0,
+        system: str | None = None,
+        tools: Iterable[str] = (),
+        model: str | None = None,
+        request_id: str | None = None,
+        deadline: datetime | None = None,
+    ) -> Iterator[StreamedReply]:
+        """``ask``, streamed: each text delta and tool call as it happens, then the reply,
+        as :meth:`AsyncChatClient.ask_stream
+        <goaicore.clients.aio.AsyncChatClient.ask_stream>` (a retried ``request_id``
+        joins its running turn's stream)."""
+        return blocking_iter(
+            self._core.ask_stream(
+                conversation_id, text, timeout, system, tools, model, request_id, deadline
+            ),
+            owner=self,
+        )
+
+    def cancel(self, request_id: str, conversation_id: str | None = None) -> None:
+        """Stop the running turn of ``request_id`` (asked by this client, or in
+        ``conversation_id``): it ends, recorded, with the text generated so far."""
+        run_sync(self._core.cancel(request_id, conversation_id))

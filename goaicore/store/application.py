@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Self
 
@@ -36,7 +36,7 @@ from goaicore.records import (
     utc_now,
 )
 from goaicore.records.types import EventBody
-from goaicore.records.validation import check_conversation_id
+from goaicore.records.validation import check_conversation_id, check_request_id
 from goaicore.store import history
 from goaicore.store.backend import StoreBackend
 from goaicore.store.errors import OperationPending, WriteNotApplied
@@ -44,6 +44,7 @@ from goaicore.store.history import SOURCE, Erased, Forked, Rewound, Scan, Stop, 
 from goaicore.store.inputs import RecordLimits, chat_request_record, event_record
 from goaicore.store.port import Appended, Conversation
 from goaicore.store.read_your_writes import applied
+from goaicore.store.reply_streams import StreamedReply
 
 POLL_SECONDS = 0.1
 """How often a wait for the workers (a snapshot, a sealed event) looks again."""
@@ -135,6 +136,35 @@ class StoreApplication:
             self._limits, conversation_id, text, system, tools, model, deadline, request_id
         )
         return await self.backend.ask(request, timeout)
+
+    def ask_stream(
+        self,
+        conversation_id: str,
+        text: str,
+        *,
+        system: str | None = None,
+        tools: Iterable[str] = (),
+        model: str | None = None,
+        request_id: str | None = None,
+        timeout: float = 30.0,
+    ) -> AsyncIterator[StreamedReply]:
+        deadline = utc_now() + timedelta(seconds=timeout)
+        request, _ = chat_request_record(
+            self._limits,
+            conversation_id,
+            text,
+            system,
+            tools,
+            model,
+            deadline,
+            request_id,
+            stream=True,
+        )
+        return self.backend.ask_stream(request, timeout, join=request_id is not None)
+
+    async def cancel(self, conversation_id: str, request_id: str) -> None:
+        check_conversation_id(conversation_id)
+        await self.backend.cancel(conversation_id, check_request_id(request_id))
 
     async def regenerate(
         self,

@@ -10,7 +10,7 @@ inside the store worker) is thin and all of them behave alike.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Protocol
 
 from goaicore.fold.records import LogRecord
@@ -22,6 +22,7 @@ from goaicore.records import (
     TopicPosition,
 )
 from goaicore.sealing.records import KeyLookup
+from goaicore.store.reply_streams import StreamedReply
 
 
 class StoreBackend(Protocol):
@@ -72,6 +73,22 @@ class StoreBackend(Protocol):
 
     async def ask(self, request: ChatRequest, timeout: float) -> ChatReply:  # noqa: ASYNC109
         """The reply to ``request`` (checked already), from whoever runs the turn."""
+        ...
+
+    def ask_stream(
+        self,
+        request: ChatRequest,
+        timeout: float,
+        join: bool = False,
+    ) -> AsyncIterator[StreamedReply]:
+        """The progress of ``request``'s turn as it happens (it asks for streaming,
+        checked already), then its reply; a run of it already under way is joined from
+        its start (``join``: the caller retries, so one may be)."""
+        ...
+
+    async def cancel(self, conversation_id: str, request_id: str) -> None:
+        """Tell the running turn of ``request_id`` to stop (it ends, recorded, with what it
+        generated so far); nothing when no turn of it runs."""
         ...
 
     async def has_key(self, conversation_id: str) -> bool:

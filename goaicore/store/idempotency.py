@@ -15,10 +15,12 @@ Two stores, each for the case the other cannot cover:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from goaicore.conversation.progress import OnProgress
 from goaicore.conversation.providers.base import Provider
 from goaicore.conversation.tools import Tool
 from goaicore.records import (
@@ -86,11 +88,13 @@ async def answer(
     provider_for: Callable[[str | None], Provider],
     registry: Mapping[str, Tool],
     settings: TurnSettings,
+    on_progress: OnProgress | None = None,
+    cancel: asyncio.Event | None = None,
 ) -> TurnOutcome:
     """What to append and reply for ``request``: its turn as the log already holds it
     (after a crash, :func:`~goaicore.store.idempotency.recover_from_log`), else a new
     turn with the provider of the model it asks for (one that cannot be made is an
-    ``error`` reply)."""
+    ``error`` reply), its progress to ``on_progress``, stopped by ``cancel``."""
     recovered = recover_from_log(request, snapshot)
     if recovered is not None:
         log.warning("request %s: its turn is already in the log", request.request_id)
@@ -101,7 +105,7 @@ async def answer(
         return failure(
             request, ReplyStatus.ERROR, "provider-config", f"{type(err).__name__}: {err}"
         )
-    return await run_request(request, snapshot, provider, registry, settings)
+    return await run_request(request, snapshot, provider, registry, settings, on_progress, cancel)
 
 
 def recover_from_log(

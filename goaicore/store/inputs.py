@@ -101,6 +101,7 @@ def chat_request_record(
     model: str | None,
     deadline: datetime | None,
     request_id: str | None,
+    stream: bool = False,
 ) -> tuple[ChatRequest, bytes]:
     """A chat request and its encoded record, every argument checked; InvalidInputError if bad."""
     request = new_chat_request(
@@ -111,9 +112,24 @@ def chat_request_record(
         model=model,
         deadline=deadline,
         request_id=None if request_id is None else check_request_id(request_id),
+        stream=stream,
     )
     try:
         payload = encode_chat_request(request)
     except EncodeError as err:
         raise InvalidInputError(f"chat request does not fit the schema: {err}") from err
     return request, check_size("chat request", payload, settings.max_record_bytes)
+
+
+def cancel_record(
+    settings: Limits, conversation_id: str, request_id: str
+) -> tuple[ChatRequest, bytes]:
+    """The request that stops the running turn of ``request_id`` in the conversation (no
+    turn of its own), and its encoded record."""
+    request = new_chat_request(
+        check_conversation_id(conversation_id),
+        "",
+        request_id=check_request_id(request_id),
+        cancel=True,
+    )
+    return request, check_size("cancel", encode_chat_request(request), settings.max_record_bytes)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TypeVar
 
 from goaicore.clients.aio.chat_client import AsyncChatClient
@@ -37,6 +37,7 @@ from goaicore.settings import Settings
 from goaicore.store.application import POLL_SECONDS, StoreApplication
 from goaicore.store.errors import OperationRefused
 from goaicore.store.history import SOURCE
+from goaicore.store.reply_streams import StreamedReply
 
 C = TypeVar("C", bound=AsyncRunning)
 
@@ -120,6 +121,30 @@ class KafkaBackend:
             request_id=request.request_id,
             deadline=request.deadline,
         )
+
+    async def ask_stream(
+        self,
+        request: ChatRequest,
+        timeout: float,  # noqa: ASYNC109 - the wait for the reply
+        join: bool = False,
+    ) -> AsyncIterator[StreamedReply]:
+        chat = await self._opened(self._chat)
+        async for item in chat.ask_stream(
+            request.conversation_id,
+            request.text,
+            timeout=timeout,
+            system=request.system,
+            tools=request.tools,
+            model=request.model,
+            request_id=request.request_id,
+            deadline=request.deadline,
+            join=join,
+        ):
+            yield item
+
+    async def cancel(self, conversation_id: str, request_id: str) -> None:
+        chat = await self._opened(self._chat)
+        await chat.cancel(request_id, conversation_id)
 
     async def has_key(self, conversation_id: str) -> bool:
         return await self._key_of(conversation_id) is not None

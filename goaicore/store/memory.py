@@ -19,7 +19,7 @@ read as erased. Everything is lost when the process ends.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from goaicore.conversation.pricing import PriceTable
@@ -40,8 +40,10 @@ from goaicore.records import (
 from goaicore.records.avro.api import encode_event
 from goaicore.sealing.records import KeyLookup
 from goaicore.store.application import StoreApplication
+from goaicore.store.errors import timed_out
 from goaicore.store.idempotency import RecentReplies, answer
 from goaicore.store.limits import OutputLimits
+from goaicore.store.reply_streams import ReplyStreams, StreamedReply
 from goaicore.store.turns import TurnSettings
 
 if TYPE_CHECKING:
@@ -88,6 +90,8 @@ class MemoryBackend:
         self._replies: dict[str, RecentReplies] = {}
         self._turns: dict[str, asyncio.Lock] = {}
         self._sealing = _Sealing() if sealed else None
+        self.streams = ReplyStreams()
+        self._asked: set[asyncio.Task[ChatReply]] = set()
 
     @property
     def keys(self) -> KeyLookup | None:
@@ -117,23 +121,51 @@ class MemoryBackend:
         lock = self._turns.setdefault(conversation_id, asyncio.Lock())  # FIFO: arrival order
         async with lock:
             recent = self._replies.get(conversation_id, RecentReplies())
-            answered = recent.get(request.request_id)
-            if answered is not None:
-                return answered
-            outcome = await answer(
-                request,
-                self.stored.get(conversation_id),
-                lambda model: self.provider,
-                self.tools,
-                self.turn,
-            )
-            for event in self.limits.fit_events(outcome.events):
-                self.write(event)
-            reply = self.limits.fit_reply(outcome.reply)
-            self._replies[conversation_id] = recent.with_reply(
-                reply, self.limits.replies_table_bytes
-            )
+            reply = recent.get(request.request_id)
+            if reply is None:
+                reply = await self._run(request)
+                self._replies[conversation_id] = recent.with_reply(
+                    reply, self.limits.replies_table_bytes
+                )
+            self.streams.finish(reply)
             return reply
+
+    async def _run(self, request: ChatRequest) -> ChatReply:
+        run = self.streams.start(request.request_id)
+        outcome = await answer(
+            request,
+            self.stored.get(request.conversation_id),
+            lambda model: self.provider,
+            self.tools,
+            self.turn,
+            run.report,
+            run.cancel,
+        )
+        for event in self.limits.fit_events(outcome.events):
+            self.write(event)
+        return self.limits.fit_reply(outcome.reply)
+
+    async def ask_stream(
+        self,
+        request: ChatRequest,
+        timeout: float,  # noqa: ASYNC109 - the wait for the reply
+        join: bool = False,
+    ) -> AsyncIterator[StreamedReply]:
+        following = self.streams.follow(request.request_id)
+        asked = asyncio.create_task(self.ask(request, timeout))  # runs on without a follower
+        self._asked.add(asked)
+        asked.add_done_callback(self._asked.discard)
+        try:
+            async with asyncio.timeout(timeout):
+                async for item in following:
+                    yield item
+        except TimeoutError:
+            raise timed_out(request.request_id, timeout) from None
+        finally:
+            following.close()
+
+    async def cancel(self, conversation_id: str, request_id: str) -> None:
+        self.streams.cancel(request_id)
 
     async def has_key(self, conversation_id: str) -> bool:
         return self._sealing is not None and self._sealing.has_key(conversation_id)

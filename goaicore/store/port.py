@@ -10,7 +10,7 @@ below as a test that runs against any of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, Self, runtime_checkable
@@ -24,6 +24,7 @@ from goaicore.records import (
 )
 from goaicore.records.types import EventBody
 from goaicore.store.history import Erased, Forked, Rewound, Undone
+from goaicore.store.reply_streams import StreamedReply
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,31 @@ class ConversationStore(Protocol):
         """Run a chat turn on the conversation and return its reply (idempotent by
         ``request_id``); :class:`~goaicore.store.errors.ReplyTimeout` when none came in
         ``timeout`` seconds."""
+        ...
+
+    def ask_stream(
+        self,
+        conversation_id: str,
+        text: str,
+        *,
+        system: str | None = None,
+        tools: Iterable[str] = (),
+        model: str | None = None,
+        request_id: str | None = None,
+        timeout: float = 30.0,
+    ) -> AsyncIterator[StreamedReply]:
+        """``ask``, streamed: the turn's progress as it happens (text deltas, tool calls
+        and results; a ``Restarted`` when another worker runs it again from the start),
+        then its ``ChatReply``, whose history is the one ``ask`` would have stored. The
+        input is checked now; the request leaves on the first iteration. Asking again
+        with a ``request_id`` whose turn runs joins its stream from the start; one
+        answered already gets its reply. Leaving early does not stop the turn."""
+        ...
+
+    async def cancel(self, conversation_id: str, request_id: str) -> None:
+        """Stop the running turn of ``request_id``: it ends with the text generated so far,
+        recorded as a cancelled turn with its tokens (the history stays valid to send),
+        and its reply says ``cancelled``. Nothing happens to a turn not running."""
         ...
 
     async def undo(self, conversation_id: str, ask_again: bool = False) -> Undone:

@@ -7,7 +7,7 @@ asyncio store's behaviour, written once, not a twin of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 
 from goaicore.lifecycle import Closing
@@ -15,7 +15,8 @@ from goaicore.records import ChatReply, ConversationEvent, TopicPosition
 from goaicore.records.types import EventBody
 from goaicore.store.history import Erased, Forked, Rewound, Undone
 from goaicore.store.port import Appended, Conversation, ConversationStore
-from goaicore.sync import run_sync
+from goaicore.store.reply_streams import StreamedReply
+from goaicore.sync import blocking_iter, run_sync
 
 
 class SyncConversationStore(Closing):
@@ -65,6 +66,32 @@ class SyncConversationStore(Closing):
                 timeout=timeout,
             )
         )
+
+    def ask_stream(
+        self,
+        conversation_id: str,
+        text: str,
+        *,
+        system: str | None = None,
+        tools: Iterable[str] = (),
+        model: str | None = None,
+        request_id: str | None = None,
+        timeout: float = 30.0,
+    ) -> Iterator[StreamedReply]:
+        """Each item of the streamed ask as it comes (the input checked now)."""
+        items = self.store.ask_stream(
+            conversation_id,
+            text,
+            system=system,
+            tools=tools,
+            model=model,
+            request_id=request_id,
+            timeout=timeout,
+        )
+        return blocking_iter(items, owner=self)
+
+    def cancel(self, conversation_id: str, request_id: str) -> None:
+        run_sync(self.store.cancel(conversation_id, request_id))
 
     def undo(self, conversation_id: str, ask_again: bool = False) -> Undone:
         """Rewind to just before the last user message still in the history (the events

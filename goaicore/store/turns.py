@@ -40,7 +40,8 @@ from goaicore.conversation.errors import (
 )
 from goaicore.conversation.messages import Message as ChatMessage
 from goaicore.conversation.pricing import PriceTable
-from goaicore.conversation.providers.base import Completion, Provider
+from goaicore.conversation.progress import OnProgress
+from goaicore.conversation.providers.base import CANCELLED, Completion, Provider
 from goaicore.conversation.snapshot_messages import (
     UnreadableMessage,
     to_chat_messages,
@@ -120,8 +121,14 @@ async def run_request(
     provider: Provider,
     registry: Mapping[str, Tool],
     settings: TurnSettings,
+    on_progress: OnProgress | None = None,
+    cancel: asyncio.Event | None = None,
 ) -> TurnOutcome:
-    """Run ``request`` on the conversation's ``snapshot``; failures become replies."""
+    """Run ``request`` on the conversation's ``snapshot``; failures become replies.
+
+    ``on_progress`` gets the turn's progress as it happens (a streamed request); setting
+    ``cancel`` ends the turn with what it generated so far, recorded as a cancelled turn.
+    """
     started = time.perf_counter()
     try:
         check_request(request, registry)
@@ -137,7 +144,12 @@ async def run_request(
         system = request.system if request.system is not None else settings.system_prompt
         turn = await asyncio.wait_for(
             chat.arun_turn(
-                history, user=request.text, system=system, tools=tools_for(request, registry)
+                history,
+                user=request.text,
+                system=system,
+                tools=tools_for(request, registry),
+                on_progress=on_progress,
+                cancel=cancel,
             ),
             timeout,
         )
@@ -167,10 +179,11 @@ async def run_request(
         )
     last_event = snapshot.recent_event_ids[-1] if snapshot and snapshot.recent_event_ids else None
     events = _turn_events(request, turn.timeline, turn.completions, last_event, settings.prices)
+    cancelled = turn.finish_reason == CANCELLED
     reply = ChatReply(
         request_id=request.request_id,
         conversation_id=request.conversation_id,
-        status=ReplyStatus.OK,
+        status=ReplyStatus.CANCELLED if cancelled else ReplyStatus.OK,
         text=turn.text,
         usage=(turn.usage),
         latency_ms=_elapsed_ms(started),

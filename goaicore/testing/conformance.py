@@ -27,9 +27,11 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from goaicore.conversation.progress import TextDelta
 from goaicore.errors import GoaicoreError
 from goaicore.records import (
     AssistantTurn,
+    ChatReply,
     ConversationEvent,
     GameEvent,
     ReplyStatus,
@@ -444,6 +446,83 @@ async def _list_conversations(store: ConversationStore) -> None:
     expect(listed == sorted(listed), "conversations() is not sorted")
 
 
+async def streamed(store: ConversationStore, conversation_id: str, text: str, **kw: Any) -> Any:
+    """A streamed ask's items, its reply last."""
+    items = [i async for i in store.ask_stream(conversation_id, text, timeout=60.0, **kw)]
+    expect(
+        items and isinstance(items[-1], ChatReply), f"a stream did not end with its reply: {items}"
+    )
+    expect(
+        not any(isinstance(i, ChatReply) for i in items[:-1]), f"a stream had two replies: {items}"
+    )
+    return items
+
+
+def turns_of(conversation: Conversation) -> list[AssistantTurn]:
+    return [b for b in bodies(conversation) if isinstance(b, AssistantTurn)]
+
+
+async def _a_streamed_ask_stores_what_an_ask_stores(store: ConversationStore) -> None:
+    whole, stream = new_id("whole"), new_id("streamed")
+    text = "Tell me about the tower of Harrogate and its dragon."
+    asked = await ask_ok(store, whole, text)
+    items = await streamed(store, stream, text)
+    reply = items[-1]
+    expect(reply.status is ReplyStatus.OK, f"streamed ask: {reply.status.value} {reply.error}")
+    deltas = [i.text for i in items if isinstance(i, TextDelta)]
+    expect(deltas, f"a streamed ask gave no text as it came: {items}")
+    expect("".join(deltas) == reply.text, f"deltas {deltas} do not make the reply {reply.text!r}")
+    expect(reply.text == asked.text, f"streamed {reply.text!r}, asked {asked.text!r}")
+    one, other = await settled(store, whole), await settled(store, stream)
+    expect(roles(other) == roles(one) == ["user", "assistant"], f"histories: {roles(other)}")
+    mine = [(t.text, t.tool_calls, t.raw_json, t.finish_reason) for t in turns_of(other)]
+    theirs = [(t.text, t.tool_calls, t.raw_json, t.finish_reason) for t in turns_of(one)]
+    expect(mine == theirs, f"a streamed turn stored {mine}, the same ask stored {theirs}")
+
+
+async def _a_streamed_retry_gets_its_reply_once(store: ConversationStore) -> None:
+    cid, request_id = new_id("stream-retry"), uuid.uuid4().hex
+    first = (await streamed(store, cid, "Where is the key?", request_id=request_id))[-1]
+    again = (await streamed(store, cid, "Where is the key?", request_id=request_id))[-1]
+    expect(first.status is again.status is ReplyStatus.OK, f"{first.status} {again.status}")
+    expect(first.text == again.text, f"a retry got another reply: {first.text!r} {again.text!r}")
+    read = await settled(store, cid)
+    expect(len(turns_of(read)) == 1, f"a streamed retry ran again: {bodies(read)}")
+
+
+async def _leaving_a_stream_does_not_stop_its_turn(store: ConversationStore) -> None:
+    cid, request_id = new_id("left"), uuid.uuid4().hex
+    stream = store.ask_stream(
+        cid, "Describe the market square.", request_id=request_id, timeout=60.0
+    )
+    async for _ in stream:
+        break  # the caller goes away after the first item
+    await stream.aclose()  # type: ignore[attr-defined]
+    reply = await ask_ok(store, cid, "Describe the market square.", request_id=request_id)
+    read = await settled(store, cid)
+    expect(len(turns_of(read)) == 1, f"the turn ran {len(turns_of(read))} times")
+    expect(turns_of(read)[0].text == reply.text, "the turn recorded is not the one answered")
+
+
+async def _a_cancelled_turn_is_recorded_and_valid(store: ConversationStore) -> None:
+    cid, request_id = new_id("cancel"), uuid.uuid4().hex
+    await store.cancel(cid, request_id)  # before its turn starts: it stops as it starts
+    reply = (await streamed(store, cid, "Tell me everything.", request_id=request_id))[-1]
+    expect(reply.status is ReplyStatus.CANCELLED, f"a cancelled turn answered {reply.status}")
+    read = await settled(store, cid)
+    expect(roles(read) == ["user", "assistant"], f"a cancelled turn left {roles(read)}")
+    [turn] = turns_of(read)
+    expect(turn.finish_reason == "cancelled", f"the turn's finish reason: {turn.finish_reason}")
+    expect(
+        turn.usage is not None and turn.usage.prompt_tokens > 0,
+        f"a cancelled turn counts no tokens: {turn.usage}",
+    )
+    after = await ask_ok(store, cid, "And now?")
+    expect(after.status is ReplyStatus.OK, "the history after a cancel is not valid to send")
+    await store.cancel(cid, uuid.uuid4().hex)  # no turn of it: nothing happens
+    expect(len(turns_of(await settled(store, cid))) == 2, "a cancel of nothing changed the log")
+
+
 async def _bad_input_is_refused_clearly(store: ConversationStore) -> None:
     cid = new_id("bad")
     await expect_error(InvalidInputError, store.read(""), "read of an empty id")
@@ -462,6 +541,12 @@ async def _bad_input_is_refused_clearly(store: ConversationStore) -> None:
     await expect_error(InvalidInputError, store.append(cid, other), "another conversation's event")
     await expect_error(InvalidInputError, store.ask(cid, "  "), "ask with blank text")
     await expect_error(InvalidInputError, store.ask(cid, "hi", request_id=""), "empty request id")
+    try:
+        store.ask_stream(cid, " ")
+    except InvalidInputError:
+        pass
+    else:
+        raise ConformanceFailure("a streamed ask with blank text was not refused as it was made")
     await expect_error(InvalidInputError, store.read("x" * 100_000), "a 100,000-character id")
     huge = "x" * 2_000_000
     await expect_error(InvalidInputError, store.append(cid, UserMessage(text=huge)), "2 MB event")
@@ -564,6 +649,26 @@ CHECKS: tuple[Check, ...] = (
         "list_conversations",
         "every conversation written is listed",
         _list_conversations,
+    ),
+    Check(
+        "a_streamed_ask_stores_what_an_ask_stores",
+        "a streamed ask gives its text as it comes and stores what an ask stores",
+        _a_streamed_ask_stores_what_an_ask_stores,
+    ),
+    Check(
+        "a_streamed_retry_gets_its_reply_once",
+        "a streamed ask retried by request id runs one turn",
+        _a_streamed_retry_gets_its_reply_once,
+    ),
+    Check(
+        "leaving_a_stream_does_not_stop_its_turn",
+        "a caller who stops following a stream leaves its turn to finish",
+        _leaving_a_stream_does_not_stop_its_turn,
+    ),
+    Check(
+        "a_cancelled_turn_is_recorded_and_valid",
+        "a cancel ends the turn, recorded with its tokens, the history valid to send",
+        _a_cancelled_turn_is_recorded_and_valid,
     ),
     Check(
         "bad_input_is_refused_clearly",

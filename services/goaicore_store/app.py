@@ -40,9 +40,9 @@ from goaicore.records import ConversationSnapshot, LogPosition
 from goaicore.sealing.keyring import master_keys
 from goaicore.settings import Settings
 from goaicore.store.limits import OutputLimits
+from goaicore.store.reply_streams import ReplyStreams
 from goaicore.store.turns import TurnSettings
 from goaicore_store.chat.agent import ChatAgent
-from goaicore_store.chat.replies import ReplyWaiters
 from goaicore_store.chat.tools import DEFAULT_TOOLS, load_tools, traced
 from goaicore_store.codecs import CODEC, KEY_CODEC, REPLIES_CODEC, SNAPSHOT_CODEC, register
 from goaicore_store.fold_agent import FOLD_BATCH, apply_batch
@@ -188,6 +188,7 @@ def create_app(
         dead_letters=log_topic(app, settings, "dead-letters"),
         requests=log_topic(app, settings, "requests"),
         replies=log_topic(app, settings, "replies"),
+        reply_stream=log_topic(app, settings, "reply-stream"),
         table=table,
         replies_table=_replies_table(app, settings),
         keys=_keys(app, settings, table),
@@ -302,7 +303,7 @@ def _chat_services(settings: Settings) -> ChatServices:
         ),
         watermarks=HighWatermarks(settings),
         intake_watermarks=HighWatermarks(settings, "intake") if _takes_intake(settings) else None,
-        waiters=ReplyWaiters(),
+        streams=ReplyStreams(),
         concurrency=settings.chat_concurrency,
         read_wait=settings.read_wait,
         limits=limits,

@@ -13,6 +13,7 @@ content is sealed) is the Kafka backend's.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 from goaicore.kafka.faust.transport import steady_producer
 from goaicore.kafka.partitioner import partition_for
@@ -28,6 +29,7 @@ from goaicore.sealing.records import seal_event
 from goaicore.store.application import StoreApplication
 from goaicore.store.errors import timed_out
 from goaicore.store.kafka import KafkaBackend
+from goaicore.store.reply_streams import StreamedReply
 from goaicore.tracing import record_headers
 from goaicore_store.topology import StoreApp
 
@@ -83,20 +85,44 @@ class WorkerBackend(KafkaBackend):
     async def ask(self, request: ChatRequest, timeout: float) -> ChatReply:  # noqa: ASYNC109
         """Publish the request and wait for the reply this worker's chat agent publishes
         (the caller forwarded it to the conversation's owner first)."""
-        waiters = self.store.chat.waiters
-        waiting = waiters.expect(request.request_id)
+        async for item in self.ask_stream(request, timeout):
+            if isinstance(item, ChatReply):
+                return item
+        raise AssertionError("a followed request ends with its reply")
+
+    async def ask_stream(
+        self,
+        request: ChatRequest,
+        timeout: float,  # noqa: ASYNC109 - the wait for the reply
+        join: bool = False,
+    ) -> AsyncIterator[StreamedReply]:
+        """Publish the request and follow its turn in this worker's chat agent: what it
+        reports as it runs (a streamed request), then its reply. A request whose turn
+        runs here already is joined, not sent again."""
+        following = self.store.chat.streams.follow(request.request_id)
         try:
-            sent = await self.store.requests.send(
-                key=request.conversation_id.encode(),
-                value=encode_chat_request(request),
-                force=True,
-            )
-            await sent
-            return await asyncio.wait_for(asyncio.shield(waiting), timeout + REPLY_GRACE)
+            async with asyncio.timeout(timeout + REPLY_GRACE):
+                if not self.store.chat.streams.running(request.request_id):
+                    sent = await self.store.requests.send(
+                        key=request.conversation_id.encode(),
+                        value=encode_chat_request(request),
+                        force=True,
+                    )
+                    await sent
+                async for item in following:
+                    yield item
         except TimeoutError:
             raise timed_out(request.request_id, timeout) from None
         finally:
-            waiters.forget(request.request_id)
+            following.close()
+
+    async def cancel(self, conversation_id: str, request_id: str) -> None:
+        """Stop the turn here when this worker owns the conversation (now, or when it
+        starts); else the owner's chat agent gets the cancel through ``requests``."""
+        if self.owns(conversation_id):
+            self.store.chat.streams.cancel(request_id)
+            return
+        await super().cancel(conversation_id, request_id)
 
 
 def worker_store(store: StoreApp) -> StoreApplication:

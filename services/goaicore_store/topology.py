@@ -24,8 +24,8 @@ from goaicore.logs import origin
 from goaicore.settings import Settings
 from goaicore.store.limits import OutputLimits
 from goaicore.store.read_your_writes import FoldProgress
+from goaicore.store.reply_streams import ReplyStreams
 from goaicore.store.turns import TurnSettings
-from goaicore_store.chat.replies import ReplyWaiters
 from goaicore_store.keys import ConversationKeys
 from goaicore_store.metrics import StoreMetrics
 
@@ -41,7 +41,8 @@ class ChatServices:
     turn: TurnSettings
     watermarks: HighWatermarks
     intake_watermarks: HighWatermarks | None  # None: this worker does not seal intake
-    waiters: ReplyWaiters
+    streams: ReplyStreams
+    """The turns running here: HTTP callers follow them, cancels reach them."""
     concurrency: int
     read_wait: float
     limits: OutputLimits
@@ -59,6 +60,7 @@ class StoreApp:
     dead_letters: TopicT
     requests: TopicT
     replies: TopicT
+    reply_stream: TopicT
     table: DurableTable  # bytes -> ConversationSnapshot; its changelog is the snapshots topic
     replies_table: DurableTable  # bytes -> RecentReplies; a reply is published once stored
     keys: ConversationKeys  # its table's changelog is the keys topic

@@ -5,6 +5,11 @@ is its sync facade.
 One listener task reads the ``replies`` topic for every ask of this client; it is
 positioned at the end of every partition in ``start()``, before any request
 leaves, so no reply can slip past it. Replies are matched by request id.
+
+A streamed ask (:meth:`AsyncChatClient.ask_stream`) also reads ``reply-stream``, with a
+second consumer opened on the first one; a retried streamed ask reads its
+conversation's partition back over the last ``GOAICORE_TURN_TIMEOUT`` seconds, so it
+joins a running turn's stream from its start.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Self
 
@@ -23,17 +29,26 @@ from goaicore.kafka.aio_connection import (
     start_producer,
     stop_all,
 )
+from goaicore.kafka.partitioner import partition_for
 from goaicore.lifecycle import AsyncRunning
-from goaicore.records import ChatReply, new_id, utc_now
-from goaicore.records.avro.api import decode_chat_reply
+from goaicore.records import ChatReply, ReplyChunk, new_id, utc_now
+from goaicore.records.avro.api import decode_chat_reply, decode_reply_chunk
 from goaicore.records.avro.errors import DecodeError
-from goaicore.records.validation import check_request_id
+from goaicore.records.validation import check_conversation_id, check_request_id
 from goaicore.settings import Settings
 from goaicore.store.errors import timed_out
-from goaicore.store.inputs import chat_request_record
+from goaicore.store.inputs import cancel_record, chat_request_record
+from goaicore.store.reply_chunks import RUN_HEADER, ChunkReader
+from goaicore.store.reply_streams import StreamedReply
 from goaicore.tracing import ask_span, record_headers
 
 log = logging.getLogger(__name__)
+
+STREAM_END_GRACE = 2.0
+"""Seconds a streamed ask waits, once its reply is in, for the rest of its stream (the
+two come on different topics): the reply is whole, so only late text is lost."""
+ASKED_KEPT = 4096
+"""Request ids this client asked, with their conversation (for ``cancel``), newest kept."""
 
 
 class AsyncChatClient(AsyncRunning):
@@ -48,6 +63,7 @@ class AsyncChatClient(AsyncRunning):
         self.source = source
         self.requests_topic = self.settings.topic("requests")
         self.replies_topic = self.settings.topic("replies")
+        self.stream_topic = self.settings.topic("reply-stream")
         self.skipped = 0
         self._producer: Any = None
         self._consumer: Any = None
@@ -55,6 +71,11 @@ class AsyncChatClient(AsyncRunning):
         self._listener_error: BaseException | None = None
         self._pending: dict[str, asyncio.Future[ChatReply]] = {}
         self._waiters: dict[str, int] = {}
+        self._chunks: Any = None  # the reply-stream consumer, opened by the first stream
+        self._chunk_listener: asyncio.Task[None] | None = None
+        self._chunks_opening = asyncio.Lock()
+        self._streams: dict[str, list[asyncio.Queue[Any]]] = {}
+        self._asked: dict[str, str] = {}  # request id -> conversation id
 
     async def start(self) -> Self:
         if self._listener is not None:
@@ -84,11 +105,42 @@ class AsyncChatClient(AsyncRunning):
         model: str | None = None,
         deadline: datetime | None = None,
         request_id: str | None = None,
+        stream: bool = False,
     ) -> str:
-        """Publish a chat request and return its request id without waiting for the reply."""
+        """Publish a chat request and return its request id without waiting for the reply
+        (``stream``: its progress goes to ``reply-stream`` as it happens)."""
         request, payload = chat_request_record(
-            self.settings, conversation_id, text, system, tools, model, deadline, request_id
+            self.settings,
+            conversation_id,
+            text,
+            system,
+            tools,
+            model,
+            deadline,
+            request_id,
+            stream=stream,
         )
+        await self._send_request(conversation_id, payload)
+        self._asked[request.request_id] = conversation_id
+        while len(self._asked) > ASKED_KEPT:
+            del self._asked[next(iter(self._asked))]
+        return request.request_id
+
+    async def cancel(self, request_id: str, conversation_id: str | None = None) -> None:
+        """Stop the running turn of ``request_id`` (asked by this client, or in
+        ``conversation_id``): it ends with the text generated so far, recorded as a
+        cancelled turn, and its reply says ``cancelled``. A turn not running is left
+        alone."""
+        request_id = check_request_id(request_id)
+        conversation_id = conversation_id or self._asked.get(request_id)
+        if conversation_id is None:
+            raise ValueError(
+                f"request {request_id!r} was not asked by this client: name its conversation_id"
+            )
+        request, payload = cancel_record(self.settings, conversation_id, request_id)
+        await self._send_request(request.conversation_id, payload)
+
+    async def _send_request(self, conversation_id: str, payload: bytes) -> None:
         producer = self._started()
         with client_errors():
             delivery = await producer.send(
@@ -98,7 +150,6 @@ class AsyncChatClient(AsyncRunning):
                 headers=record_headers(),
             )
             await delivery
-        return request.request_id
 
     async def ask(
         self,
@@ -137,6 +188,7 @@ class AsyncChatClient(AsyncRunning):
         model: str | None,
         request_id: str,
         deadline: datetime | None,
+        stream: bool = False,
     ) -> ChatReply:
         self._started()
         if self._listener_error is not None:
@@ -150,7 +202,9 @@ class AsyncChatClient(AsyncRunning):
         try:
             if deadline is None:
                 deadline = utc_now() + timedelta(seconds=timeout)
-            await self.send(conversation_id, text, system, tools, model, deadline, request_id)
+            await self.send(
+                conversation_id, text, system, tools, model, deadline, request_id, stream
+            )
             try:
                 return await asyncio.wait_for(asyncio.shield(future), timeout)
             except TimeoutError:
@@ -160,6 +214,102 @@ class AsyncChatClient(AsyncRunning):
             if not self._waiters[request_id]:
                 del self._waiters[request_id]
                 self._pending.pop(request_id, None)
+
+    async def ask_stream(
+        self,
+        conversation_id: str,
+        text: str,
+        timeout: float = 30.0,  # noqa: ASYNC109 - the wait for the reply, as in ask()
+        system: str | None = None,
+        tools: Iterable[str] = (),
+        model: str | None = None,
+        request_id: str | None = None,
+        deadline: datetime | None = None,
+        join: bool | None = None,
+    ) -> AsyncIterator[StreamedReply]:
+        """``ask``, streamed: the turn's text deltas and tool calls as they happen (a
+        ``Restarted`` when another worker runs it again from the start: drop the text
+        shown so far), then its ``ChatReply``. ``request_id`` retries as for ``ask``; a
+        retry whose turn still runs joins its stream from the start (``join``, by
+        default when a ``request_id`` is given). Leaving early does not stop the turn
+        (:meth:`cancel` does)."""
+        check_conversation_id(conversation_id)
+        joining = request_id is not None if join is None else join
+        request_id = new_id() if request_id is None else check_request_id(request_id)
+        self._started()
+        await self._open_chunks()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._streams.setdefault(request_id, []).append(queue)
+        reading = asyncio.create_task(
+            self._ask(
+                conversation_id, text, timeout, system, tools, model, request_id, deadline, True
+            )
+        )
+        reading.add_done_callback(lambda done: _to_queue(done, queue))
+        try:
+            if joining:
+                await self._read_back(conversation_id)
+            async for item in _streamed(request_id, queue):
+                yield item
+        finally:
+            self._streams[request_id].remove(queue)
+            if not self._streams[request_id]:
+                del self._streams[request_id]
+            if not reading.done():
+                reading.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reading
+
+    async def _open_chunks(self) -> None:
+        """The reply-stream consumer, at the end of every partition (opened once)."""
+        async with self._chunks_opening:
+            if self._chunks is not None:
+                return
+            consumer = await start_consumer(self.settings)
+            try:
+                partitions = await partitions_of(consumer, self.stream_topic)
+                consumer.assign(partitions)
+                with client_errors():
+                    await consumer.seek_to_end(*partitions)
+                    for partition in partitions:
+                        await consumer.position(partition)
+            except BaseException:
+                await stop_all(consumer)
+                raise
+            self._chunks = consumer
+            self._chunk_listener = asyncio.create_task(
+                self._listen_chunks(), name="goaicore-reply-stream"
+            )
+
+    async def _read_back(self, conversation_id: str) -> None:
+        """Read the conversation's reply-stream partition again over the last turn
+        timeout, so a joined stream starts at its run's first chunk (chunks read twice
+        are skipped by their ``seq``)."""
+        consumer = self._chunks
+        partitions = consumer.assignment()
+        number = partition_for(conversation_id, len(partitions))
+        partition = next(p for p in partitions if p.partition == number)
+        since = utc_now() - timedelta(seconds=self.settings.turn_timeout + 60)
+        with client_errors():
+            found = await consumer.offsets_for_times({partition: int(since.timestamp() * 1000)})
+        offset = found.get(partition)
+        if offset is not None:
+            consumer.seek(partition, offset.offset)
+
+    async def _listen_chunks(self) -> None:
+        try:
+            while True:
+                with client_errors():
+                    batches = await self._chunks.getmany(timeout_ms=200)
+                for records in batches.values():
+                    for record in records:
+                        chunk = _chunk_of(record)
+                        for queue in self._streams.get(chunk.request_id, ()) if chunk else ():
+                            queue.put_nowait(chunk)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("reply-stream listener stopped: streams get their replies alone")
 
     async def _listen(self) -> None:
         try:
@@ -188,6 +338,11 @@ class AsyncChatClient(AsyncRunning):
         future = self._pending.get(reply.request_id)
         if future is not None and not future.done():
             future.set_result(reply)
+        if reply.request_id in self._streams:
+            run = dict(record.headers or ()).get(RUN_HEADER)
+            replied = Replied(reply, run.decode(errors="replace") if run else None)
+            for queue in self._streams[reply.request_id]:
+                queue.put_nowait(replied)
 
     def _started(self) -> Any:
         if self._producer is None or self._listener is None:
@@ -195,12 +350,15 @@ class AsyncChatClient(AsyncRunning):
         return self._producer
 
     async def close(self) -> None:
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await listener
-        clients, self._consumer, self._producer = (self._consumer, self._producer), None, None
+        for name in ("_listener", "_chunk_listener"):
+            listener = getattr(self, name)
+            setattr(self, name, None)
+            if listener is not None:
+                listener.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await listener
+        clients = (self._consumer, self._chunks, self._producer)
+        self._consumer = self._chunks = self._producer = None
         await stop_all(*clients)
 
 
@@ -217,3 +375,57 @@ def reply_of(record: Any) -> ChatReply | None:
             err.reason,
         )
         return None
+
+
+def _chunk_of(record: Any) -> ReplyChunk | None:
+    """The chunk a record of reply-stream holds; None when it does not decode (skipped:
+    the stream's reply is whole all the same)."""
+    try:
+        return decode_reply_chunk(record.value)
+    except DecodeError as err:
+        log.debug("skipped an undecodable chunk: %s", err.reason)
+        return None
+
+
+@dataclass(frozen=True)
+class Replied:
+    """A streamed request's reply, with the run it ends (None: no run streamed it, e.g.
+    a reply sent again for a request answered before)."""
+
+    reply: ChatReply
+    run_id: str | None
+
+
+def _to_queue(asked: asyncio.Task[ChatReply], queue: asyncio.Queue[Any]) -> None:
+    """The error that ended the ask (a timeout, a broker error) to the stream's queue; its
+    reply comes there from the listener."""
+    if not asked.cancelled() and asked.exception() is not None:
+        queue.put_nowait(asked.exception())
+
+
+async def _streamed(request_id: str, queue: asyncio.Queue[Any]) -> AsyncIterator[StreamedReply]:
+    """A request's chunks, read into its stream's items, then its reply: at once when no
+    run streamed it, else once that run's ``end`` is read (or ``STREAM_END_GRACE`` after
+    the reply came)."""
+    reader = ChunkReader(request_id)
+    replied: Replied | None = None
+    while True:
+        try:
+            async with asyncio.timeout(STREAM_END_GRACE if replied is not None else None):
+                item = await queue.get()
+        except TimeoutError:
+            item = None
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, Replied):
+            replied = item
+        elif item is not None:
+            for progress in reader.read(item):
+                yield progress
+        if replied is not None and (
+            item is None
+            or replied.run_id is None
+            or (reader.ended and reader.run_id == replied.run_id)
+        ):
+            yield replied.reply
+            return

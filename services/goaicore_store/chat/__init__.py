@@ -2,6 +2,7 @@
 
 ``agent`` consumes ``requests`` and runs each turn by the store's rules
 (:mod:`goaicore.store`: the turn, idempotency, read-your-writes, ordering, output
-limits); ``replies`` hands replies to HTTP waiters; ``tools`` and ``game_tools``
-are the tools a turn may call.
+limits), streams a turn's progress to ``reply-stream`` and to the callers following
+it here (:mod:`goaicore.store.reply_streams`); ``tools`` and ``game_tools`` are the
+tools a turn may call.
 """

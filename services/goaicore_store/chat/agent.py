@@ -7,9 +7,15 @@ For each request (see :class:`ChatAgent`):
 2. a request id already answered gets its stored reply again (idempotency);
 3. read-your-writes: wait until this worker's fold has applied what the
    conversation's ``events`` partition held when the request was taken up;
-4. run the turn on the snapshot (or recover it from the log after a crash);
+4. run the turn on the snapshot (or recover it from the log after a crash); a
+   request that asks for streaming has its progress written to ``reply-stream`` as
+   it happens (:mod:`goaicore.store.reply_chunks`), ending before its reply;
 5. append the turn's events, wait for the broker's acks, remember the reply,
    publish the reply, and only then acknowledge the request's offset.
+
+A cancel (a request with ``cancel`` set) is not queued behind its conversation's
+running turn: it is taken as it is read and stops that turn, which ends with what it
+generated so far (recorded, and answered ``cancelled``).
 
 A rebalance hands a partition back from its last committed offset, so a request
 answered since is read again. If this process answered that very record (its
@@ -34,15 +40,23 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from opentelemetry.trace import SpanKind
 
+from goaicore.conversation.progress import OnProgress
 from goaicore.kafka.faust.offsets import committed_offset
 from goaicore.kafka.faust.transport import steady_producer
 from goaicore.logs import log_context, origin
-from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyStatus
-from goaicore.records.avro.api import decode_chat_request, encode_chat_reply, encode_event
+from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyChunk, ReplyStatus
+from goaicore.records.avro.api import (
+    decode_chat_request,
+    encode_chat_reply,
+    encode_event,
+    encode_reply_chunk,
+)
 from goaicore.records.avro.errors import DecodeError
 from goaicore.sealing.records import seal_event
 from goaicore.store.idempotency import RecentReplies, answer
 from goaicore.store.ordering import KeyedDispatcher
+from goaicore.store.reply_chunks import RUN_HEADER, ChunkWriter
+from goaicore.store.reply_streams import Run
 from goaicore.store.turns import TurnOutcome, failure
 from goaicore.tracing import context_of, record_headers, tracer
 from goaicore_store.metrics import MeasuredProvider
@@ -67,25 +81,43 @@ class ChatAgent:
         self._answered: OrderedDict[tuple[str, int, int], None] = OrderedDict()
 
     async def consume(self, stream: Any) -> None:
-        """The Faust agent body: dispatch each request to its conversation's queue."""
+        """The Faust agent body: dispatch each request to its conversation's queue (a
+        cancel is taken at once: its turn is the one running)."""
         concurrency = self.services.concurrency
-        dispatcher: KeyedDispatcher[Any] = KeyedDispatcher(
+        dispatcher: KeyedDispatcher[tuple[Any, ChatRequest | DecodeError]] = KeyedDispatcher(
             self.handle, concurrency, max_waiting=concurrency * 8
         )
         try:
             async for event in stream.noack().events():
-                await dispatcher.submit(event.message.key or b"", event)
+                decoded = _decoded(event.message.value)
+                if isinstance(decoded, ChatRequest) and decoded.cancel:
+                    self._cancel(decoded, event.message)
+                    event.ack()
+                    continue
+                await dispatcher.submit(event.message.key or b"", (event, decoded))
         finally:
             await dispatcher.close()
 
-    async def handle(self, event: Any) -> None:
+    def _cancel(self, request: ChatRequest, message: Any) -> None:
+        if message.key != request.conversation_id.encode():
+            return  # another conversation's request is not this record's to stop
+        running = self.services.streams.cancel(request.request_id)
+        log.info(
+            "request %s: cancel %s",
+            request.request_id,
+            "sent to its running turn" if running else "kept for when its turn starts",
+            extra=origin(message),
+        )
+
+    async def handle(self, item: tuple[Any, ChatRequest | DecodeError]) -> None:
         """Process one request event, then acknowledge it (so its offset may be committed)."""
+        event, decoded = item
         app = self.store.app
         if event.message.generation_id != app.consumer_generation_id:
             # Queued before a rebalance: the partition's new owner reads it again.
             return
         try:
-            await self.process(event.message)
+            await self.process(event.message, decoded)
         except Exception:
             # Retries are exhausted (the broker is unreachable): give up on this one
             # rather than hold the partition's commits and rebalances forever. The
@@ -98,12 +130,12 @@ class ChatAgent:
             )
         event.ack()
 
-    async def process(self, message: Any) -> None:
+    async def process(self, message: Any, decoded: ChatRequest | DecodeError | None = None) -> None:
         """Answer the request at ``message`` once; every line logged meanwhile names it."""
         with log_context(**origin(message)):
-            await self._process(message)
+            await self._process(message, _decoded(message.value) if decoded is None else decoded)
 
-    async def _process(self, message: Any) -> None:
+    async def _process(self, message: Any, decoded: ChatRequest | DecodeError) -> None:
         position = (message.topic, message.partition, message.offset)
         if position in self._answered:
             log.info(
@@ -111,16 +143,14 @@ class ChatAgent:
                 *position,
             )
             return
-        await self._answer(message)
+        await self._answer(message, decoded)
         self._answered[position] = None
         while len(self._answered) > ANSWERED_KEPT:
             self._answered.popitem(last=False)
 
-    async def _answer(self, message: Any) -> None:
-        try:
-            request = decode_chat_request(message.value)
-        except DecodeError as err:
-            await self.store.dead_letter(message, err.reason, err.message)
+    async def _answer(self, message: Any, request: ChatRequest | DecodeError) -> None:
+        if isinstance(request, DecodeError):
+            await self.store.dead_letter(message, request.reason, request.message)
             return
         with (
             log_context(request_id=request.request_id, conversation_id=request.conversation_id),
@@ -155,7 +185,15 @@ class ChatAgent:
             return
         with TRACER.start_as_current_span("chat.read_your_writes"):
             await self._read_your_writes(request, message.partition, key)
-        outcome = await self._outcome(request, key)
+        run = self.services.streams.start(request.request_id)
+        writer: ChunkWriter | None = None
+        if request.stream:
+            writer = ChunkWriter(request, run.run_id, self._chunk_sender(key), self._chunk_text)
+            run.sinks.append(writer.report)
+        outcome = await self._outcome(request, key, run.report if request.stream else None, run)
+        if writer is not None:
+            with TRACER.start_as_current_span("chat.stream.end"):
+                await writer.end()
         limits = self.services.limits
         events = limits.fit_events(outcome.events)
         with TRACER.start_as_current_span("chat.events.append") as span:
@@ -170,7 +208,7 @@ class ChatAgent:
             )
         with TRACER.start_as_current_span("chat.reply.publish") as span:
             span.set_attribute("goaicore.status", reply.status.value)
-            await self.publish_reply(reply)
+            await self.publish_reply(reply, run.run_id if writer is not None else None)
         self.store.metrics.answered(reply, events)
 
     async def _read_your_writes(self, request: ChatRequest, partition: int, key: bytes) -> None:
@@ -217,7 +255,9 @@ class ChatAgent:
             self.services.read_wait,
         )
 
-    async def _outcome(self, request: ChatRequest, key: bytes) -> TurnOutcome:
+    async def _outcome(
+        self, request: ChatRequest, key: bytes, on_progress: OnProgress | None, run: Run
+    ) -> TurnOutcome:
         metrics = self.store.metrics
         return await answer(
             request,
@@ -225,7 +265,23 @@ class ChatAgent:
             lambda model: MeasuredProvider(self.services.providers.get(model), metrics),
             self.services.registry,
             self.services.turn,
+            on_progress,
+            run.cancel,
         )
+
+    def _chunk_sender(self, key: bytes) -> Callable[[Sequence[ReplyChunk]], Awaitable[None]]:
+        topic = self.store.reply_stream.get_topic_name()
+
+        async def send(chunks: Sequence[ReplyChunk]) -> None:
+            await self._send_now(topic, key, [encode_reply_chunk(c) for c in chunks])
+
+        return send
+
+    @property
+    def _chunk_text(self) -> int:
+        """The most text one chunk carries (long text takes several): well under the
+        record limit, with room for the chunk's other fields."""
+        return max(1024, self.store.settings.max_record_bytes // 4)
 
     def _stored_replies(self, key: bytes) -> RecentReplies:
         stored = self.store.replies_table.get(key)
@@ -255,26 +311,44 @@ class ChatAgent:
         key = await keys.key_for(events[0].conversation_id)
         return [encode_event(seal_event(e, key)) for e in events]
 
-    async def publish_reply(self, reply: ChatReply) -> None:
-        """Publish the reply (after the turn's events) and wake a local HTTP waiter.
+    async def publish_reply(self, reply: ChatReply, run_id: str | None = None) -> None:
+        """Publish the reply (after the turn's events and, for a streamed ``run_id``, the
+        run's last chunk, named in its header) and end the local followers of its
+        request.
 
         ``reply`` is already within the record limit: fitted by the caller, or stored
         (the replies table keeps only fitted replies).
         """
         key = reply.conversation_id.encode()
-        await self._send_now(self.store.replies.get_topic_name(), key, [encode_chat_reply(reply)])
-        self.services.waiters.resolve(reply)
+        run = [(RUN_HEADER, run_id.encode())] if run_id else []
+        await self._send_now(
+            self.store.replies.get_topic_name(), key, [encode_chat_reply(reply)], run
+        )
+        self.services.streams.finish(reply)
 
-    async def _send_now(self, topic: str, key: bytes, values: Sequence[bytes]) -> None:
+    async def _send_now(
+        self,
+        topic: str,
+        key: bytes,
+        values: Sequence[bytes],
+        extra_headers: Sequence[tuple[str, bytes]] = (),
+    ) -> None:
         """Send records under one key straight to the producer (not through Faust's
         buffer, nor tied to the current request's commit), with the current trace
         context in their headers, and return once the broker has them all."""
         producer = steady_producer(self.store.app)
-        headers = record_headers()
+        headers = [*record_headers(), *extra_headers]
         for delivered in await _retrying(
             lambda: producer.send_together(topic, key, values, headers)
         ):
             await delivered
+
+
+def _decoded(value: bytes | None) -> ChatRequest | DecodeError:
+    try:
+        return decode_chat_request(value or b"")
+    except DecodeError as err:
+        return err
 
 
 async def _retrying(send: Callable[[], Awaitable[T]]) -> T:

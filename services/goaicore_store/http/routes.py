@@ -2,7 +2,11 @@
 ``openapi.json`` beside this module, served at ``/v1/openapi.json``):
 
 - ``POST /v1/conversations/{id}/messages`` ``{"text", "system"?, "tools"?, "model"?,
-  "timeout"?, "request_id"?}``: publishes a ChatRequest and answers with its reply;
+  "timeout"?, "request_id"?}``: publishes a ChatRequest and answers with its reply, or
+  (``Accept: text/event-stream``) with the turn's progress as Server-Sent Events, then
+  the reply (``goaicore_store.http.streaming``);
+- ``DELETE /v1/requests/{request_id}`` (``?conversation_id=`` where it was not asked
+  through a worker of this deployment): stop the running turn of a request;
 - ``POST /v1/conversations/{id}/events`` ``{"text", "type"?: "game"|"user", "kind"?,
   "attributes"?}``: appends an event and answers with its log position;
 - ``GET /v1/conversations/{id}``: the conversation's snapshot;
@@ -26,6 +30,8 @@ from functools import cache
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, cast
 
+import aiohttp
+import yarl
 from aiohttp import web as aioweb
 from faust import web
 
@@ -39,12 +45,13 @@ from goaicore.records import (
 )
 from goaicore.records.jsonable import jsonable
 from goaicore.records.types import EventBody
-from goaicore.records.validation import check_conversation_id
+from goaicore.records.validation import check_conversation_id, check_request_id
 from goaicore.store.errors import ReplyTimeout
 from goaicore_store.http import bodies
 from goaicore_store.http.auth import HEALTH_PATH, READY_PATH
 from goaicore_store.http.errors import ERROR_TYPES, ApiError, error_body
 from goaicore_store.http.operations import store_errors
+from goaicore_store.http.streaming import EVENT_STREAM, AskedHere, answer_stream, wants_stream
 
 if TYPE_CHECKING:
     from goaicore.store.port import ConversationStore
@@ -54,6 +61,7 @@ API = "/v1"
 OPENAPI_PATH = f"{API}/openapi.json"
 METRICS_PATH = "/metrics"
 CONVERSATION_PATH = f"{API}/conversations/{{conversation_id}}"
+REQUEST_PATH = f"{API}/requests/{{request_id}}"
 FORWARDED = "X-Goaicore-Forwarded"
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 600.0
@@ -108,6 +116,7 @@ def register_views(store: StoreApp, port: ConversationStore) -> None:
     """Add the views to the store app's web server."""
     app = store.app
     limit = store.settings.max_record_bytes
+    asked = AskedHere()
 
     @app.page(HEALTH_PATH)
     class Health(web.View):
@@ -197,10 +206,95 @@ def register_views(store: StoreApp, port: ConversationStore) -> None:
         async def post(self, request: web.Request, conversation_id: str) -> web.Response:
             conversation_id = valid_conversation(conversation_id)
             raw = await read_body(request, limit)
+            body = bodies.json_object(raw, bodies.MESSAGE_FIELDS)
+            request_id = bodies.optional_request_id(body)
+            if request_id is not None:
+                asked.add(request_id, conversation_id)
             forwarded = await forward_to_owner(store, request, conversation_id, raw)
             if forwarded is not None:
                 return forwarded
-            return await ask(port, conversation_id, bodies.json_object(raw, bodies.MESSAGE_FIELDS))
+            if wants_stream(cast(aioweb.Request, request)):
+                return await ask_streamed(request, port, conversation_id, body, asked)
+            return await ask(port, conversation_id, body)
+
+    @app.page(REQUEST_PATH)
+    class Requests(web.View):
+        """Cancel: stop a request's running turn, which ends (recorded) with what it
+        generated so far."""
+
+        async def delete(self, request: web.Request, request_id: str) -> web.Response:
+            request_id = valid_request_id(request_id)
+            given = cast(aioweb.Request, request).query.get("conversation_id")
+            conversation_id = valid_conversation(given) if given else None
+            conversation_id = conversation_id or asked.conversation_of(request_id)
+            if conversation_id is None:
+                if await cancel_on_peers(store, request):
+                    return json_answer({"request_id": request_id, "cancel": "sent"}, 202)
+                raise ApiError(
+                    404,
+                    f"request {request_id!r} was not asked through this deployment's "
+                    "workers lately: give its conversation_id",
+                )
+            with store_errors():
+                await port.cancel(conversation_id, request_id)
+            answer = {"request_id": request_id, "conversation_id": conversation_id}
+            return json_answer({**answer, "cancel": "sent"}, 202)
+
+
+async def ask_streamed(
+    request: web.Request,
+    port: ConversationStore,
+    conversation_id: str,
+    body: dict[str, Any],
+    asked: AskedHere,
+) -> web.Response:
+    """Ask the store and answer its progress as Server-Sent Events (see
+    ``goaicore_store.http.streaming``); bad input is still a JSON error."""
+    timeout = ask_timeout(body)
+    with store_errors():
+        items = port.ask_stream(
+            conversation_id,
+            bodies.text(body, "text"),
+            system=bodies.optional_text(body, "system"),
+            tools=bodies.names(body, "tools"),
+            model=bodies.optional_text(body, "model"),
+            request_id=bodies.optional_request_id(body),
+            timeout=timeout,
+        )
+    response = await answer_stream(cast(aioweb.Request, request), items, reply_json, timeout)
+    return cast(web.Response, response)
+
+
+async def cancel_on_peers(store: StoreApp, request: web.Request) -> bool:
+    """Send a cancel the worker cannot place to every other worker once (each knows the
+    requests asked through it); True when one of them took it."""
+    if request.headers.get(FORWARDED):
+        return False
+    app = store.app
+    here = app.conf.canonical_url
+    headers = {FORWARDED: "1"}
+    if "Authorization" in request.headers:
+        headers["Authorization"] = request.headers["Authorization"]
+    for host in app.router.tables_metadata():
+        peer = yarl.URL(host)
+        if (peer.host, peer.port) == (here.host, here.port):
+            continue
+        url = request.url.with_host(peer.host or "127.0.0.1").with_port(peer.port)
+        try:
+            async with app.http_client.delete(url, headers=headers) as answer:
+                if answer.status == 202:
+                    return True
+        except (aiohttp.ClientError, OSError):
+            continue  # a worker gone away knows no request any more
+    return False
+
+
+def valid_request_id(raw: str) -> str:
+    """A request id from a path, or a 400 saying why not."""
+    try:
+        return check_request_id(raw)
+    except InputError as err:
+        raise ApiError(400, str(err)) from None
 
 
 async def read_body(faust_request: web.Request, limit: int) -> bytes:
@@ -300,10 +394,19 @@ async def forward_to_owner(
         return None
     url = request.url.with_host(owner.host or "127.0.0.1").with_port(owner.port)
     headers = {FORWARDED: "1"}
-    for name in ("Authorization", "Content-Type"):
+    for name in ("Authorization", "Content-Type", "Accept"):
         if name in request.headers:
             headers[name] = request.headers[name]
     async with app.http_client.request(request.method, url, data=body, headers=headers) as answer:
+        if answer.content_type == EVENT_STREAM:  # passed on as it comes
+            streamed = aioweb.StreamResponse(
+                status=answer.status, headers={"Content-Type": EVENT_STREAM}
+            )
+            await streamed.prepare(cast(aioweb.Request, request))
+            async for data in answer.content.iter_any():
+                await streamed.write(data)
+            await streamed.write_eof()
+            return cast(web.Response, streamed)
         response = aioweb.Response(
             body=await answer.read(), status=answer.status, content_type=answer.content_type
         )
