@@ -109,9 +109,9 @@ async def run_turn(
     ``on_progress`` gets the reply's text as it is generated (streamed where the provider
     can) and each tool call as it starts and finishes; the result is the same without it.
     Setting ``cancel`` stops the LLM call or the tools running: the turn ends with the
-    finish reason ``cancelled``, keeping the text generated so far as its last assistant
-    message (its tokens estimated) or an error result for each tool cut short, so the
-    history stays valid to send.
+    finish reason ``cancelled``, keeping the text streamed so far (none where the call is
+    not streamed) as its last assistant message (its tokens estimated) or an error
+    result for each tool cut short, so the history stays valid to send.
     """
     by_name: dict[str, Tool] = {}
     for t in tools:
@@ -135,7 +135,7 @@ async def run_turn(
         if on_progress is not None:
             on_progress(TextDelta(text))
 
-    sink = hear if on_progress is not None or cancel is not None else None
+    sink = hear if on_progress is not None else None  # only a streamed call has text so far
 
     async def compact(reason: CompactionReason) -> bool:
         nonlocal messages, compactions

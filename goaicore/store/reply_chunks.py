@@ -154,36 +154,48 @@ class ChunkWriter:
 
 
 class ChunkReader:
-    """One request's chunks, read in log order, as a streamed ask's items."""
+    """One request's chunks, read into a streamed ask's items in each run's order.
+
+    Chunks may come out of order where a reader joins a running stream (live chunks
+    before those it reads back): each run's chunks wait until those before them came,
+    from its ``start``; a run whose ``start`` comes after another's is a restart, and
+    chunks of a run superseded so are dropped.
+    """
 
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id
         self.run_id: str | None = None
-        self._next_seq = 0
         self.ended = False
+        self._next_seq = 0
+        self._waiting: dict[str, dict[int, ReplyChunk]] = {}
+        self._superseded: set[str] = set()
 
     def read(self, chunk: ReplyChunk) -> list[TurnProgress | Restarted]:
-        """What ``chunk`` adds to the stream (nothing for another request's chunk, one
-        read twice, or a kind this reader does not know)."""
-        if chunk.request_id != self.request_id:
+        """What ``chunk`` adds to the stream, in order (nothing for another request's
+        chunk, one read twice, or a kind this reader does not know)."""
+        if chunk.request_id != self.request_id or chunk.run_id in self._superseded:
             return []
         items: list[TurnProgress | Restarted] = []
         if chunk.run_id != self.run_id:
-            if chunk.kind is not ReplyChunkKind.START and self.run_id is not None:
-                return []  # a late chunk of a run that was superseded
+            if chunk.kind is not ReplyChunkKind.START:
+                self._waiting.setdefault(chunk.run_id, {})[chunk.seq] = chunk
+                return []  # its run's start comes later
             if self.run_id is not None:
+                self._superseded.add(self.run_id)
                 items.append(Restarted(chunk.run_id))
-            self.run_id = chunk.run_id
-            self._next_seq = 0
-            self.ended = False
+            self.run_id, self._next_seq, self.ended = chunk.run_id, 0, False
         if chunk.seq < self._next_seq:
             return items  # read twice
-        self._next_seq = chunk.seq + 1
-        progress = _progress(chunk)
-        if progress is not None:
-            items.append(progress)
-        if chunk.kind is ReplyChunkKind.END:
-            self.ended = True
+        waiting = self._waiting.setdefault(chunk.run_id, {})
+        waiting[chunk.seq] = chunk
+        while self._next_seq in waiting:
+            ready = waiting.pop(self._next_seq)
+            self._next_seq += 1
+            progress = _progress(ready)
+            if progress is not None:
+                items.append(progress)
+            if ready.kind is ReplyChunkKind.END:
+                self.ended = True
         return items
 
 

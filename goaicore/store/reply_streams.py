@@ -106,6 +106,12 @@ class ReplyStreams:
         if run is not None:
             run.send(reply)
 
+    def forget(self, run: Run) -> None:
+        """The run is over here, answered (its followers had the reply) or given up (they
+        wait no more here: the request's retry is answered by whoever runs it)."""
+        if self._runs.get(run.request_id) is run:
+            del self._runs[run.request_id]
+
     def follow(self, request_id: str) -> Following:
         """Every item of the request's run (those so far first), then its reply;
         following starts now, so call it before the request is sent."""

@@ -9,7 +9,7 @@ docs/operations.md lists each with what it counts.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from goaicore.conversation.errors import ChatError
+from goaicore.conversation.progress import TextSink
 from goaicore.conversation.providers.base import Completion, CompletionRequest, Provider
 from goaicore.records import (
     AssistantTurn,
@@ -181,6 +182,20 @@ class MeasuredProvider:
         return self._provider.model
 
     async def complete(self, request: CompletionRequest) -> Completion:
+        return await self._measured(self._provider.complete(request))
+
+    async def stream(self, request: CompletionRequest, on_text: TextSink) -> Completion:
+        """The provider's stream where it has one (else its whole completion as one
+        piece), measured as ``complete`` is."""
+        stream = getattr(self._provider, "stream", None)
+        if stream is None:
+            completion = await self._measured(self._provider.complete(request))
+            if completion.message.text:
+                on_text(completion.message.text)
+            return completion
+        return await self._measured(stream(request, on_text))
+
+    async def _measured(self, call: Awaitable[Completion]) -> Completion:
         labels = (self._provider.name, self._provider.model)
         started = time.perf_counter()
         with TRACER.start_as_current_span(
@@ -189,7 +204,7 @@ class MeasuredProvider:
             attributes={"gen_ai.system": labels[0], "gen_ai.request.model": labels[1]},
         ) as span:
             try:
-                completion = await self._provider.complete(request)
+                completion = await call
             except ChatError as err:
                 self._metrics.llm_errors.labels(*labels, type(err).__name__).inc()
                 raise

@@ -21,6 +21,7 @@ from goaicore.records import ChatReply, ChatRequest, ConversationSnapshot
 from goaicore.records.avro.api import decode_chat_reply, encode_chat_request
 from goaicore.testing import OpenAIServer, RecordedRequest, ScriptedResponse, openai_reply
 from goaicore.testing.openai_server import openai_error
+from goaicore.testing.streams import token_text
 from tests.store.workers import StoreWorker, worker_env
 
 
@@ -66,6 +67,8 @@ class ScriptedLLM:
     - ``call <tool> <json>``: a call of that tool with those arguments;
     - ``fail``: a 400 error; ``slow <seconds>``: waits, then echoes;
     - ``big <n>``: a reply of ``n`` bytes of text;
+    - ``drip <n> <per second> [tag]``: ``n`` tokens (``token0 token1 ...``), streamed at
+      that rate when the request streams;
     - anything else: ``echo: <text>``, after ``delay`` seconds.
     It records how many calls were in flight at once.
     """
@@ -99,6 +102,9 @@ class ScriptedLLM:
             return openai_error(400, "the test model refuses")
         if text.startswith("big "):
             return openai_reply("b" * int(text.split()[1]))
+        if text.startswith("drip "):
+            _, tokens, rate, *_ = text.split()
+            return openai_reply(token_text(int(tokens)), chunk_delay=1 / float(rate))
         if text.startswith("slow "):
             time.sleep(float(text.split()[1]))
         elif self.delay:

@@ -238,6 +238,8 @@ class AsyncChatClient(AsyncRunning):
         request_id = new_id() if request_id is None else check_request_id(request_id)
         self._started()
         await self._open_chunks()
+        if joining:
+            await self._read_back(conversation_id)
         queue: asyncio.Queue[Any] = asyncio.Queue()
         self._streams.setdefault(request_id, []).append(queue)
         reading = asyncio.create_task(
@@ -247,8 +249,6 @@ class AsyncChatClient(AsyncRunning):
         )
         reading.add_done_callback(lambda done: _to_queue(done, queue))
         try:
-            if joining:
-                await self._read_back(conversation_id)
             async for item in _streamed(request_id, queue):
                 yield item
         finally:

@@ -186,6 +186,13 @@ class ChatAgent:
         with TRACER.start_as_current_span("chat.read_your_writes"):
             await self._read_your_writes(request, message.partition, key)
         run = self.services.streams.start(request.request_id)
+        try:
+            await self._run(request, key, run)
+        finally:
+            self.services.streams.forget(run)  # answered, or given up: either way done here
+
+    async def _run(self, request: ChatRequest, key: bytes, run: Run) -> None:
+        """Run the request's turn (streamed where it asks to be), append it, reply."""
         writer: ChunkWriter | None = None
         if request.stream:
             writer = ChunkWriter(request, run.run_id, self._chunk_sender(key), self._chunk_text)
