@@ -160,7 +160,10 @@ def _show_chat_session(console: Console, stack: LocalStack) -> None:
         elif step.kind == "ask":
             console.print(f"  [yellow]player[/yellow] {escape(step.text)}")
         else:
-            console.print(f"  [green]reply[/green]  {escape(step.text)}  ({step.seconds:.2f} s)")
+            note = f"; {step.note}" if step.note else ""
+            console.print(
+                f"  [green]reply[/green]  {escape(step.text)}  ({step.seconds:.2f} s{note})"
+            )
     console.print(
         f"  try: curl -s -X POST {info.http_url}/v1/conversations/demo-player/messages "
         + ('-H "Authorization: Bearer $TOKEN" ' if tokens else "")

@@ -2,8 +2,9 @@
 
 Two game events, then questions whose answers use them and the game's tools,
 so a developer sees the whole loop working: events in the log, the chat agent
-reading them back, tool calls, replies. With no API key the offline model
-answers (its replies start with ``[offline]``).
+reading them back, tool calls, replies, the last one streamed as Server-Sent
+Events. With no API key the offline model answers (its replies start with
+``[offline]``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ SESSION: tuple[tuple[str, str], ...] = (
     ("ask", "Where am I right now?"),
     ("event", "Player solved the stage door riddle: +5 points for Leeds"),
     ("ask", "What is the score_lookup for Leeds?"),
-    ("ask", "Give me the location_info for Royal Pump Room"),
+    ("stream", "Give me the location_info for Royal Pump Room"),
 )
 
 
@@ -33,6 +34,7 @@ class DemoStep:
     kind: str  # "event", "ask" or "reply"
     text: str
     seconds: float = 0.0
+    note: str = ""
 
 
 def run_session(
@@ -51,11 +53,48 @@ def run_session(
             steps.append(DemoStep("event", text, time.perf_counter() - started))
             continue
         steps.append(DemoStep("ask", text))
-        reply = post(f"{base}/messages", {"text": text, "timeout": 60}, token)
+        body = {"text": text, "timeout": 60}
+        note = ""
+        if kind == "stream":
+            reply, pieces, first = post_streamed(f"{base}/messages", body, token)
+            note = f"streamed in {pieces} pieces, the first after {first - started:.2f} s"
+        else:
+            reply = post(f"{base}/messages", body, token)
         failed = reply.get("error")
         shown = f"({failed.get('message')})" if isinstance(failed, dict) else reply.get("text")
-        steps.append(DemoStep("reply", str(shown), time.perf_counter() - started))
+        steps.append(DemoStep("reply", str(shown), time.perf_counter() - started, note))
     return steps
+
+
+def post_streamed(
+    url: str, body: dict[str, Any], token: str | None = None
+) -> tuple[dict[str, Any], int, float]:
+    """POST an ask for Server-Sent Events: its last event's data (the reply, or the
+    error), how many text pieces came, and when the first one did."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={**_headers(token), "Accept": "text/event-stream"},
+    )
+    pieces, first, event, last = 0, 0.0, "", {}
+    with urllib.request.urlopen(request, timeout=90) as response:
+        for line in response:
+            if line.startswith(b"event: "):
+                event = line[len(b"event: ") :].strip().decode()
+            elif line.startswith(b"data: "):
+                last = json.loads(line[len(b"data: ") :])
+                if event == "delta":
+                    pieces += 1
+                    first = first or time.perf_counter()
+    return last, pieces, first
+
+
+def _headers(token: str | None) -> dict[str, str]:
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
 
 
 def wait_ready(http_url: str, timeout: float = 90.0) -> None:
@@ -73,11 +112,8 @@ def wait_ready(http_url: str, timeout: float = 90.0) -> None:
 
 def post(url: str, body: dict[str, Any], token: str | None = None) -> dict[str, Any]:
     """POST JSON and return the JSON answer; errors with a status other than 2xx/502/504."""
-    headers = {"Content-Type": "application/json"}
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), method="POST", headers=headers
+        url, data=json.dumps(body).encode(), method="POST", headers=_headers(token)
     )
     try:
         with urllib.request.urlopen(request, timeout=90) as response:

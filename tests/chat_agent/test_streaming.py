@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from http.client import HTTPConnection
@@ -16,14 +17,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from kafka import KafkaProducer
 
 from goaicore.clients import AsyncChatClient, EventPublisher, HistoryReader
 from goaicore.config import Settings
 from goaicore.conversation.progress import TextDelta, ToolCallFinished, ToolCallStarted
-from goaicore.records import AssistantTurn, ChatReply, ReplyStatus, UserMessage
+from goaicore.records import AssistantTurn, ChatReply, ReplyStatus, UserMessage, new_chat_request
+from goaicore.records.avro.api import encode_chat_request
 from goaicore.testing import OpenAIServer
 from goaicore.testing.streams import token_text
 from tests.chat_agent.helpers import ChatWorker, http
+from tests.store.workers import dead_letters
 
 pytestmark = pytest.mark.integration
 
@@ -288,3 +292,27 @@ def test_many_streams_at_once_each_get_their_own_text(topics: Settings, worker: 
         assert events[-1][0] == "done"
         assert text_of(events) == token_text(n + 5)
     assert sorted(results) == list(range(8))
+
+
+def test_a_cancel_under_another_conversations_key_is_a_dead_letter_and_stops_nothing(
+    topics: Settings, worker: ChatWorker
+) -> None:
+    conversation, request_id = new_conversation("stray-cancel"), uuid.uuid4().hex
+    ask = SseAsk(worker.url, conversation, {"text": "drip 40 40", "request_id": request_id})
+    events = iter(ask)
+    assert next(events)[0] == "delta"
+    stray = new_chat_request(conversation, "", request_id=request_id, cancel=True)
+    with KafkaProducer(bootstrap_servers=topics.require_bootstrap()) as producer:
+        producer.send(
+            topics.topic("requests"), key=b"elsewhere", value=encode_chat_request(stray)
+        ).get(10)
+    rest = list(events)
+    ask.close()
+    assert rest[-1][1]["status"] == "ok"  # not cancelled: the record was not its key's
+    deadline = time.monotonic() + 30
+    while not any(
+        letter.reason == "key-mismatch" and "cancel" in letter.message
+        for letter in dead_letters(topics, "requests").values()
+    ):
+        assert time.monotonic() < deadline, "the stray cancel was not set aside"
+        time.sleep(0.2)

@@ -148,6 +148,7 @@ def test_dev_runs_until_signalled_then_leaves_nothing(tmp_path: Path) -> None:
         assert "model: offline model" in output
         assert "[offline] score_lookup returned" in output
         assert "Royal Pump Room" in output
+        assert "streamed in" in output  # the last reply came as Server-Sent Events
         roles: list[str] = []
         for _ in range(100):  # the last turn is folded shortly after its reply
             url = f"{info['http_url']}/v1/conversations/demo-player"

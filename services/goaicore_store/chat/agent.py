@@ -91,16 +91,22 @@ class ChatAgent:
             async for event in stream.noack().events():
                 decoded = _decoded(event.message.value)
                 if isinstance(decoded, ChatRequest) and decoded.cancel:
-                    self._cancel(decoded, event.message)
+                    await self._cancel(decoded, event.message)
                     event.ack()
                     continue
                 await dispatcher.submit(event.message.key or b"", (event, decoded))
         finally:
             await dispatcher.close()
 
-    def _cancel(self, request: ChatRequest, message: Any) -> None:
-        if message.key != request.conversation_id.encode():
-            return  # another conversation's request is not this record's to stop
+    async def _cancel(self, request: ChatRequest, message: Any) -> None:
+        """Stop the request's turn here (now, or as it starts)."""
+        if message.key != request.conversation_id.encode():  # not this key's to stop
+            detail = (
+                f"record key {message.key!r} is not the cancel's conversation id "
+                f"{request.conversation_id!r}"
+            )
+            await self.store.dead_letter(message, "key-mismatch", detail)
+            return
         running = self.services.streams.cancel(request.request_id)
         log.info(
             "request %s: cancel %s",
