@@ -96,7 +96,7 @@ class ChatClient(Blocking[AsyncChatClient]):
             owner=self,
         )
 
-    def cancel(self, request_id: str, conversation_id: str | None = None) -> None:
-        """Stop the running turn of ``request_id`` (asked by this client, or in
+    def cancel(self, request_id: str, *, conversation_id: str | None = None) -> None:
+        """Stop the turn of ``request_id`` (asked by this client, or in
         ``conversation_id``): it ends, recorded, with the text generated so far."""
-        run_sync(self._core.cancel(request_id, conversation_id))
+        run_sync(self._core.cancel(request_id, conversation_id=conversation_id))

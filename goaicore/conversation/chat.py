@@ -9,7 +9,6 @@ event loop (see ``goaicore.sync``), so they work from plain scripts.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -266,8 +265,7 @@ class Chat:
         finally:
             if not task.done():
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await asyncio.wait((task,))  # a cancel of the caller still reaches it
 
     async def achat(
         self, *, user: UserInput, system: Texts | None = None, tools: ToolInput = ()

@@ -8,7 +8,6 @@ half turn anywhere.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
@@ -63,7 +62,12 @@ CANCELLED_TOOL_RESULT = "error: the turn was cancelled before this tool returned
 
 
 class _Cancelled(Exception):
-    """The turn's ``cancel`` event was set while it waited on the LLM or its tools."""
+    """The turn's ``cancel`` event was set while it waited on the LLM or its tools;
+    ``sent``: the work had begun (an LLM call was made)."""
+
+    def __init__(self, sent: bool) -> None:
+        super().__init__()
+        self.sent = sent
 
 
 @dataclass
@@ -234,8 +238,8 @@ async def run_turn(
             f"the turn needed more than max_tool_iterations={max_llm_calls} LLM calls",
             limit=max_llm_calls,
         )
-    except _Cancelled:
-        text = ""
+    except _Cancelled as cancelled:
+        text, spent = "", NO_USAGE
         if running_tools:  # each call the model made gets its answer, an error
             cut = [
                 Message.tool_result(c.id, CANCELLED_TOOL_RESULT, name=c.name, is_error=True)
@@ -244,18 +248,20 @@ async def run_turn(
             messages.extend(cut)
             new.extend(cut)
             timeline.extend(cut)
-        else:  # the text generated so far is the reply, its tokens estimated
+        elif cancelled.sent:  # the text streamed so far is the reply, its tokens estimated
             text = "".join(heard)
             spent = Usage.of_call(
                 DEFAULT_COUNTER.count_request(request.messages, system=system, tools=tools),
                 DEFAULT_COUNTER.count_text(text),
             )
-            partial = Message.assistant(text)
-            usage = usage + spent
-            completions.append(Completion(partial, CANCELLED, CANCELLED, spent, provider.model))
-            messages.append(partial)
-            new.append(partial)
-            timeline.append(partial)
+        # The turn ends with an assistant message that says so (its finish reason), even
+        # an empty one: the log tells a cancelled turn from a broken one.
+        partial = Message(role="assistant", text=text, provider=provider.name)
+        usage = usage + spent
+        completions.append(Completion(partial, CANCELLED, CANCELLED, spent, provider.model))
+        messages.append(partial)
+        new.append(partial)
+        timeline.append(partial)
         return TurnResult(
             text=text,
             messages=messages,
@@ -299,7 +305,7 @@ async def _until(work: Awaitable[T], cancel: asyncio.Event | None) -> T:
     if cancel.is_set():
         if inspect.iscoroutine(work):
             work.close()
-        raise _Cancelled
+        raise _Cancelled(sent=False)
     task = asyncio.ensure_future(work)
     stop = asyncio.ensure_future(cancel.wait())
     try:
@@ -310,9 +316,8 @@ async def _until(work: Awaitable[T], cancel: asyncio.Event | None) -> T:
         stop.cancel()
         if not task.done():
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-    raise _Cancelled
+            await asyncio.wait((task,))  # a cancel of this turn itself still reaches it
+    raise _Cancelled(sent=True)
 
 
 def _check_finish(completion: Completion, provider: str) -> None:

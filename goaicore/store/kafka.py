@@ -144,7 +144,7 @@ class KafkaBackend:
 
     async def cancel(self, conversation_id: str, request_id: str) -> None:
         chat = await self._opened(self._chat)
-        await chat.cancel(request_id, conversation_id)
+        await chat.cancel(request_id, conversation_id=conversation_id)
 
     async def has_key(self, conversation_id: str) -> bool:
         return await self._key_of(conversation_id) is not None

@@ -40,7 +40,6 @@ from goaicore.records import (
 from goaicore.records.avro.api import encode_event
 from goaicore.sealing.records import KeyLookup
 from goaicore.store.application import StoreApplication
-from goaicore.store.errors import timed_out
 from goaicore.store.idempotency import RecentReplies, answer
 from goaicore.store.limits import OutputLimits
 from goaicore.store.reply_streams import ReplyStreams, StreamedReply
@@ -91,7 +90,7 @@ class MemoryBackend:
         self._turns: dict[str, asyncio.Lock] = {}
         self._sealing = _Sealing() if sealed else None
         self.streams = ReplyStreams()
-        self._asked: set[asyncio.Task[ChatReply]] = set()
+        self._asked: set[asyncio.Task[ChatReply]] = set()  # kept until done (asyncio: weak)
 
     @property
     def keys(self) -> KeyLookup | None:
@@ -131,19 +130,23 @@ class MemoryBackend:
             return reply
 
     async def _run(self, request: ChatRequest) -> ChatReply:
-        run = self.streams.start(request.request_id)
-        outcome = await answer(
-            request,
-            self.stored.get(request.conversation_id),
-            lambda model: self.provider,
-            self.tools,
-            self.turn,
-            run.report,
-            run.cancel,
-        )
-        for event in self.limits.fit_events(outcome.events):
-            self.write(event)
-        return self.limits.fit_reply(outcome.reply)
+        run = self.streams.start(request.conversation_id, request.request_id)
+        try:
+            outcome = await answer(
+                request,
+                self.stored.get(request.conversation_id),
+                lambda model: self.provider,
+                self.tools,
+                self.turn,
+                run.report if request.stream else None,
+                run.cancel,
+            )
+            for event in self.limits.fit_events(outcome.events):
+                self.write(event)
+            return self.limits.fit_reply(outcome.reply)
+        except BaseException:
+            self.streams.forget(run)  # its followers are told, not left waiting
+            raise
 
     async def ask_stream(
         self,
@@ -151,21 +154,16 @@ class MemoryBackend:
         timeout: float,  # noqa: ASYNC109 - the wait for the reply
         join: bool = False,
     ) -> AsyncIterator[StreamedReply]:
-        following = self.streams.follow(request.request_id)
+        following = self.streams.follow(request.conversation_id, request.request_id)
         asked = asyncio.create_task(self.ask(request, timeout))  # runs on without a follower
         self._asked.add(asked)
         asked.add_done_callback(self._asked.discard)
-        try:
-            async with asyncio.timeout(timeout):
-                async for item in following:
-                    yield item
-        except TimeoutError:
-            raise timed_out(request.request_id, timeout) from None
-        finally:
-            following.close()
+        asked.add_done_callback(_settled)
+        async for item in following.items(timeout):
+            yield item
 
     async def cancel(self, conversation_id: str, request_id: str) -> None:
-        self.streams.cancel(request_id)
+        self.streams.cancel(conversation_id, request_id)
 
     async def has_key(self, conversation_id: str) -> bool:
         return self._sealing is not None and self._sealing.has_key(conversation_id)
@@ -240,6 +238,12 @@ class InMemoryConversationStore(StoreApplication):
             sealed,
         )
         super().__init__(self.memory)
+
+
+def _settled(asked: asyncio.Task[ChatReply]) -> None:
+    """An ask run for a stream is done; its failure reached the stream's followers."""
+    if not asked.cancelled():
+        asked.exception()  # retrieved: asyncio need not report it
 
 
 class _Sealing:

@@ -158,32 +158,43 @@ class ChunkReader:
 
     Chunks may come out of order where a reader joins a running stream (live chunks
     before those it reads back): each run's chunks wait until those before them came,
-    from its ``start``; a run whose ``start`` comes after another's is a restart, and
-    chunks of a run superseded so are dropped.
+    from its ``start``. A run whose ``start`` lies after the current one's in the log (its
+    offset: a request's chunks share a partition) is a restart, and the runs before it
+    are dropped; one whose ``start`` lies before is an older run, read late.
     """
 
-    def __init__(self, request_id: str) -> None:
-        self.request_id = request_id
+    def __init__(self, conversation_id: str, request_id: str) -> None:
+        self.key = (conversation_id, request_id)
         self.run_id: str | None = None
         self.ended = False
+        self._started_at: int | None = None  # the offset of the current run's start
         self._next_seq = 0
         self._waiting: dict[str, dict[int, ReplyChunk]] = {}
         self._superseded: set[str] = set()
 
-    def read(self, chunk: ReplyChunk) -> list[TurnProgress | Restarted]:
-        """What ``chunk`` adds to the stream, in order (nothing for another request's
-        chunk, one read twice, or a kind this reader does not know)."""
-        if chunk.request_id != self.request_id or chunk.run_id in self._superseded:
+    def read(self, chunk: ReplyChunk, offset: int) -> list[TurnProgress | Restarted]:
+        """What ``chunk``, read at ``offset`` of its partition, adds to the stream, in order
+        (nothing for another request's chunk, one read twice, or a kind this reader does
+        not know)."""
+        if (chunk.conversation_id, chunk.request_id) != self.key:
+            return []
+        if chunk.run_id in self._superseded:
             return []
         items: list[TurnProgress | Restarted] = []
         if chunk.run_id != self.run_id:
             if chunk.kind is not ReplyChunkKind.START:
                 self._waiting.setdefault(chunk.run_id, {})[chunk.seq] = chunk
                 return []  # its run's start comes later
+            if self._started_at is not None and offset < self._started_at:
+                self._superseded.add(chunk.run_id)  # an older run, read late
+                self._waiting.pop(chunk.run_id, None)
+                return []
             if self.run_id is not None:
                 self._superseded.add(self.run_id)
+                self._waiting.pop(self.run_id, None)
                 items.append(Restarted(chunk.run_id))
-            self.run_id, self._next_seq, self.ended = chunk.run_id, 0, False
+            self.run_id, self._started_at = chunk.run_id, offset
+            self._next_seq, self.ended = 0, False
         if chunk.seq < self._next_seq:
             return items  # read twice
         waiting = self._waiting.setdefault(chunk.run_id, {})

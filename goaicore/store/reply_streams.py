@@ -1,12 +1,16 @@
 """The chat turns running in this process, and the callers following their streams.
 
 A turn registers here when it starts (:meth:`ReplyStreams.start`) and reports its
-progress as it runs; a caller follows a request id before its request is sent (or while
-its turn runs: a retry joins the running stream from its first item) and gets every item
-of the run, then the request's ``ChatReply``. A reply that comes without a run (a
-request answered before, a failure before the turn started) ends the following too.
-Nothing here waits on a follower: a slow or gone caller never holds a turn back, and
-only :meth:`ReplyStreams.cancel` stops one.
+progress as it runs; a caller follows a request before it is sent (or while its turn
+runs: a retry joins the running stream from its first item) and gets every item of the
+run, then the request's ``ChatReply``. A reply that comes without a run (a request
+answered before, a failure before the turn started) ends the following too; a run
+given up without a reply ends it with :class:`TurnAbandoned`. Nothing here waits on a
+follower: a slow or gone caller never holds a turn back, and only
+:meth:`ReplyStreams.cancel` stops one.
+
+A request is named by its conversation and its id (two conversations may use the same
+request id): a run, a cancel and a follower of one never touch another's.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 
 from goaicore.conversation.progress import TurnProgress
 from goaicore.records import ChatReply, new_id
+from goaicore.store.errors import ReplyTimeout, timed_out
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,18 +36,26 @@ class Restarted:
 StreamedReply = TurnProgress | Restarted | ChatReply
 """What a streamed ask yields: progress (maybe a restart), then the ``ChatReply``."""
 
+RequestKey = tuple[str, str]
+"""A request: its conversation id and its request id."""
+
 CANCELS_KEPT = 1024
 """Cancels of requests whose turn has not started here, remembered for when it does."""
+
+
+class TurnAbandoned(ReplyTimeout):
+    """The worker gave the turn up without a reply (the broker failed it): the request's
+    retry, with the same request id, is answered by whoever runs it next."""
 
 
 @dataclass
 class Run:
     """One run of a request's turn: its id, its progress so far, its cancel switch."""
 
-    request_id: str
+    key: RequestKey
     run_id: str = ""
     items: list[TurnProgress | Restarted] = field(default_factory=list)
-    followers: list[asyncio.Queue[StreamedReply]] = field(default_factory=list)
+    followers: list[asyncio.Queue[StreamedReply | Exception]] = field(default_factory=list)
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
     sinks: list[Callable[[TurnProgress], None]] = field(default_factory=list)
 
@@ -58,42 +71,46 @@ class Run:
         for sink in self.sinks:
             sink(item)
 
-    def send(self, item: StreamedReply) -> None:
+    def send(self, item: StreamedReply | Exception) -> None:
         for queue in self.followers:
             queue.put_nowait(item)
 
 
 class ReplyStreams:
-    """Runs by request id (see the module docstring)."""
+    """Runs by request (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._runs: dict[str, Run] = {}
-        self._cancelled: OrderedDict[str, None] = OrderedDict()
+        self._runs: dict[RequestKey, Run] = {}
+        self._cancelled: OrderedDict[RequestKey, None] = OrderedDict()
 
-    def running(self, request_id: str) -> bool:
+    def running(self, conversation_id: str, request_id: str) -> bool:
         """A turn of the request runs here now."""
-        run = self._runs.get(request_id)
+        run = self._runs.get((conversation_id, request_id))
         return run is not None and run.started
 
-    def start(self, request_id: str, run_id: str | None = None) -> Run:
+    def start(self, conversation_id: str, request_id: str, run_id: str | None = None) -> Run:
         """A run of the request begins here; followers of an earlier one are told."""
+        key = (conversation_id, request_id)
         run_id = run_id or new_id()
-        run = self._runs.setdefault(request_id, Run(request_id))
+        run = self._runs.setdefault(key, Run(key))
         if run.started:
             run.items = [Restarted(run_id)]
             run.send(run.items[0])
             run.cancel = asyncio.Event()
+            run.sinks = []
         run.run_id = run_id
-        if self._cancelled.pop(request_id, 0) is None:  # cancelled before it started
+        if key in self._cancelled:  # cancelled before it started
+            del self._cancelled[key]
             run.cancel.set()
         return run
 
-    def cancel(self, request_id: str) -> bool:
+    def cancel(self, conversation_id: str, request_id: str) -> bool:
         """Stop the request's turn (it ends with what it generated so far): now if it runs
         here (True), else as soon as it starts here (False)."""
-        run = self._runs.get(request_id)
+        key = (conversation_id, request_id)
+        run = self._runs.get(key)
         if run is None or not run.started:
-            self._cancelled[request_id] = None
+            self._cancelled[key] = None
             while len(self._cancelled) > CANCELS_KEPT:
                 self._cancelled.popitem(last=False)
             return False
@@ -102,20 +119,29 @@ class ReplyStreams:
 
     def finish(self, reply: ChatReply) -> None:
         """The request is answered: its followers get the reply and stop."""
-        run = self._runs.pop(reply.request_id, None)
+        run = self._runs.pop((reply.conversation_id, reply.request_id), None)
         if run is not None:
             run.send(reply)
 
     def forget(self, run: Run) -> None:
-        """The run is over here, answered (its followers had the reply) or given up (they
-        wait no more here: the request's retry is answered by whoever runs it)."""
-        if self._runs.get(run.request_id) is run:
-            del self._runs[run.request_id]
+        """The run is over here. Answered, its followers had the reply; given up, they are
+        told so (:class:`TurnAbandoned`) rather than left waiting."""
+        if self._runs.get(run.key) is run:
+            del self._runs[run.key]
+            conversation_id, request_id = run.key
+            run.send(
+                TurnAbandoned(
+                    f"request {request_id!r} of {conversation_id!r}: the worker gave its turn "
+                    "up (see its log); ask again with the same request_id",
+                    request_id=request_id,
+                )
+            )
 
-    def follow(self, request_id: str) -> Following:
+    def follow(self, conversation_id: str, request_id: str) -> Following:
         """Every item of the request's run (those so far first), then its reply;
         following starts now, so call it before the request is sent."""
-        run = self._runs.setdefault(request_id, Run(request_id))
+        key = (conversation_id, request_id)
+        run = self._runs.setdefault(key, Run(key))
         following = Following(self, run)
         for item in run.items:
             following.queue.put_nowait(item)
@@ -126,23 +152,42 @@ class ReplyStreams:
         run = following.run
         if following.queue in run.followers:
             run.followers.remove(following.queue)
-        if not run.followers and not run.started and self._runs.get(run.request_id) is run:
-            del self._runs[run.request_id]  # nobody runs it, nobody follows it
+        if not run.followers and not run.started and self._runs.get(run.key) is run:
+            del self._runs[run.key]  # nobody runs it, nobody follows it
 
 
 class Following:
-    """One caller's view of a request's stream: iterate it (it ends after the reply), or
-    ``close`` it to stop following (the turn goes on)."""
+    """One caller's view of a request's stream: take its items with :meth:`next` (the
+    last is the reply), then ``close`` it (the turn goes on either way)."""
 
     def __init__(self, streams: ReplyStreams, run: Run) -> None:
         self.streams = streams
         self.run = run
-        self.queue: asyncio.Queue[StreamedReply] = asyncio.Queue()
+        self.queue: asyncio.Queue[StreamedReply | Exception] = asyncio.Queue()
 
-    async def __aiter__(self) -> AsyncIterator[StreamedReply]:
+    async def next(self, deadline: float) -> StreamedReply:
+        """The next item, waited for until the event loop's ``deadline``
+        (``TimeoutError`` then); a run given up raises :class:`TurnAbandoned`."""
+        async with asyncio.timeout_at(deadline):
+            item = await self.queue.get()
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    async def items(self, timeout: float, grace: float = 0.0) -> AsyncIterator[StreamedReply]:  # noqa: ASYNC109 - each wait's share of one deadline
+        """Every item until the reply, which must come within ``timeout`` (plus
+        ``grace``) seconds (:class:`~goaicore.store.errors.ReplyTimeout` then); closes
+        this following when done."""
+        deadline = asyncio.get_running_loop().time() + timeout + grace
+        _, request_id = self.run.key
         try:
             while True:
-                item = await self.queue.get()
+                try:
+                    item = await self.next(deadline)
+                except ReplyTimeout:
+                    raise
+                except TimeoutError:
+                    raise timed_out(request_id, timeout) from None
                 yield item
                 if isinstance(item, ChatReply):
                     return

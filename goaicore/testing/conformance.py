@@ -514,8 +514,8 @@ async def _a_cancelled_turn_is_recorded_and_valid(store: ConversationStore) -> N
     [turn] = turns_of(read)
     expect(turn.finish_reason == "cancelled", f"the turn's finish reason: {turn.finish_reason}")
     expect(
-        turn.usage is not None and turn.usage.prompt_tokens > 0,
-        f"a cancelled turn counts no tokens: {turn.usage}",
+        turn.usage is None or turn.usage.prompt_tokens == 0,
+        f"a turn cancelled before its LLM call counts tokens: {turn.usage}",
     )
     after = await ask_ok(store, cid, "And now?")
     expect(after.status is ReplyStatus.OK, "the history after a cancel is not valid to send")

@@ -12,8 +12,8 @@ content is sealed) is the Kafka backend's.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncGenerator
 
 from goaicore.kafka.faust.transport import steady_producer
 from goaicore.kafka.partitioner import partition_for
@@ -27,7 +27,6 @@ from goaicore.records import (
 from goaicore.records.avro.api import encode_chat_request, encode_event
 from goaicore.sealing.records import seal_event
 from goaicore.store.application import StoreApplication
-from goaicore.store.errors import timed_out
 from goaicore.store.kafka import KafkaBackend
 from goaicore.store.reply_streams import StreamedReply
 from goaicore.tracing import record_headers
@@ -85,9 +84,10 @@ class WorkerBackend(KafkaBackend):
     async def ask(self, request: ChatRequest, timeout: float) -> ChatReply:  # noqa: ASYNC109
         """Publish the request and wait for the reply this worker's chat agent publishes
         (the caller forwarded it to the conversation's owner first)."""
-        async for item in self.ask_stream(request, timeout):
-            if isinstance(item, ChatReply):
-                return item
+        async with contextlib.aclosing(self.ask_stream(request, timeout)) as items:
+            async for item in items:
+                if isinstance(item, ChatReply):
+                    return item
         raise AssertionError("a followed request ends with its reply")
 
     async def ask_stream(
@@ -95,32 +95,30 @@ class WorkerBackend(KafkaBackend):
         request: ChatRequest,
         timeout: float,  # noqa: ASYNC109 - the wait for the reply
         join: bool = False,
-    ) -> AsyncIterator[StreamedReply]:
+    ) -> AsyncGenerator[StreamedReply, None]:
         """Publish the request and follow its turn in this worker's chat agent: what it
         reports as it runs (a streamed request), then its reply. A request whose turn
         runs here already is joined, not sent again."""
-        following = self.store.chat.streams.follow(request.request_id)
+        streams = self.store.chat.streams
+        conversation_id, request_id = request.conversation_id, request.request_id
+        following = streams.follow(conversation_id, request_id)
         try:
-            async with asyncio.timeout(timeout + REPLY_GRACE):
-                if not self.store.chat.streams.running(request.request_id):
-                    sent = await self.store.requests.send(
-                        key=request.conversation_id.encode(),
-                        value=encode_chat_request(request),
-                        force=True,
-                    )
-                    await sent
-                async for item in following:
-                    yield item
-        except TimeoutError:
-            raise timed_out(request.request_id, timeout) from None
-        finally:
+            if not streams.running(conversation_id, request_id):
+                sent = await self.store.requests.send(
+                    key=conversation_id.encode(), value=encode_chat_request(request), force=True
+                )
+                await sent
+        except BaseException:
             following.close()
+            raise
+        async for item in following.items(timeout, REPLY_GRACE):
+            yield item
 
     async def cancel(self, conversation_id: str, request_id: str) -> None:
         """Stop the turn here when this worker owns the conversation (now, or when it
         starts); else the owner's chat agent gets the cancel through ``requests``."""
         if self.owns(conversation_id):
-            self.store.chat.streams.cancel(request_id)
+            self.store.chat.streams.cancel(conversation_id, request_id)
             return
         await super().cancel(conversation_id, request_id)
 

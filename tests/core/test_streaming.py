@@ -134,12 +134,23 @@ async def test_a_cancel_while_tools_run_answers_each_call_with_an_error() -> Non
     await canceller
     assert result.finish_reason == CANCELLED
     roles = [m.role for m in result.new_messages]
-    assert roles == ["user", "assistant", "tool"]
-    tool = result.new_messages[-1]
+    assert roles == ["user", "assistant", "tool", "assistant"]  # the last one says: cancelled
+    tool = result.new_messages[2]
     assert tool.is_error
     assert tool.text == CANCELLED_TOOL_RESULT
     for provider in ("openai", "anthropic"):
         validate_history(result.messages, provider)
+
+
+async def test_a_cancel_before_the_call_counts_no_tokens() -> None:
+    cancel = asyncio.Event()
+    cancel.set()
+    result = await Chat(Dripping(["never "])).achat_with_state(None, user="hi", cancel=cancel)
+    assert result.finish_reason == CANCELLED
+    assert result.text == ""
+    assert (result.usage.prompt_tokens, result.usage.llm_calls) == (0, 0)
+    assert [m.role for m in result.new_messages] == ["user", "assistant"]
+    assert result.new_messages[-1].provider == "offline"  # priced as the provider's
 
 
 async def test_leaving_the_stream_early_abandons_the_turn() -> None:

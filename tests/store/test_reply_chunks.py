@@ -75,8 +75,8 @@ def test_what_is_written_reads_back_as_the_same_progress(progress: list[object])
     assert [c.seq for c in chunks] == list(range(len(chunks)))
     assert chunks[0].kind is ReplyChunkKind.START
     assert chunks[-1].kind is ReplyChunkKind.END
-    reader = ChunkReader(REQUEST.request_id)
-    read = [item for chunk in chunks for item in reader.read(chunk)]
+    reader = ChunkReader(REQUEST.conversation_id, REQUEST.request_id)
+    read = [item for offset, chunk in enumerate(chunks) for item in reader.read(chunk, offset)]
     assert merged(read) == merged(progress)
     assert reader.ended
 
@@ -86,10 +86,10 @@ def test_chunks_read_out_of_order_and_twice_read_as_written(
     progress: list[object], order: object, copies: int
 ) -> None:
     batches, _ = asyncio.run(written(progress))
-    chunks = [c for batch in batches for c in batch] * copies
+    chunks = list(enumerate(c for batch in batches for c in batch)) * copies
     order.shuffle(chunks)  # type: ignore[attr-defined]
-    reader = ChunkReader(REQUEST.request_id)
-    read = [item for chunk in chunks for item in reader.read(chunk)]
+    reader = ChunkReader(REQUEST.conversation_id, REQUEST.request_id)
+    read = [item for offset, chunk in chunks for item in reader.read(chunk, offset)]
     assert merged(read) == merged(progress)
 
 
@@ -98,10 +98,22 @@ async def test_a_second_run_is_a_restart_and_the_first_one_is_dropped_after_it()
     second, _ = await written([TextDelta("uno")], run_id="run-b")
     a = [c for batch in first for c in batch]
     b = [c for batch in second for c in batch]
-    reader = ChunkReader(REQUEST.request_id)
-    read = [item for chunk in [*a[:2], *b, *a[2:]] for item in reader.read(chunk)]
+    log = list(enumerate([*a, *b]))  # run b starts after run a in the log
+    reader = ChunkReader(REQUEST.conversation_id, REQUEST.request_id)
+    read = [
+        item
+        for offset, chunk in [*log[:2], *log[len(a) :], *log[2 : len(a)]]
+        for item in reader.read(chunk, offset)
+    ]
     assert read == [TextDelta("one two "), Restarted("run-b"), TextDelta("uno")]
     assert reader.ended
+    late = ChunkReader(REQUEST.conversation_id, REQUEST.request_id)  # b read before a
+    read = [
+        item
+        for offset, chunk in [*log[len(a) :], *log[: len(a)]]
+        for item in late.read(chunk, offset)
+    ]
+    assert read == [TextDelta("uno")]
 
 
 async def test_long_text_is_cut_into_chunks_under_the_limit() -> None:
@@ -131,5 +143,5 @@ async def test_a_send_that_fails_loses_chunks_not_the_turn() -> None:
 
 def test_another_requests_chunks_are_not_read() -> None:
     batches, _ = asyncio.run(written([TextDelta("mine")]))
-    reader = ChunkReader("someone-else")
-    assert [reader.read(c) for batch in batches for c in batch] == [[], [], []]
+    reader = ChunkReader(REQUEST.conversation_id, "someone-else")
+    assert [reader.read(c, 0) for batch in batches for c in batch] == [[], [], []]

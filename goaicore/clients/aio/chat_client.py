@@ -8,8 +8,8 @@ leaves, so no reply can slip past it. Replies are matched by request id.
 
 A streamed ask (:meth:`AsyncChatClient.ask_stream`) also reads ``reply-stream``, with a
 second consumer opened on the first one; a retried streamed ask reads its
-conversation's partition back over the last ``GOAICORE_TURN_TIMEOUT`` seconds, so it
-joins a running turn's stream from its start.
+conversation's partition back over the last ``GOAICORE_TURN_TIMEOUT`` seconds and a
+minute (with a consumer of its own), so it joins a running turn's stream from its start.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class AsyncChatClient(AsyncRunning):
         self._chunks: Any = None  # the reply-stream consumer, opened by the first stream
         self._chunk_listener: asyncio.Task[None] | None = None
         self._chunks_opening = asyncio.Lock()
-        self._streams: dict[str, list[asyncio.Queue[Any]]] = {}
+        self._streams: dict[tuple[str, str], list[asyncio.Queue[Any]]] = {}
         self._asked: dict[str, str] = {}  # request id -> conversation id
 
     async def start(self) -> Self:
@@ -126,11 +126,11 @@ class AsyncChatClient(AsyncRunning):
             del self._asked[next(iter(self._asked))]
         return request.request_id
 
-    async def cancel(self, request_id: str, conversation_id: str | None = None) -> None:
-        """Stop the running turn of ``request_id`` (asked by this client, or in
+    async def cancel(self, request_id: str, *, conversation_id: str | None = None) -> None:
+        """Stop the turn of ``request_id`` (asked by this client, or in
         ``conversation_id``): it ends with the text generated so far, recorded as a
-        cancelled turn, and its reply says ``cancelled``. A turn not running is left
-        alone."""
+        cancelled turn, and its reply says ``cancelled``. A cancel that comes before the
+        turn starts stops it as it starts; one after it finished changes nothing."""
         request_id = check_request_id(request_id)
         conversation_id = conversation_id or self._asked.get(request_id)
         if conversation_id is None:
@@ -238,27 +238,30 @@ class AsyncChatClient(AsyncRunning):
         request_id = new_id() if request_id is None else check_request_id(request_id)
         self._started()
         await self._open_chunks()
-        if joining:
-            await self._read_back(conversation_id)
+        key = (conversation_id, request_id)
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        self._streams.setdefault(request_id, []).append(queue)
-        reading = asyncio.create_task(
-            self._ask(
-                conversation_id, text, timeout, system, tools, model, request_id, deadline, True
-            )
-        )
-        reading.add_done_callback(lambda done: _to_queue(done, queue))
+        self._streams.setdefault(key, []).append(queue)
+        tasks: list[asyncio.Task[Any]] = []
         try:
-            async for item in _streamed(request_id, queue):
+            if joining:  # live chunks wait in the reader for those read back before them
+                tasks.append(asyncio.create_task(self._read_back(conversation_id, queue)))
+            asking = asyncio.create_task(
+                self._ask(
+                    conversation_id, text, timeout, system, tools, model, request_id, deadline, True
+                )
+            )
+            asking.add_done_callback(lambda done: _to_queue(done, queue))
+            tasks.append(asking)
+            async for item in _streamed(conversation_id, request_id, queue):
                 yield item
         finally:
-            self._streams[request_id].remove(queue)
-            if not self._streams[request_id]:
-                del self._streams[request_id]
-            if not reading.done():
-                reading.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reading
+            self._streams[key].remove(queue)
+            if not self._streams[key]:
+                del self._streams[key]
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.wait(tasks)  # an outer cancel still reaches this task
 
     async def _open_chunks(self) -> None:
         """The reply-stream consumer, at the end of every partition (opened once)."""
@@ -281,35 +284,57 @@ class AsyncChatClient(AsyncRunning):
                 self._listen_chunks(), name="goaicore-reply-stream"
             )
 
-    async def _read_back(self, conversation_id: str) -> None:
-        """Read the conversation's reply-stream partition again over the last turn
-        timeout, so a joined stream starts at its run's first chunk (chunks read twice
-        are skipped by their ``seq``)."""
-        consumer = self._chunks
-        partitions = consumer.assignment()
-        number = partition_for(conversation_id, len(partitions))
-        partition = next(p for p in partitions if p.partition == number)
-        since = utc_now() - timedelta(seconds=self.settings.turn_timeout + 60)
-        with client_errors():
-            found = await consumer.offsets_for_times({partition: int(since.timestamp() * 1000)})
-        offset = found.get(partition)
-        if offset is not None:
-            consumer.seek(partition, offset.offset)
+    async def _read_back(self, conversation_id: str, queue: asyncio.Queue[Any]) -> None:
+        """The conversation's chunks of the last turn timeout (and a minute), read again by
+        a consumer of its own up to where the shared one stood, so a joined stream starts
+        at its run's first chunk; the shared consumer, and every other stream, go on."""
+        count = len(self._chunks.assignment())
+        number = partition_for(conversation_id, count)
+        consumer = await start_consumer(self.settings)
+        try:
+            partition = next(
+                p for p in await partitions_of(consumer, self.stream_topic) if p.partition == number
+            )
+            consumer.assign([partition])
+            since = utc_now() - timedelta(seconds=self.settings.turn_timeout + 60)
+            with client_errors():
+                found = await consumer.offsets_for_times({partition: int(since.timestamp() * 1000)})
+                end = (await consumer.end_offsets([partition]))[partition]
+                offset = found.get(partition)
+                if offset is None:
+                    return  # nothing written since
+                consumer.seek(partition, offset.offset)
+                while await consumer.position(partition) < end:
+                    batches = await consumer.getmany(partition, timeout_ms=500)
+                    for record in batches.get(partition, ()):
+                        chunk = _chunk_of(record)
+                        if chunk is not None and chunk.conversation_id == conversation_id:
+                            queue.put_nowait((chunk, record.offset))
+        except Exception:  # the live stream goes on without the start it missed
+            log.warning("could not read back reply-stream for %s", conversation_id, exc_info=True)
+        finally:
+            await stop_all(consumer)
 
     async def _listen_chunks(self) -> None:
-        try:
-            while True:
+        """Chunks to the streams of this client, as they come; a failed read is logged and
+        tried again (a stream never stops for it: its reply comes on ``replies``)."""
+        while True:
+            try:
                 with client_errors():
                     batches = await self._chunks.getmany(timeout_ms=200)
-                for records in batches.values():
-                    for record in records:
-                        chunk = _chunk_of(record)
-                        for queue in self._streams.get(chunk.request_id, ()) if chunk else ():
-                            queue.put_nowait(chunk)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("reply-stream listener stopped: streams get their replies alone")
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("reading reply-stream failed; trying again", exc_info=True)
+                await asyncio.sleep(1.0)
+                continue
+            for records in batches.values():
+                for record in records:
+                    chunk = _chunk_of(record)
+                    if chunk is None:
+                        continue
+                    for queue in self._streams.get((chunk.conversation_id, chunk.request_id), ()):
+                        queue.put_nowait((chunk, record.offset))
 
     async def _listen(self) -> None:
         try:
@@ -338,10 +363,11 @@ class AsyncChatClient(AsyncRunning):
         future = self._pending.get(reply.request_id)
         if future is not None and not future.done():
             future.set_result(reply)
-        if reply.request_id in self._streams:
+        streams = self._streams.get((reply.conversation_id, reply.request_id))
+        if streams:
             run = dict(record.headers or ()).get(RUN_HEADER)
             replied = Replied(reply, run.decode(errors="replace") if run else None)
-            for queue in self._streams[reply.request_id]:
+            for queue in streams:
                 queue.put_nowait(replied)
 
     def _started(self) -> Any:
@@ -403,11 +429,13 @@ def _to_queue(asked: asyncio.Task[ChatReply], queue: asyncio.Queue[Any]) -> None
         queue.put_nowait(asked.exception())
 
 
-async def _streamed(request_id: str, queue: asyncio.Queue[Any]) -> AsyncIterator[StreamedReply]:
+async def _streamed(
+    conversation_id: str, request_id: str, queue: asyncio.Queue[Any]
+) -> AsyncIterator[StreamedReply]:
     """A request's chunks, read into its stream's items, then its reply: at once when no
     run streamed it, else once that run's ``end`` is read (or ``STREAM_END_GRACE`` after
     the reply came)."""
-    reader = ChunkReader(request_id)
+    reader = ChunkReader(conversation_id, request_id)
     replied: Replied | None = None
     while True:
         try:
@@ -420,7 +448,7 @@ async def _streamed(request_id: str, queue: asyncio.Queue[Any]) -> AsyncIterator
         if isinstance(item, Replied):
             replied = item
         elif item is not None:
-            for progress in reader.read(item):
+            for progress in reader.read(*item):
                 yield progress
         if replied is not None and (
             item is None

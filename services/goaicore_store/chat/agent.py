@@ -91,7 +91,7 @@ class ChatAgent:
             async for event in stream.noack().events():
                 decoded = _decoded(event.message.value)
                 if isinstance(decoded, ChatRequest) and decoded.cancel:
-                    await self._cancel(decoded, event.message)
+                    await self._cancel(decoded, event.message)  # now: its turn runs
                     event.ack()
                     continue
                 await dispatcher.submit(event.message.key or b"", (event, decoded))
@@ -99,21 +99,27 @@ class ChatAgent:
             await dispatcher.close()
 
     async def _cancel(self, request: ChatRequest, message: Any) -> None:
-        """Stop the request's turn here (now, or as it starts)."""
-        if message.key != request.conversation_id.encode():  # not this key's to stop
-            detail = (
-                f"record key {message.key!r} is not the cancel's conversation id "
-                f"{request.conversation_id!r}"
+        """Stop the request's turn here (now, or as it starts); a cancel under another
+        conversation's key is set aside. Never raises: the loop reading requests goes on."""
+        try:
+            if message.key != request.conversation_id.encode():  # not this key's to stop
+                detail = (
+                    f"record key {message.key!r} is not the cancel's conversation id "
+                    f"{request.conversation_id!r}"
+                )
+                await self.store.dead_letter(message, "key-mismatch", detail)
+                return
+            running = self.services.streams.cancel(request.conversation_id, request.request_id)
+            log.info(
+                "request %s: cancel %s",
+                request.request_id,
+                "sent to its running turn" if running else "kept for when its turn starts",
+                extra=origin(message),
             )
-            await self.store.dead_letter(message, "key-mismatch", detail)
-            return
-        running = self.services.streams.cancel(request.request_id)
-        log.info(
-            "request %s: cancel %s",
-            request.request_id,
-            "sent to its running turn" if running else "kept for when its turn starts",
-            extra=origin(message),
-        )
+        except Exception:
+            log.exception(
+                "cancel at %s[%d]@%d not taken", message.topic, message.partition, message.offset
+            )
 
     async def handle(self, item: tuple[Any, ChatRequest | DecodeError]) -> None:
         """Process one request event, then acknowledge it (so its offset may be committed)."""
@@ -181,7 +187,8 @@ class ChatAgent:
             )
             await self.store.dead_letter(message, "key-mismatch", detail)
             reply = failure(request, ReplyStatus.REJECTED, "key-mismatch", detail).reply
-            await self.publish_reply(self.services.limits.fit_reply(reply))
+            # Not to the followers of the conversation's request of that id: not theirs.
+            await self.publish_reply(self.services.limits.fit_reply(reply), followed=False)
             self.store.metrics.answered(reply, ())
             return
         stored = self._stored_replies(key).get(request.request_id)
@@ -191,7 +198,7 @@ class ChatAgent:
             return
         with TRACER.start_as_current_span("chat.read_your_writes"):
             await self._read_your_writes(request, message.partition, key)
-        run = self.services.streams.start(request.request_id)
+        run = self.services.streams.start(request.conversation_id, request.request_id)
         try:
             await self._run(request, key, run)
         finally:
@@ -324,10 +331,12 @@ class ChatAgent:
         key = await keys.key_for(events[0].conversation_id)
         return [encode_event(seal_event(e, key)) for e in events]
 
-    async def publish_reply(self, reply: ChatReply, run_id: str | None = None) -> None:
+    async def publish_reply(
+        self, reply: ChatReply, run_id: str | None = None, followed: bool = True
+    ) -> None:
         """Publish the reply (after the turn's events and, for a streamed ``run_id``, the
         run's last chunk, named in its header) and end the local followers of its
-        request.
+        request (``followed``).
 
         ``reply`` is already within the record limit: fitted by the caller, or stored
         (the replies table keeps only fitted replies).
@@ -337,7 +346,8 @@ class ChatAgent:
         await self._send_now(
             self.store.replies.get_topic_name(), key, [encode_chat_reply(reply)], run
         )
-        self.services.streams.finish(reply)
+        if followed:
+            self.services.streams.finish(reply)
 
     async def _send_now(
         self,
