@@ -123,6 +123,33 @@ def test_a_rejected_turn_is_an_error_with_its_reply_beside_it(pair: Pair) -> Non
     assert answer["error"]["request_id"] == answer["reply"]["request_id"]
 
 
+def test_a_cancel_is_placed_by_its_request_or_conversation_and_refuses_bad_input(
+    pair: Pair,
+) -> None:
+    url = f"{pair[0].url}/v1/requests"
+    status, answer = call("DELETE", f"{url}/never-asked")
+    assert (status, answer["error"]["type"]) == (404, "not_found"), answer
+    assert "conversation_id" in answer["error"]["message"]
+    # A request asked with its id through either worker is placed without one.
+    status, _ = call(
+        "POST",
+        f"{pair[1].url}/v1/conversations/web-cancel/messages",
+        {"text": "hi", "request_id": "c-1"},
+    )
+    assert status == 200
+    status, answer = call("DELETE", f"{url}/c-1")
+    assert status == 202, answer
+    assert answer["cancel"] == "sent"
+    status, answer = call("DELETE", f"{url}/c-2?conversation_id=web-cancel")
+    assert (status, answer) == (
+        202,
+        {"request_id": "c-2", "conversation_id": "web-cancel", "cancel": "sent"},
+    )
+    for bad in ("c-1?conversation_id=", "c-1?conversation_id=%20", "%20", "c-1?conversation=x"):
+        status, answer = call("DELETE", f"{url}/{bad}")
+        assert (status, answer["error"]["type"]) == (400, "invalid_request"), bad
+
+
 def test_oversized_bodies_unknown_routes_methods_and_conversations(
     pair: Pair, topics: Settings
 ) -> None:

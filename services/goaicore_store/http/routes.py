@@ -224,8 +224,15 @@ def register_views(store: StoreApp, port: ConversationStore) -> None:
 
         async def delete(self, request: web.Request, request_id: str) -> web.Response:
             request_id = valid_request_id(request_id)
-            given = cast(aioweb.Request, request).query.get("conversation_id")
-            conversation_id = valid_conversation(given) if given else None
+            query = cast(aioweb.Request, request).query
+            unknown = sorted(set(query) - {"conversation_id"})
+            if unknown:  # refused, as an unknown body field is: a misspelling would go unseen
+                names = ", ".join(repr(name) for name in unknown)
+                raise ApiError(
+                    400, f"unknown query parameter {names}; the one known is conversation_id"
+                )
+            given = query.get("conversation_id")
+            conversation_id = valid_conversation(given) if given is not None else None
             conversation_id = conversation_id or asked.conversation_of(request_id)
             if conversation_id is None:
                 if await cancel_on_peers(store, request):
