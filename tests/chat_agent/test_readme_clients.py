@@ -24,3 +24,15 @@ def test_the_kafka_client_examples_run_as_written(
     assert "GameEvent" in printed
     assert "ok echo: What is my quest?" in printed  # the store over Kafka
     assert "['GameEvent', 'UserMessage', 'AssistantTurn']" in printed
+
+
+def test_the_streaming_examples_run_as_written(
+    topics: Settings,
+    worker: ChatWorker,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run_blocks("Streaming a reply", worker_env(topics), monkeypatch) == 1
+    printed = capsys.readouterr().out
+    assert "echo: Tell me about the theatre\nok\n" in printed  # the client, through a worker
+    assert "[offline] You said: Where is the stage door?\nstop\n" in printed  # the library
