@@ -22,6 +22,7 @@ PROTECTED = [
     ("GET", "/v1/conversations/anyone"),
     ("POST", "/v1/conversations/anyone/events"),
     ("POST", "/v1/conversations/anyone/messages"),
+    ("DELETE", "/v1/requests/anyone?conversation_id=anyone"),
     ("GET", "/v1/openapi.json"),
     ("GET", "/no/such/route"),
 ]
