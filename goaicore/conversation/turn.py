@@ -48,6 +48,7 @@ from goaicore.conversation.providers.base import (
     Completion,
     CompletionRequest,
     Provider,
+    stream_or_complete,
 )
 from goaicore.conversation.tools import Tool, ToolOutcome
 from goaicore.conversation.validation import validate_history
@@ -283,18 +284,10 @@ async def run_turn(
 async def _call(
     provider: Provider, request: CompletionRequest, on_text: TextSink | None
 ) -> Completion:
-    """One LLM call; with ``on_text``, streamed where the provider can stream (else its
-    whole text is one piece)."""
+    """One LLM call; with ``on_text``, streamed where the provider can stream."""
     if on_text is None:
         return await provider.complete(request)
-    stream = getattr(provider, "stream", None)
-    if stream is None:
-        completion = await provider.complete(request)
-        if completion.message.text:
-            on_text(completion.message.text)
-        return completion
-    streamed: Completion = await stream(request, on_text)
-    return streamed
+    return await stream_or_complete(provider, request, on_text)
 
 
 async def _until(work: Awaitable[T], cancel: asyncio.Event | None) -> T:

@@ -87,8 +87,8 @@ class StoreBackend(Protocol):
         ...
 
     async def cancel(self, conversation_id: str, request_id: str) -> None:
-        """Tell the running turn of ``request_id`` to stop (it ends, recorded, with what it
-        generated so far); nothing when no turn of it runs."""
+        """Tell the turn of ``request_id`` to stop (it ends, recorded, with what it
+        generated so far): now if it runs, else as it starts."""
         ...
 
     async def has_key(self, conversation_id: str) -> bool:

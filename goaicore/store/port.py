@@ -126,9 +126,10 @@ class ConversationStore(Protocol):
         ...
 
     async def cancel(self, conversation_id: str, request_id: str) -> None:
-        """Stop the running turn of ``request_id``: it ends with the text generated so far,
-        recorded as a cancelled turn with its tokens (the history stays valid to send),
-        and its reply says ``cancelled``. Nothing happens to a turn not running."""
+        """Stop the turn of ``request_id`` in the conversation: it ends with the text
+        generated so far, recorded as a cancelled turn with its tokens (the history stays
+        valid to send), and its reply says ``cancelled``. A cancel that comes before the
+        turn starts stops it as it starts; one after it finished changes nothing."""
         ...
 
     async def undo(self, conversation_id: str, ask_again: bool = False) -> Undone:

@@ -521,6 +521,12 @@ async def _a_cancelled_turn_is_recorded_and_valid(store: ConversationStore) -> N
     expect(after.status is ReplyStatus.OK, "the history after a cancel is not valid to send")
     await store.cancel(cid, uuid.uuid4().hex)  # no turn of it: nothing happens
     expect(len(turns_of(await settled(store, cid))) == 2, "a cancel of nothing changed the log")
+    elsewhere = new_id("cancel-elsewhere")  # the same request id in another conversation
+    other = (await streamed(store, elsewhere, "Tell me everything.", request_id=request_id))[-1]
+    expect(
+        other.status is ReplyStatus.OK,
+        f"a cancel in {cid!r} stopped another conversation's request of that id: {other.status}",
+    )
 
 
 async def _bad_input_is_refused_clearly(store: ConversationStore) -> None:

@@ -19,7 +19,12 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 
 from goaicore.conversation.errors import ChatError
 from goaicore.conversation.progress import TextSink
-from goaicore.conversation.providers.base import Completion, CompletionRequest, Provider
+from goaicore.conversation.providers.base import (
+    Completion,
+    CompletionRequest,
+    Provider,
+    stream_or_complete,
+)
 from goaicore.records import (
     AssistantTurn,
     ChatReply,
@@ -187,13 +192,7 @@ class MeasuredProvider:
     async def stream(self, request: CompletionRequest, on_text: TextSink) -> Completion:
         """The provider's stream where it has one (else its whole completion as one
         piece), measured as ``complete`` is."""
-        stream = getattr(self._provider, "stream", None)
-        if stream is None:
-            completion = await self._measured(self._provider.complete(request))
-            if completion.message.text:
-                on_text(completion.message.text)
-            return completion
-        return await self._measured(stream(request, on_text))
+        return await self._measured(stream_or_complete(self._provider, request, on_text))
 
     async def _measured(self, call: Awaitable[Completion]) -> Completion:
         labels = (self._provider.name, self._provider.model)

@@ -138,6 +138,7 @@ def test_an_ask_over_http_streams_server_sent_events_then_done(
     ask = SseAsk(worker.url, conversation, {"text": "drip 12 100"})
     assert ask.response.status == 200
     assert ask.response.getheader("Content-Type", "").startswith("text/event-stream")
+    assert ask.response.getheader("X-Request-Id")  # named, to cancel or rejoin it
     events = list(ask)
     ask.close()
     kinds = [event for event, _ in events]

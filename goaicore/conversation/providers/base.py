@@ -73,15 +73,19 @@ class Provider(Protocol):
         ...
 
 
-@runtime_checkable
-class StreamingProvider(Provider, Protocol):
-    """A provider that can also hand over the reply's text as it is generated."""
-
-    async def stream(self, request: CompletionRequest, on_text: TextSink) -> Completion:
-        """Make one call as ``complete`` does, giving each piece of text to ``on_text`` as
-        it arrives; the completion returned is the one ``complete`` would have returned
-        for the same response."""
-        ...
+async def stream_or_complete(
+    provider: Provider, request: CompletionRequest, on_text: TextSink
+) -> Completion:
+    """One call, its text to ``on_text`` as it comes: streamed where the provider has a
+    ``stream`` (see :class:`SdkProvider`), else its whole text as one piece."""
+    stream = getattr(provider, "stream", None)
+    if stream is None:
+        completion = await provider.complete(request)
+        if completion.message.text:
+            on_text(completion.message.text)
+        return completion
+    streamed: Completion = await stream(request, on_text)
+    return streamed
 
 
 class StreamAccumulator(ABC):
@@ -224,8 +228,11 @@ class SdkClients:
             )
             try:
                 async for event in events:
-                    feed(event)
-            except (self.status_error, self.connection_error):
+                    try:
+                        feed(event)
+                    except (KeyError, IndexError, TypeError, ValueError) as exc:
+                        raise _Unreadable(exc) from exc
+            except (self.status_error, self.connection_error, _Unreadable):
                 raise
             except self.api_error as exc:  # an error event inside the stream
                 raise ProviderError(f"{provider}: {exc}", provider=provider) from exc
@@ -239,6 +246,13 @@ class SdkClients:
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (others close with their loop)."""
         await self.clients.aclose()
+
+
+class _Unreadable(Exception):
+    """A streamed event that is not the API's shape (the SDK's own errors aside)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
 
 
 class SdkProvider(ABC):
@@ -340,15 +354,17 @@ class SdkProvider(ABC):
         is the same either way)."""
         body = {**self.build_request(request), **self.stream_options}
         accumulator = self.accumulator()
-        await self._sdk.stream_events(
-            self.name,
-            self.path,
-            body,
-            self.is_context_length,
-            lambda event: accumulator.feed(event, on_text),
-        )
         try:
+            await self._sdk.stream_events(
+                self.name,
+                self.path,
+                body,
+                self.is_context_length,
+                lambda event: accumulator.feed(event, on_text),
+            )
             data = accumulator.response()
+        except _Unreadable as exc:
+            raise self.unreadable(exc) from None
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise self.unreadable(exc) from None
         return self.parse_response(data)

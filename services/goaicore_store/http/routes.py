@@ -25,7 +25,9 @@ forwarded again).
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from functools import cache
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, cast
@@ -42,16 +44,24 @@ from goaicore.records import (
     ReplyStatus,
     TopicPosition,
     UserMessage,
+    new_id,
 )
 from goaicore.records.jsonable import jsonable
 from goaicore.records.types import EventBody
 from goaicore.records.validation import check_conversation_id, check_request_id
 from goaicore.store.errors import ReplyTimeout
+from goaicore.store.reply_streams import StreamedReply
 from goaicore_store.http import bodies
 from goaicore_store.http.auth import HEALTH_PATH, READY_PATH
 from goaicore_store.http.errors import ERROR_TYPES, ApiError, error_body
 from goaicore_store.http.operations import store_errors
-from goaicore_store.http.streaming import EVENT_STREAM, AskedHere, answer_stream, wants_stream
+from goaicore_store.http.streaming import (
+    EVENT_STREAM,
+    STREAM_HEADERS,
+    AskedHere,
+    answer_stream,
+    wants_stream,
+)
 
 if TYPE_CHECKING:
     from goaicore.store.port import ConversationStore
@@ -207,14 +217,18 @@ def register_views(store: StoreApp, port: ConversationStore) -> None:
             conversation_id = valid_conversation(conversation_id)
             raw = await read_body(request, limit)
             body = bodies.json_object(raw, bodies.MESSAGE_FIELDS)
+            streamed = wants_stream(cast(aioweb.Request, request))
             request_id = bodies.optional_request_id(body)
+            if streamed and request_id is None:  # named now: the caller can cancel or rejoin
+                request_id = body["request_id"] = new_id()
+                raw = json.dumps(body).encode()
             if request_id is not None:
                 asked.add(request_id, conversation_id)
             forwarded = await forward_to_owner(store, request, conversation_id, raw)
             if forwarded is not None:
                 return forwarded
-            if wants_stream(cast(aioweb.Request, request)):
-                return await ask_streamed(request, port, conversation_id, body, asked)
+            if streamed:
+                return await ask_streamed(request, port, conversation_id, body)
             return await ask(port, conversation_id, body)
 
     @app.page(REQUEST_PATH)
@@ -249,15 +263,13 @@ def register_views(store: StoreApp, port: ConversationStore) -> None:
 
 
 async def ask_streamed(
-    request: web.Request,
-    port: ConversationStore,
-    conversation_id: str,
-    body: dict[str, Any],
-    asked: AskedHere,
+    request: web.Request, port: ConversationStore, conversation_id: str, body: dict[str, Any]
 ) -> web.Response:
     """Ask the store and answer its progress as Server-Sent Events (see
-    ``goaicore_store.http.streaming``); bad input is still a JSON error."""
+    ``goaicore_store.http.streaming``); bad input is still a JSON error. The request's
+    id is in the ``X-Request-Id`` header, to cancel or rejoin it."""
     timeout = ask_timeout(body)
+    request_id = bodies.optional_request_id(body) or new_id()
     with store_errors():
         items = port.ask_stream(
             conversation_id,
@@ -265,11 +277,23 @@ async def ask_streamed(
             system=bodies.optional_text(body, "system"),
             tools=bodies.names(body, "tools"),
             model=bodies.optional_text(body, "model"),
-            request_id=bodies.optional_request_id(body),
+            request_id=request_id,
             timeout=timeout,
         )
-    response = await answer_stream(cast(aioweb.Request, request), items, reply_json, timeout)
+    response = await answer_stream(
+        cast(aioweb.Request, request), store_errors_of(items), reply_json, timeout, request_id
+    )
     return cast(web.Response, response)
+
+
+async def store_errors_of(items: AsyncIterator[StreamedReply]) -> AsyncIterator[StreamedReply]:
+    """``items``, with the store's errors raised while they come as the API's."""
+    try:
+        with store_errors():
+            async for item in items:
+                yield item
+    finally:
+        await items.aclose()  # type: ignore[attr-defined]
 
 
 async def cancel_on_peers(store: StoreApp, request: web.Request) -> bool:
@@ -406,13 +430,15 @@ async def forward_to_owner(
             headers[name] = request.headers[name]
     async with app.http_client.request(request.method, url, data=body, headers=headers) as answer:
         if answer.content_type == EVENT_STREAM:  # passed on as it comes
-            streamed = aioweb.StreamResponse(
-                status=answer.status, headers={"Content-Type": EVENT_STREAM}
-            )
+            passed = {
+                name: answer.headers[name] for name in STREAM_HEADERS if name in answer.headers
+            }
+            streamed = aioweb.StreamResponse(status=answer.status, headers=passed)
             await streamed.prepare(cast(aioweb.Request, request))
-            async for data in answer.content.iter_any():
-                await streamed.write(data)
-            await streamed.write_eof()
+            with contextlib.suppress(ConnectionError):  # the caller left: the turn goes on
+                async for data in answer.content.iter_any():
+                    await streamed.write(data)
+                await streamed.write_eof()
             return cast(web.Response, streamed)
         response = aioweb.Response(
             body=await answer.read(), status=answer.status, content_type=answer.content_type

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
@@ -27,7 +28,12 @@ from goaicore.store.errors import ReplyTimeout
 from goaicore.store.reply_streams import Restarted, StreamedReply
 from goaicore_store.http.errors import ApiError, error_body
 
+log = logging.getLogger(__name__)
+
 EVENT_STREAM = "text/event-stream"
+REQUEST_ID_HEADER = "X-Request-Id"
+STREAM_HEADERS = ("Content-Type", "Cache-Control", "X-Accel-Buffering", REQUEST_ID_HEADER)
+"""The headers of a streamed answer, passed on by a worker that forwards it."""
 KEEP_ALIVE_SECONDS = 15.0
 """An idle stream sends a comment this often, so proxies keep it open."""
 ASKS_KEPT = 8192
@@ -66,6 +72,7 @@ async def answer_stream(
     items: AsyncIterator[StreamedReply],
     reply_json: Any,
     timeout: float,  # noqa: ASYNC109 - the ask's, for the error's message
+    request_id: str,
 ) -> aioweb.StreamResponse:
     """Send ``items`` as they come; the answer is 200 once the stream has begun, so a
     failure after that is an ``error`` event."""
@@ -74,6 +81,7 @@ async def answer_stream(
             "Content-Type": EVENT_STREAM,
             "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no",  # nginx: pass each event on at once
+            REQUEST_ID_HEADER: request_id,
         }
     )
     await response.prepare(request)
@@ -104,11 +112,19 @@ async def answer_stream(
         await _write_quietly(response, sse("error", body))
     except ConnectionError:
         return response  # the caller left: the turn goes on without it
+    except Exception:  # the stream has begun: a failure is its last event
+        log.exception("streamed ask %s failed", request_id)
+        body = error_body(
+            500,
+            "the stream failed; ask again with the same request_id",
+            request_id=request_id,
+            retry_same_id=True,
+        )
+        await _write_quietly(response, sse("error", body))
     finally:
         if pending is not None:
             pending.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                await pending
+            await asyncio.wait((pending,))
         with contextlib.suppress(Exception):
             await items.aclose()  # type: ignore[attr-defined]
     await _write_quietly(response, None)
