@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from goaicore.clients.aio.chat_client import AsyncChatClient
 from goaicore.clients.aio.keys import AsyncTopicKeys
@@ -111,16 +111,7 @@ class KafkaBackend:
 
     async def ask(self, request: ChatRequest, timeout: float) -> ChatReply:  # noqa: ASYNC109
         chat = await self._opened(self._chat)
-        return await chat.ask(
-            request.conversation_id,
-            request.text,
-            timeout=timeout,
-            system=request.system,
-            tools=request.tools,
-            model=request.model,
-            request_id=request.request_id,
-            deadline=request.deadline,
-        )
+        return await chat.ask(request.conversation_id, request.text, timeout, **_asking(request))
 
     async def ask_stream(
         self,
@@ -129,16 +120,9 @@ class KafkaBackend:
         join: bool = False,
     ) -> AsyncIterator[StreamedReply]:
         chat = await self._opened(self._chat)
+        asking = _asking(request)
         async for item in chat.ask_stream(
-            request.conversation_id,
-            request.text,
-            timeout=timeout,
-            system=request.system,
-            tools=request.tools,
-            model=request.model,
-            request_id=request.request_id,
-            deadline=request.deadline,
-            join=join,
+            request.conversation_id, request.text, timeout, join=join, **asking
         ):
             yield item
 
@@ -184,6 +168,17 @@ class KafkaBackend:
                     await client.start()
                     self._open.append(client)
         return client
+
+
+def _asking(request: ChatRequest) -> dict[str, Any]:
+    """The chat client's arguments for ``request``, besides its conversation and text."""
+    return {
+        "system": request.system,
+        "tools": request.tools,
+        "model": request.model,
+        "request_id": request.request_id,
+        "deadline": request.deadline,
+    }
 
 
 class KafkaConversationStore(StoreApplication):
