@@ -16,29 +16,21 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from goaicore.bench import echo
 from goaicore.bench.brokers import broker_settings
+from goaicore.bench.chat_stack import QUANTILES, chat_stack, percentile, percentile_rows
 from goaicore.bench.registry import Measurement, broker_suite
 from goaicore.clients.aio import AsyncChatClient
 from goaicore.conversation.messages import Message
 from goaicore.conversation.providers.base import CompletionRequest
-from goaicore.devstack.worker_process import settings_env
-from goaicore.extras import needs
-from goaicore.kafka.connection import make_admin
 from goaicore.kafka.local import LocalBroker
-from goaicore.kafka.topics import ensure_topics
 from goaicore.records import ReplyStatus
 from goaicore.settings import Settings
 from goaicore.testing import OpenAIServer, openai_echo
-
-with needs("kafka"):
-    from kafka.admin import NewTopic
 
 LEVELS = ((1, 60), (10, 15), (100, 4))  # (concurrent conversations, questions each)
 NOTE = "one worker process, instant scripted LLM"
@@ -46,11 +38,6 @@ THROUGH = "request to reply"
 DIRECT = "LLM called directly"
 ECHO = "bare aiokafka echo"
 FLOOR = "echo plus the LLM"
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _through_worker(settings: Settings, conversations: int, questions: int) -> list[float]:
@@ -100,30 +87,6 @@ def _direct(base_url: str, conversations: int, questions: int) -> list[float]:
     return asyncio.run(main())
 
 
-def _start_worker(settings: Settings, llm: OpenAIServer) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in settings_env(settings).items() if not k.startswith("ANTHROPIC_")}
-    env.update(OPENAI_API_KEY="bench", OPENAI_BASE_URL=llm.base_url)
-    with open(settings.data_dir / "worker.log", "ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "goaicore", "worker"], env=env, stdout=log, stderr=log
-        )
-
-
-def _start_echo(settings: Settings) -> subprocess.Popen[bytes]:
-    admin = make_admin(settings)
-    admin.create_topics(
-        [NewTopic(settings.topic(t), settings.partitions, 1) for t in (echo.REQUESTS, echo.REPLIES)]
-    )
-    admin.close()
-    with open(settings.data_dir / "echo.log", "ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "goaicore.bench.echo"],
-            env=settings_env(settings),
-            stdout=log,
-            stderr=log,
-        )
-
-
 def _rows(
     kind: str,
     conversations: int,
@@ -132,19 +95,7 @@ def _rows(
     also: tuple[str, ...] = (),
 ) -> list[Measurement]:
     params = {"conversations": conversations}
-    return [
-        Measurement(
-            "chat",
-            f"{kind} p{int(q * 100)}",
-            _percentile(latencies, q) * 1000,
-            "ms",
-            params,
-            NOTE,
-            baseline=f"{baseline} p{int(q * 100)}" if baseline else None,
-            also_versus=tuple(f"{name} p{int(q * 100)}" for name in also),
-        )
-        for q in (0.5, 0.99)
-    ]
+    return percentile_rows("chat", kind, latencies, params, NOTE, baseline, also)
 
 
 @broker_suite("chat")
@@ -152,10 +103,7 @@ def chat(broker: LocalBroker) -> list[Measurement]:
     rows: list[Measurement] = []
     with OpenAIServer(responder=openai_echo) as llm, tempfile.TemporaryDirectory() as tmp:
         settings = broker_settings(broker, "bench-chat", Path(tmp))
-        ensure_topics(settings)
-        worker = _start_worker(settings, llm)
-        echo_service = _start_echo(settings)
-        try:
+        with chat_stack(settings, llm):
             _through_worker(settings, 0, 0)  # its warm-up ask alone: the worker is up
             for conversations, questions in LEVELS:
                 direct = _direct(llm.base_url, conversations, questions)
@@ -164,17 +112,17 @@ def chat(broker: LocalBroker) -> list[Measurement]:
                 rows += _rows(THROUGH, conversations, through, DIRECT, also=(FLOOR,))
                 rows += _rows(DIRECT, conversations, direct)
                 rows += _rows(ECHO, conversations, echoed)
-                floor = [_percentile(echoed, q) + _percentile(direct, q) for q in (0.5, 0.99)]
+                floor = [percentile(echoed, q) + percentile(direct, q) for q in QUANTILES]
                 rows += [
                     Measurement(
                         "chat",
-                        f"{FLOOR} p{p}",
+                        f"{FLOOR} p{int(q * 100)}",
                         value * 1000,
                         "ms",
                         {"conversations": conversations},
                         NOTE,
                     )
-                    for p, value in zip((50, 99), floor, strict=True)
+                    for q, value in zip(QUANTILES, floor, strict=True)
                 ]
                 overhead = statistics.median(through) - statistics.median(direct)
                 rows.append(
@@ -187,9 +135,4 @@ def chat(broker: LocalBroker) -> list[Measurement]:
                         NOTE,
                     )
                 )
-        finally:
-            echo_service.terminate()
-            worker.terminate()
-            echo_service.wait(60)
-            worker.wait(60)
     return rows

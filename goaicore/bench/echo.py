@@ -3,24 +3,30 @@
 The service (``python -m goaicore.bench.echo``) consumes ``<prefix>.echo-requests``
 in a consumer group and produces each request's value back to
 ``<prefix>.echo-replies`` under the same key: one fetch and one produce with the
-client profile's settings, nothing else. :func:`echo_latencies` asks it at a given
-concurrency from one asyncio client (aiokafka too) and times each round trip.
+client profile's settings, nothing else. :func:`start_service` starts it as a child
+process; :func:`echo_latencies` asks it at a given concurrency from one asyncio
+client (aiokafka too) and times each round trip.
 """
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 import uuid
 from typing import Any
 
+from goaicore.devstack.worker_process import settings_env
 from goaicore.extras import needs
+from goaicore.kafka.connection import make_admin
 from goaicore.kafka.profile import client_profile
 from goaicore.kafka.security import aiokafka_options
 from goaicore.settings import Settings
 
 with needs("kafka"):
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # type: ignore[import-untyped]
+    from kafka.admin import NewTopic
 
 REQUESTS = "echo-requests"
 REPLIES = "echo-replies"
@@ -107,6 +113,25 @@ async def _ask_all(settings: Settings, conversations: int, questions: int) -> li
         listener.cancel()
         await replies.stop()
         await producer.stop()
+
+
+def start_service(settings: Settings) -> subprocess.Popen[bytes]:
+    """Create the echo's topics and start the service as a child process (its output
+    goes to ``echo.log`` in the data dir); the caller terminates it."""
+    admin = make_admin(settings)
+    try:
+        admin.create_topics(
+            [NewTopic(settings.topic(t), settings.partitions, 1) for t in (REQUESTS, REPLIES)]
+        )
+    finally:
+        admin.close()
+    with open(settings.data_dir / "echo.log", "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "goaicore.bench.echo"],
+            env=settings_env(settings),
+            stdout=log,
+            stderr=log,
+        )
 
 
 def echo_latencies(settings: Settings, conversations: int, questions: int) -> list[float]:
