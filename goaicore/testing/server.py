@@ -50,6 +50,7 @@ class RecordedRequest:
 
 
 Responder = Callable[[RecordedRequest], ScriptedResponse]
+OnSent = Callable[[RecordedRequest], None]
 
 
 class _Listener(ThreadingHTTPServer):
@@ -69,15 +70,23 @@ class ScriptedServer(Running):
     Requests to a path ending in ``api_path`` are API calls; anything else gets a 404.
     When the queue is empty and there is no responder the server answers 500 and counts
     the request in ``unexpected``, so a test sees that more calls were made than scripted.
-    Use as a context manager, or call ``start()`` and ``stop()``.
+    ``on_sent``, if given, is called (on the serving thread) with each API request once
+    its response is written: a streamed one's last piece and the end of the stream
+    (a benchmark notes when the model's last token left). Use as a context manager, or
+    call ``start()`` and ``stop()``.
     """
 
     api_path = "/"
 
     def __init__(
-        self, responses: Iterable[ScriptedResponse] = (), *, responder: Responder | None = None
+        self,
+        responses: Iterable[ScriptedResponse] = (),
+        *,
+        responder: Responder | None = None,
+        on_sent: OnSent | None = None,
     ) -> None:
         self.responder = responder
+        self.on_sent = on_sent
         self._queue: deque[ScriptedResponse] = deque(responses)
         self._requests: list[RecordedRequest] = []
         self._unexpected = 0
@@ -195,6 +204,7 @@ class ScriptedServer(Running):
             body = None
         path = handler.path.split("?", 1)[0]
         stream: list[bytes] | None = None
+        request: RecordedRequest | None = None
         if not path.endswith(self.api_path):
             response = ScriptedResponse(404, {"error": {"message": f"no route {path}"}})
         else:
@@ -230,6 +240,8 @@ class ScriptedServer(Running):
             self._send(handler, response)
         else:
             self._send_stream(handler, response, stream)
+        if request is not None and self.on_sent is not None:
+            self.on_sent(request)
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, response: ScriptedResponse) -> None:

@@ -11,6 +11,7 @@ import http.client
 import json
 import socket
 import threading
+import time
 from typing import Any
 
 import anthropic
@@ -20,6 +21,7 @@ import pytest
 from goaicore.testing import (
     AnthropicServer,
     OpenAIServer,
+    RecordedRequest,
     ScriptedResponse,
     anthropic_reply,
     anthropic_stream_tokens,
@@ -413,6 +415,27 @@ async def test_the_token_responders_stream_exactly_n_tokens(transport: str) -> N
     assert message.usage.output_tokens == 25
     with pytest.raises(ValueError, match="rate_per_s"):
         openai_stream_tokens(5, rate_per_s=0)
+
+
+def test_on_sent_hears_of_each_api_request_once_its_stream_is_written() -> None:
+    sent: list[tuple[RecordedRequest, float]] = []
+    done = threading.Event()
+
+    def note(request: RecordedRequest) -> None:
+        sent.append((request, time.perf_counter()))
+        done.set()
+
+    delay = 0.02
+    with OpenAIServer(responder=openai_stream_tokens(5, 1 / delay), on_sent=note) as server:
+        post_raw(server, "/nowhere", {})  # not an API call: not reported
+        started = time.perf_counter()
+        reads = raw_reads(server, "/v1/chat/completions", {"stream": True, "messages": USER})
+        assert done.wait(5)
+    assert token_text(5).split()[-1].encode() in b"".join(reads)
+    [(request, at)] = sent
+    assert request.body["messages"] == USER
+    # after the last of the five tokens, four pauses after the first, not on arrival
+    assert at - started >= 3 * delay
 
 
 async def read_stopping_after_two(stream: Any, server: OpenAIServer, received: list[Any]) -> None:
