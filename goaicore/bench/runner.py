@@ -39,6 +39,7 @@ SUITE_MODULES: tuple[str, ...] = (
     "goaicore.bench.store",
     "goaicore.bench.projection",
     "goaicore.bench.chat",
+    "goaicore.bench.streaming",
     "goaicore.bench.scale",
 )
 

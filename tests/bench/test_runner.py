@@ -33,7 +33,7 @@ def _console() -> tuple[Console, io.StringIO]:
 
 def test_the_kafka_suites_are_broker_suites() -> None:
     runner.load_suites()
-    assert {"store", "chat", "clients", "projection"} <= set(BROKER_SUITES)
+    assert {"store", "chat", "stream", "clients", "projection"} <= set(BROKER_SUITES)
     assert {"records", "compaction", "core", "infra"} <= set(SUITES)
     assert not set(SUITES) & set(BROKER_SUITES)
     assert runner.broker_kinds("both") == ("kafka", "embedded")
