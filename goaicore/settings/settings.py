@@ -91,6 +91,7 @@ class Settings:
     chat_concurrency: int = FROM_ENVIRONMENT
     read_wait: float = FROM_ENVIRONMENT
     turn_timeout: float = FROM_ENVIRONMENT
+    stream_hold_ms: int = FROM_ENVIRONMENT
     system_prompt: str = FROM_ENVIRONMENT
     tools: str | None = None
     """GOAICORE_TOOLS; None: the worker offers its own tools."""

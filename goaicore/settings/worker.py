@@ -50,6 +50,16 @@ CHAT: tuple[Setting, ...] = (
         120.0,
     ),
     Setting(
+        "stream_hold_ms",
+        "GOAICORE_STREAM_HOLD_MS",
+        "`50`",
+        "Milliseconds a streamed reply's text is held back to join the text after it on "
+        "`reply-stream` (its first text leaves at once; 2048 characters waiting leave at "
+        "once).",
+        whole_number(0, 10000),
+        50,
+    ),
+    Setting(
         "system_prompt",
         "GOAICORE_SYSTEM_PROMPT",
         "a short game-assistant prompt",

@@ -2,12 +2,13 @@
 written in small batches, and read back into what a streamed ask yields.
 
 Writing (:class:`ChunkWriter`): a run opens with a ``start`` chunk and closes with an
-``end`` one. One batch of chunks is in flight at a time: text that comes while one is on
-its way to the broker is held back and leaves, joined into one chunk, as soon as the
-broker acknowledges it. So the first token leaves at once, text is held back at most one
-produce round trip, and a fast model costs few records. A tool call or result follows
-the text before it. Every chunk of a request shares its conversation's key, so they
-stay in order on one partition.
+``end`` one. Its first text leaves at once; later text is held back and leaves joined
+into one chunk once ``hold`` seconds passed since the previous batch left (or
+``MAX_HELD_CHARS`` characters wait), and never while a batch is still on its way to the
+broker (one in flight at a time). So text waits at most ``hold`` plus one produce round
+trip, and a fast model costs a few records a second, not one a token. A tool call or
+result leaves at once, after the text before it. Every chunk of a request shares its
+conversation's key, so they stay in order on one partition.
 
 Reading (:class:`ChunkReader`): a request's chunks in log order become text deltas, tool
 progress and, when a second run of the request starts (its first worker stopped
@@ -39,6 +40,11 @@ of both topics knows to read that run's ``end`` chunk before the reply."""
 Send = Callable[[Sequence[ReplyChunk]], Awaitable[None]]
 """Sends chunks in order and returns once the broker has them all."""
 
+DEFAULT_HOLD = 0.05
+"""Seconds later text is held back to join the text after it (GOAICORE_STREAM_HOLD_MS)."""
+MAX_HELD_CHARS = 2048
+"""Text held back leaves at once when this many characters wait."""
+
 
 class ChunkWriter:
     """One run's chunks, batched (see the module docstring); ``text_limit`` bounds the
@@ -50,15 +56,21 @@ class ChunkWriter:
         run_id: str,
         send: Send,
         text_limit: int,
+        hold: float = DEFAULT_HOLD,
     ) -> None:
         self.request = request
         self.run_id = run_id
         self._send = send
         self._text_limit = text_limit
+        self._hold = hold
         self._seq = 0
         self._waiting: list[ReplyChunk] = []
         self._held: list[str] = []
+        self._held_chars = 0
+        self._text_sent = False
         self._flight: asyncio.Task[None] | None = None
+        self._left_at = 0.0  # when the latest batch left (the event loop's clock)
+        self._timer: asyncio.TimerHandle | None = None
         self._failed: BaseException | None = None
         self._queue(ReplyChunkKind.START)
         self._pump()
@@ -67,7 +79,8 @@ class ChunkWriter:
         """Take one item of the turn's progress (never waits)."""
         if isinstance(item, TextDelta):
             self._held.append(item.text)
-            if self._flight is None:
+            self._held_chars += len(item.text)
+            if self._held_chars >= MAX_HELD_CHARS:
                 self._release_text()
         elif isinstance(item, ToolCallStarted):
             self._release_text()
@@ -93,6 +106,9 @@ class ChunkWriter:
         of the run (a failed send is logged: the reply goes out all the same)."""
         self._release_text()
         self._queue(ReplyChunkKind.END)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         while self._flight is not None or self._waiting:
             if self._flight is None:
                 self._pump()
@@ -111,6 +127,7 @@ class ChunkWriter:
             return
         text = "".join(self._held)
         self._held.clear()
+        self._held_chars = 0
         step = max(1, self._text_limit // 4)  # characters: four UTF-8 bytes at most each
         for start in range(0, len(text), step):  # long text takes several chunks
             self._queue(ReplyChunkKind.DELTA, text=text[start : start + step])
@@ -136,11 +153,28 @@ class ChunkWriter:
         self._waiting.append(chunk)
 
     def _pump(self) -> None:
-        """Send what waits, unless a batch is in flight (it sends the rest when it lands)."""
-        if self._flight is not None or not self._waiting:
+        """Send what waits, unless a batch is in flight (it pumps again when it lands) or
+        only later text waits and its hold has not passed (a timer pumps then)."""
+        if self._flight is not None:
+            return
+        loop = asyncio.get_running_loop()
+        if self._held:
+            due = self._left_at + self._hold
+            if not self._waiting and self._text_sent and loop.time() < due:
+                if self._timer is None:
+                    self._timer = loop.call_at(due, self._on_timer)
+                return
+            self._release_text()
+        if not self._waiting:
             return
         batch, self._waiting = self._waiting, []
+        self._text_sent = self._text_sent or any(c.kind is ReplyChunkKind.DELTA for c in batch)
+        self._left_at = loop.time()
         self._flight = asyncio.create_task(self._deliver(batch))
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._pump()
 
     async def _deliver(self, batch: list[ReplyChunk]) -> None:
         try:
@@ -149,7 +183,6 @@ class ChunkWriter:
             self._failed = err
         finally:
             self._flight = None
-        self._release_text()
         self._pump()
 
 

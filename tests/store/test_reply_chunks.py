@@ -145,3 +145,34 @@ def test_another_requests_chunks_are_not_read() -> None:
     batches, _ = asyncio.run(written([TextDelta("mine")]))
     reader = ChunkReader(REQUEST.conversation_id, "someone-else")
     assert [reader.read(c, 0) for batch in batches for c in batch] == [[], [], []]
+
+
+async def test_text_after_the_first_waits_for_the_hold_and_leaves_joined() -> None:
+    landed = asyncio.Event()
+    batches: list[list[ReplyChunk]] = []
+
+    async def send(chunks: Sequence[ReplyChunk]) -> None:
+        batches.append(list(chunks))
+        await landed.wait()  # the broker answers when the test says
+
+    writer = ChunkWriter(REQUEST, "run-1", send, 1024, hold=3600)
+    for n in range(10):
+        writer.report(TextDelta(f"a{n} "))  # the start is in flight: they wait, joined
+    await asyncio.sleep(0)
+    landed.set()
+    await asyncio.sleep(0.01)
+    for n in range(10):
+        writer.report(TextDelta(f"b{n} "))  # the first text left: these wait for the hold
+    writer.report(ToolCallStarted("call_1", "score", "{}"))  # leaves at once, after them
+    await asyncio.sleep(0.01)
+    for n in range(3):
+        writer.report(TextDelta(f"c{n} "))
+    await writer.end()  # what is held leaves with the end
+    kinds = [[c.kind.value for c in batch] for batch in batches]
+    assert kinds == [["start"], ["delta"], ["delta", "tool_call"], ["delta", "end"]]
+    texts = [c.text for batch in batches for c in batch if c.kind is ReplyChunkKind.DELTA]
+    assert texts == [
+        "".join(f"a{n} " for n in range(10)),
+        "".join(f"b{n} " for n in range(10)),
+        "c0 c1 c2 ",
+    ]

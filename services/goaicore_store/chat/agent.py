@@ -208,7 +208,13 @@ class ChatAgent:
         """Run the request's turn (streamed where it asks to be), append it, reply."""
         writer: ChunkWriter | None = None
         if request.stream:
-            writer = ChunkWriter(request, run.run_id, self._chunk_sender(key), self._chunk_text)
+            writer = ChunkWriter(
+                request,
+                run.run_id,
+                self._chunk_sender(key),
+                self._chunk_text,
+                self.store.settings.stream_hold_ms / 1000,
+            )
             run.sinks.append(writer.report)
         outcome = await self._outcome(request, key, run.report if request.stream else None, run)
         if writer is not None:
