@@ -43,6 +43,7 @@ from opentelemetry.trace import SpanKind
 from goaicore.conversation.progress import OnProgress
 from goaicore.kafka.faust.offsets import committed_offset
 from goaicore.kafka.faust.transport import steady_producer
+from goaicore.kafka.partitioner import partition_for
 from goaicore.logs import log_context, origin
 from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyChunk, ReplyStatus
 from goaicore.records.avro.api import (
@@ -296,10 +297,22 @@ class ChatAgent:
         )
 
     def _chunk_sender(self, key: bytes) -> Callable[[Sequence[ReplyChunk]], Awaitable[None]]:
+        """Sends a run's chunks record by record, into the producer's open batch of their
+        partition: the chunks of all the turns streaming at once leave together, a few
+        produce requests a round trip rather than one per turn (the records of one key
+        keep their order)."""
         topic = self.store.reply_stream.get_topic_name()
+        partition = partition_for(key.decode(), self.store.settings.partitions)
 
         async def send(chunks: Sequence[ReplyChunk]) -> None:
-            await self._send_now(topic, key, [encode_reply_chunk(c) for c in chunks])
+            producer = steady_producer(self.store.app)
+            headers = record_headers()
+            sent = [
+                await producer.send(topic, key, encode_reply_chunk(c), partition, None, headers)
+                for c in chunks
+            ]
+            for delivery in sent:
+                await delivery
 
         return send
 
