@@ -52,6 +52,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "GOAICORE_CHAT_CONCURRENCY": "8",
         "GOAICORE_READ_WAIT": "2.5",
         "GOAICORE_TURN_TIMEOUT": "30",
+        "GOAICORE_STREAM_HOLD_MS": "20",
         "GOAICORE_SYSTEM_PROMPT": "Be brief",
         "GOAICORE_TOOLS": "mygame.tools:registry",
         "GOAICORE_CONTEXT_TOKENS": "4000",
@@ -84,6 +85,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert (s.model, s.anthropic_api_key) == ("gpt-4o-mini", "ak-test")
     assert s.data_dir == Path("/tmp/goaicore-data")
     assert (s.chat_concurrency, s.read_wait, s.turn_timeout) == (8, 2.5, 30.0)
+    assert s.stream_hold_ms == 20
     assert (s.system_prompt, s.tools) == ("Be brief", "mygame.tools:registry")
     assert s.context_tokens == 4000
     assert s.table_store == "rocksdb"

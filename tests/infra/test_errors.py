@@ -22,7 +22,12 @@ from goaicore.errors import (
 )
 
 # Raised and caught inside one module to steer control flow; never reach a caller.
-INTERNAL = {"goaicore.records.avro.generated.NotDirect", "goaicore.conversation.state._Reset"}
+INTERNAL = {
+    "goaicore.records.avro.generated.NotDirect",
+    "goaicore.conversation.state._Reset",
+    "goaicore.conversation.turn._Cancelled",  # caught inside the turn: it ends cancelled
+    "goaicore.conversation.providers.base._Unreadable",  # raised again as a ProviderError
+}
 
 
 def _goaicore_exceptions() -> dict[str, type[BaseException]]:

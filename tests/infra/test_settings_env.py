@@ -43,6 +43,7 @@ def _every_variable(tmp_path: Path) -> dict[str, str]:
         "GOAICORE_CHAT_CONCURRENCY": "8",
         "GOAICORE_READ_WAIT": "2.5",
         "GOAICORE_TURN_TIMEOUT": "30",
+        "GOAICORE_STREAM_HOLD_MS": "20",
         "GOAICORE_SYSTEM_PROMPT": "Be brief, and, above all, kind",
         "GOAICORE_TOOLS": "mygame.tools:registry",
         "GOAICORE_CONTEXT_TOKENS": "4000",
