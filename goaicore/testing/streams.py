@@ -10,6 +10,7 @@ between tokens, as a real model's is.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -233,3 +234,162 @@ def _block_parts(
         pieces = split_tokens(block["thinking"])
         return opening, [{"type": "thinking_delta", "thinking": piece} for piece in pieces], trailer
     return block, [], []
+
+
+# ---- OpenAI Responses -------------------------------------------------------------
+
+
+def is_response(body: Mapping[str, Any]) -> bool:
+    """Whether ``body`` has the shape of a non-streamed Responses API ``response``."""
+    output = body.get("output")
+    return (
+        body.get("object") == "response"
+        and isinstance(output, list)
+        and all(isinstance(item, dict) for item in output)
+    )
+
+
+_FINAL_EVENT = {"incomplete": "response.incomplete", "failed": "response.failed"}
+
+_Event = Callable[..., bytes]
+# the field holding the text of a content part streamed as response.{type}.delta events
+_PART_TEXT = {"refusal": "refusal", "reasoning_text": "text"}
+
+
+def responses_stream(response: Mapping[str, Any]) -> list[bytes]:
+    """A response as the Responses API's events, each with its ``sequence_number``.
+
+    ``response.created`` and ``response.in_progress`` carry the response in progress,
+    with no output and no usage yet. Then per output item ``response.output_item.added``
+    (the item with its streamed fields empty, ``status: "in_progress"`` where it has a
+    status), its pieces, and ``response.output_item.done`` with the whole item:
+
+    - a message: per content part ``response.content_part.added`` (the part empty), for
+      ``output_text`` its ``response.output_text.delta``s, one
+      ``response.output_text.annotation.added`` per annotation and
+      ``response.output_text.done``, for a ``refusal`` its ``response.refusal.delta``s
+      and ``.done``, then ``response.content_part.done`` with the whole part;
+    - a function call: ``response.function_call_arguments.delta``s and ``.done`` (a
+      custom tool call: ``response.custom_tool_call_input.delta``s and ``.done``);
+    - reasoning: its ``reasoning_text`` content parts as ``response.content_part.added``,
+      ``response.reasoning_text.delta``s and ``.done``, ``response.content_part.done``;
+      then per summary part ``response.reasoning_summary_part.added``,
+      ``response.reasoning_summary_text.delta``s and ``.done``,
+      ``response.reasoning_summary_part.done``; its ``encrypted_content`` comes only
+      with the done item;
+    - any other item is whole in both ``added`` and ``done``.
+
+    Last comes ``response.completed`` (``response.incomplete`` or ``response.failed``
+    for those statuses) with the whole response.
+    """
+    start = {
+        **response,
+        "status": "in_progress",
+        "output": [],
+        "usage": None,
+        "error": None,
+        "incomplete_details": None,
+    }
+    if "completed_at" in response:
+        start["completed_at"] = None
+    writes = _Writes()
+    sequence = itertools.count()
+
+    def event(kind: str, **fields: Any) -> bytes:
+        return sse({"type": kind, "sequence_number": next(sequence), **fields}, event=kind)
+
+    writes.frame(event("response.created", response=start))
+    writes.frame(event("response.in_progress", response=start))
+    for index, item in enumerate(response["output"]):
+        writes.frame(event("response.output_item.added", output_index=index, item=_opening(item)))
+        _stream_item(item, {"item_id": item.get("id", ""), "output_index": index}, event, writes)
+        writes.frame(event("response.output_item.done", output_index=index, item=item))
+    final = _FINAL_EVENT.get(str(response.get("status")), "response.completed")
+    writes.frame(event(final, response=dict(response)))
+    return writes.done()
+
+
+def _opening(item: dict[str, Any]) -> dict[str, Any]:
+    """An output item as ``response.output_item.added`` shows it: nothing streamed yet."""
+    kind = item.get("type")
+    opening = {**item, "status": "in_progress"} if "status" in item else dict(item)
+    if kind == "message" and isinstance(item.get("content"), list):
+        opening["content"] = []
+    elif kind == "function_call" and isinstance(item.get("arguments"), str):
+        opening["arguments"] = ""
+    elif kind == "custom_tool_call" and isinstance(item.get("input"), str):
+        opening["input"] = ""
+    elif kind == "reasoning":
+        for key in ("summary", "content"):
+            if isinstance(item.get(key), list):
+                opening[key] = []
+        if item.get("encrypted_content") is not None:
+            opening["encrypted_content"] = None
+    return opening
+
+
+def _stream_item(item: dict[str, Any], at: dict[str, Any], event: _Event, writes: _Writes) -> None:
+    """The events between an item's ``added`` and ``done``."""
+    kind = item.get("type")
+    if kind == "message" and isinstance(item.get("content"), list):
+        for number, part in enumerate(item["content"]):
+            _stream_part(part, {**at, "content_index": number}, event, writes)
+    elif kind == "function_call" and isinstance(item.get("arguments"), str):
+        for piece in split_slices(item["arguments"]):
+            writes.piece(event("response.function_call_arguments.delta", **at, delta=piece))
+        writes.frame(
+            event("response.function_call_arguments.done", **at, arguments=item["arguments"])
+        )
+    elif kind == "custom_tool_call" and isinstance(item.get("input"), str):
+        for piece in split_slices(item["input"]):
+            writes.piece(event("response.custom_tool_call_input.delta", **at, delta=piece))
+        writes.frame(event("response.custom_tool_call_input.done", **at, input=item["input"]))
+    elif kind == "reasoning":
+        for number, part in enumerate(item.get("content") or []):
+            _stream_part(part, {**at, "content_index": number}, event, writes)
+        for number, part in enumerate(item.get("summary") or []):
+            _stream_summary(part, {**at, "summary_index": number}, event, writes)
+
+
+def _stream_part(part: Any, at: dict[str, Any], event: _Event, writes: _Writes) -> None:
+    """A content part of a message or of reasoning: added, its pieces, done."""
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind == "output_text" and isinstance(part.get("text"), str):
+        opening = {**part, "text": "", "annotations": []}
+        writes.frame(event("response.content_part.added", **at, part=opening))
+        for piece in split_tokens(part["text"]):
+            writes.piece(event("response.output_text.delta", **at, delta=piece, logprobs=[]))
+        for number, annotation in enumerate(part.get("annotations") or []):
+            writes.frame(
+                event(
+                    "response.output_text.annotation.added",
+                    **at,
+                    annotation_index=number,
+                    annotation=annotation,
+                )
+            )
+        logprobs = part.get("logprobs") or []
+        writes.frame(event("response.output_text.done", **at, text=part["text"], logprobs=logprobs))
+    elif kind in ("refusal", "reasoning_text") and isinstance(part.get(_PART_TEXT[kind]), str):
+        field = _PART_TEXT[kind]
+        writes.frame(event("response.content_part.added", **at, part={**part, field: ""}))
+        for piece in split_tokens(part[field]):
+            writes.piece(event(f"response.{kind}.delta", **at, delta=piece))
+        writes.frame(event(f"response.{kind}.done", **at, **{field: part[field]}))
+    else:
+        writes.frame(event("response.content_part.added", **at, part=part))
+    writes.frame(event("response.content_part.done", **at, part=part))
+
+
+def _stream_summary(part: Any, at: dict[str, Any], event: _Event, writes: _Writes) -> None:
+    """A reasoning summary part: added, its text pieces, the text done, the part done."""
+    text = part.get("text") if isinstance(part, dict) else None
+    if not isinstance(text, str):
+        writes.frame(event("response.reasoning_summary_part.added", **at, part=part))
+    else:
+        opening = {**part, "text": ""}
+        writes.frame(event("response.reasoning_summary_part.added", **at, part=opening))
+        for piece in split_tokens(text):
+            writes.piece(event("response.reasoning_summary_text.delta", **at, delta=piece))
+        writes.frame(event("response.reasoning_summary_text.done", **at, text=text))
+    writes.frame(event("response.reasoning_summary_part.done", **at, part=part))
