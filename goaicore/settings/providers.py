@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from goaicore.settings.declare import Setting, http_url, text
+from typing import Literal, get_args
+
+from goaicore.settings.declare import Setting, http_url, one_of, text
+
+OpenAIApi = Literal["chat", "responses"]
 
 PROVIDERS: tuple[Setting, ...] = (
     Setting(
@@ -19,6 +23,15 @@ PROVIDERS: tuple[Setting, ...] = (
         "the SDK's default",
         "Base URL of an OpenAI-compatible server.",
         http_url,
+    ),
+    Setting(
+        "openai_api",
+        "GOAICORE_OPENAI_API",
+        "`chat`",
+        "The OpenAI API a turn calls: `chat` (chat completions) or `responses` (the "
+        "Responses API, stateless: reasoning items go back with each call).",
+        one_of(*get_args(OpenAIApi)),
+        "chat",
     ),
     Setting(
         "model",

@@ -23,6 +23,7 @@ from goaicore.settings.kafka import BrokerProfile, LocalBrokerKind, SaslMechanis
 from goaicore.settings.loaders import LOADERS
 from goaicore.settings.logs import LogFormat
 from goaicore.settings.postgres import mask_password
+from goaicore.settings.providers import OpenAIApi
 from goaicore.settings.worker import TableStore
 
 DECLARED: tuple[Setting, ...] = (
@@ -86,6 +87,7 @@ class Settings:
     max_record_bytes: int = FROM_ENVIRONMENT
     openai_api_key: str | None = None
     openai_base_url: str | None = None
+    openai_api: OpenAIApi = FROM_ENVIRONMENT
     model: str | None = None
     anthropic_api_key: str | None = None
     chat_concurrency: int = FROM_ENVIRONMENT

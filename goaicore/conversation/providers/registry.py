@@ -7,11 +7,11 @@ Adding a provider: one file beside this one defining its ``WIRE`` and ``SPEC`` (
 from __future__ import annotations
 
 from goaicore.conversation.messages import JSONDict, Message
-from goaicore.conversation.providers import anthropic, openai
+from goaicore.conversation.providers import anthropic, openai, responses
 from goaicore.conversation.providers.wire import ProviderSpec, Wire
 
 # In order of preference when settings configure more than one.
-SPECS: tuple[ProviderSpec, ...] = (openai.SPEC, anthropic.SPEC)
+SPECS: tuple[ProviderSpec, ...] = (responses.SPEC, openai.SPEC, anthropic.SPEC)
 WIRES: dict[str, Wire] = {spec.wire.name: spec.wire for spec in SPECS}
 
 
