@@ -28,6 +28,8 @@ from goaicore.errors import ConfigError
 log = logging.getLogger(__name__)
 
 OFFLINE = "offline"
+PRICED_AS = {"openai-responses": "openai"}
+"""Providers whose models are priced as another's (the same models, another API)."""
 MILLION = Decimal(1_000_000)
 NANOS = Decimal(1_000_000_000)
 
@@ -95,6 +97,8 @@ class PriceTable:
         if provider == OFFLINE and (provider, model) not in self.prices:
             return 0  # the offline model runs here and costs nothing
         price = self.prices.get((provider, model))
+        provider = PRICED_AS.get(provider, provider)
+        price = price or self.prices.get((provider, model))
         if price is not None:
             dollars = price.dollars(
                 prompt_tokens, completion_tokens, cache_read_tokens, cache_write_tokens

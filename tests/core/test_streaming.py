@@ -22,7 +22,7 @@ from goaicore.conversation.turn import CANCELLED_TOOL_RESULT
 from goaicore.conversation.validation import validate_history
 from goaicore.records import new_event
 from goaicore.records.avro.api import encode_event
-from goaicore.testing import ScriptedResponse, anthropic_reply, openai_reply
+from goaicore.testing import ScriptedResponse, anthropic_reply, openai_reply, responses_reply
 from tests.core.conftest import Backend
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -227,6 +227,26 @@ def _anthropic_cases() -> list[ScriptedResponse]:
     ]
 
 
+def _responses_cases() -> list[ScriptedResponse]:
+    return [
+        responses_reply("Hello there, brave player!"),
+        responses_reply("The answer is 42.", reasoning=("I thought about it.", "gAAAAB-sealed")),
+        responses_reply(
+            items=[
+                {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+                {
+                    "type": "message",
+                    "id": "msg_1",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Found it.", "annotations": []}],
+                },
+            ]
+        ),
+        responses_reply("Naïve café — ünïcödé ✓ 🎮 and\nnew lines\t tabs"),
+    ]
+
+
 def _stored(result: ChatResult) -> list[bytes]:
     return [
         encode_event(new_event("c", to_event_body(m), event_id="e", occurred_at=EPOCH))
@@ -238,7 +258,11 @@ def _stored(result: ChatResult) -> list[bytes]:
 async def test_a_streamed_text_turn_stores_what_the_whole_turn_stores(
     backend: Backend, case: int
 ) -> None:
-    cases = _openai_cases() if backend.name == "openai" else _anthropic_cases()
+    cases = {
+        "openai": _openai_cases,
+        "anthropic": _anthropic_cases,
+        "openai-responses": _responses_cases,
+    }[backend.name]()
     backend.add(cases[case], cases[case])
     chat = backend.chat()
     whole = await chat.achat_with_state(None, user="hi")
@@ -264,7 +288,8 @@ async def test_a_streamed_turn_with_tool_calls_stores_what_the_whole_turn_stores
             backend.text("Leeds 3, Union 1."),
         ]
 
-    backend.add(*turn(), *turn())
+    scripted = turn()  # the same responses twice: their item ids too
+    backend.add(*scripted, *scripted)
     chat = backend.chat()
     whole = await chat.achat_with_state(None, user="scores?", tools=[get_score])
     streamed = [i async for i in chat.astream_with_state(None, user="scores?", tools=[get_score])]
@@ -289,7 +314,8 @@ def test_any_text_and_arguments_store_the_same_streamed_or_whole(
     def turn() -> list[ScriptedResponse]:
         return [backend.calls(("call_x", "get_score", {"team": argument})), backend.text(text)]
 
-    backend.add(*turn(), *turn())
+    scripted = turn()
+    backend.add(*scripted, *scripted)
     chat = backend.chat()
     whole = chat.chat_with_state(None, user="go", tools=[get_score])
     *progress, result = list(chat.stream_with_state(None, user="go", tools=[get_score]))

@@ -47,6 +47,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "OPENAI_API_KEY": "sk-test",
         "OPENAI_BASE_URL": "http://127.0.0.1:8000/v1",
         "GOAICORE_MODEL": "gpt-4o-mini",
+        "GOAICORE_OPENAI_API": "responses",
         "ANTHROPIC_API_KEY": "ak-test",
         "GOAICORE_DATA_DIR": "/tmp/goaicore-data",
         "GOAICORE_CHAT_CONCURRENCY": "8",
@@ -83,6 +84,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert s.max_record_bytes == 65536
     assert (s.openai_api_key, s.openai_base_url) == ("sk-test", "http://127.0.0.1:8000/v1")
     assert (s.model, s.anthropic_api_key) == ("gpt-4o-mini", "ak-test")
+    assert s.openai_api == "responses"
     assert s.data_dir == Path("/tmp/goaicore-data")
     assert (s.chat_concurrency, s.read_wait, s.turn_timeout) == (8, 2.5, 30.0)
     assert s.stream_hold_ms == 20

@@ -39,6 +39,7 @@ def _every_variable(tmp_path: Path) -> dict[str, str]:
         "OPENAI_API_KEY": "sk-secret",
         "OPENAI_BASE_URL": "http://127.0.0.1:8000/v1",
         "GOAICORE_MODEL": "gpt-4o-mini",
+        "GOAICORE_OPENAI_API": "responses",
         "ANTHROPIC_API_KEY": "ak-secret",
         "GOAICORE_CHAT_CONCURRENCY": "8",
         "GOAICORE_READ_WAIT": "2.5",

@@ -275,6 +275,8 @@ class SdkProvider(ABC):
     """
 
     name: ClassVar[str]
+    sdk: ClassVar[str | None] = None
+    """The SDK's module (and goaicore's extra that brings it), where not ``name``."""
     client_class: ClassVar[str]
     path: ClassVar[str]
     default_max_tokens: ClassVar[int | None] = None
@@ -298,8 +300,8 @@ class SdkProvider(ABC):
         self.max_tokens = max_tokens if max_tokens is not None else self.default_max_tokens
         self.extra_body = dict(extra_body or {})
         self._sdk = SdkClients(
-            self.name,
-            self.name,
+            self.sdk or self.name,
+            self.sdk or self.name,
             self.client_class,
             transport,
             api_key=api_key,

@@ -168,6 +168,7 @@ class ResponsesProvider(SdkProvider):
     """
 
     name = NAME
+    sdk = "openai"
     client_class = "AsyncOpenAI"
     path = "/responses"
 
