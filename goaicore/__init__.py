@@ -45,7 +45,12 @@ from goaicore.conversation.compaction import (
     apply_compaction,
 )
 from goaicore.conversation.messages import Message, ToolCall
-from goaicore.conversation.providers import AnthropicProvider, OfflineProvider, OpenAIProvider
+from goaicore.conversation.providers import (
+    AnthropicProvider,
+    OfflineProvider,
+    OpenAIProvider,
+    ResponsesProvider,
+)
 from goaicore.conversation.tools import Tool, tool
 from goaicore.conversation.validation import validate_history
 from goaicore.errors import BrokerError, ConfigError, DatabaseError, GoaicoreError, InputError
@@ -203,6 +208,7 @@ __all__ = [  # noqa: RUF022 - grouped: the library, then the Kafka clients
     "ToolCallStarted",
     "OfflineProvider",
     "OpenAIProvider",
+    "ResponsesProvider",
     "AnthropicProvider",
     "Tool",
     "ToolCall",
