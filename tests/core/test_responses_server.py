@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import typing
 from typing import Any
 
@@ -28,6 +27,7 @@ from goaicore.testing import (
     responses_stream_tokens,
 )
 from goaicore.testing.streams import responses_stream, split_slices, split_tokens, token_text
+from tests.core.test_streaming_servers import raw_reads
 
 USER: Any = [{"role": "user", "content": "hi"}]
 
@@ -643,28 +643,9 @@ async def test_the_token_responder_streams_exactly_n_tokens(transport: str) -> N
         responses_stream_tokens(5, rate_per_s=0)
 
 
-def raw_reads(server: ResponsesServer, body: Any) -> list[bytes]:
-    """Each ``recv`` of a streamed response, until the chunked terminator."""
-    payload = json.dumps(body).encode()
-    host, port = server.url.removeprefix("http://").split(":")
-    reads: list[bytes] = []
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(
-            f"POST /v1/responses HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(payload)}\r\n\r\n".encode()
-            + payload
-        )
-        while not b"".join(reads).endswith(b"0\r\n\r\n"):
-            data = sock.recv(65536)
-            if not data:
-                break
-            reads.append(data)
-    return reads
-
-
 def test_chunk_delay_paces_the_pieces() -> None:
     with ResponsesServer([responses_reply("one two three four five", chunk_delay=0.05)]) as server:
-        reads = raw_reads(server, {"stream": True})
+        reads = raw_reads(server, "/v1/responses", {"stream": True})
     # headers, then each of the five words in a write of its own
     assert len(reads) >= 4
     text = b"".join(reads)

@@ -23,6 +23,7 @@ from goaicore.testing import (
     OpenAIServer,
     RecordedRequest,
     ScriptedResponse,
+    ScriptedServer,
     anthropic_reply,
     anthropic_stream_tokens,
     openai_reply,
@@ -358,7 +359,7 @@ def test_a_scripted_body_in_another_shape_goes_whole() -> None:
             assert json.loads(raw) == odd.body
 
 
-def raw_reads(server: OpenAIServer | AnthropicServer, path: str, body: Any) -> list[bytes]:
+def raw_reads(server: ScriptedServer, path: str, body: Any) -> list[bytes]:
     """Each ``recv`` of a streamed response, until the chunked terminator."""
     payload = json.dumps(body).encode()
     host, port = server.url.removeprefix("http://").split(":")
