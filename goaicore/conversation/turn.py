@@ -34,7 +34,6 @@ from goaicore.conversation.messages import Message, ToolCall
 from goaicore.conversation.progress import (
     OnProgress,
     TextDelta,
-    TextSink,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -142,6 +141,20 @@ async def run_turn(
 
     sink = hear if on_progress is not None else None  # only a streamed call has text so far
 
+    def ended(text: str, finish_reason: str, model: str) -> TurnResult:
+        return TurnResult(
+            text=text,
+            messages=messages,
+            new_messages=new,
+            usage=usage,
+            finish_reason=finish_reason,
+            model=model,
+            compactions=compactions,
+            completions=completions,
+            compaction_records=tuple(records),
+            timeline=tuple(timeline),
+        )
+
     async def compact(reason: CompactionReason) -> bool:
         nonlocal messages, compactions
         if compactor is None:
@@ -190,7 +203,7 @@ async def run_turn(
                 try:
                     request = CompletionRequest(system, list(messages), tools)
                     heard.clear()
-                    completion = await _until(_call(provider, request, sink), cancel)
+                    completion = await _until(stream_or_complete(provider, request, sink), cancel)
                     break
                 except ContextLengthError:
                     if retried or not await compact("context_length"):
@@ -205,18 +218,7 @@ async def run_turn(
             new.append(reply)
             timeline.append(reply)
             if not reply.tool_calls:
-                return TurnResult(
-                    text=reply.text,
-                    messages=messages,
-                    new_messages=new,
-                    usage=usage,
-                    finish_reason=completion.finish_reason,
-                    model=completion.model,
-                    compactions=compactions,
-                    completions=completions,
-                    compaction_records=tuple(records),
-                    timeline=tuple(timeline),
-                )
+                return ended(reply.text, completion.finish_reason, completion.model)
             if call_number == max_llm_calls:
                 break
             if on_progress is not None:
@@ -263,31 +265,11 @@ async def run_turn(
         messages.append(partial)
         new.append(partial)
         timeline.append(partial)
-        return TurnResult(
-            text=text,
-            messages=messages,
-            new_messages=new,
-            usage=usage,
-            finish_reason=CANCELLED,
-            model=provider.model,
-            compactions=compactions,
-            completions=completions,
-            compaction_records=tuple(records),
-            timeline=tuple(timeline),
-        )
+        return ended(text, CANCELLED, provider.model)
     except ChatError as exc:
         if exc.usage is None:
             exc.usage = usage
         raise
-
-
-async def _call(
-    provider: Provider, request: CompletionRequest, on_text: TextSink | None
-) -> Completion:
-    """One LLM call; with ``on_text``, streamed where the provider can stream."""
-    if on_text is None:
-        return await provider.complete(request)
-    return await stream_or_complete(provider, request, on_text)
 
 
 async def _until(work: Awaitable[T], cancel: asyncio.Event | None) -> T:

@@ -26,6 +26,7 @@ from goaicore.fold.records import LogRecord, admitted, fold_records, log_skipped
 from goaicore.records import (
     EVENT_BODY_TYPES,
     ChatReply,
+    ChatRequest,
     ConversationDeleted,
     ConversationErased,
     ConversationEvent,
@@ -131,9 +132,8 @@ class StoreApplication:
         request_id: str | None = None,
         timeout: float = 30.0,  # noqa: ASYNC109 - the ask's wait, and the turn's deadline
     ) -> ChatReply:
-        deadline = utc_now() + timedelta(seconds=timeout)
-        request, _ = chat_request_record(
-            self._limits, conversation_id, text, system, tools, model, deadline, request_id
+        request = self._chat_request(
+            conversation_id, text, system, tools, model, request_id, timeout, stream=False
         )
         return await self.backend.ask(request, timeout)
 
@@ -148,6 +148,24 @@ class StoreApplication:
         request_id: str | None = None,
         timeout: float = 30.0,
     ) -> AsyncIterator[StreamedReply]:
+        request = self._chat_request(
+            conversation_id, text, system, tools, model, request_id, timeout, stream=True
+        )
+        return self.backend.ask_stream(request, timeout, join=request_id is not None)
+
+    def _chat_request(
+        self,
+        conversation_id: str,
+        text: str,
+        system: str | None,
+        tools: Iterable[str],
+        model: str | None,
+        request_id: str | None,
+        timeout: float,
+        stream: bool,
+    ) -> ChatRequest:
+        """The request for an ask, every argument checked; its turn's deadline is when the
+        ask stops waiting."""
         deadline = utc_now() + timedelta(seconds=timeout)
         request, _ = chat_request_record(
             self._limits,
@@ -158,9 +176,9 @@ class StoreApplication:
             model,
             deadline,
             request_id,
-            stream=True,
+            stream=stream,
         )
-        return self.backend.ask_stream(request, timeout, join=request_id is not None)
+        return request
 
     async def cancel(self, conversation_id: str, request_id: str) -> None:
         check_conversation_id(conversation_id)

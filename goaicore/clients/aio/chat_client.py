@@ -83,13 +83,7 @@ class AsyncChatClient(AsyncRunning):
         try:
             # No linger: each request is sent and waited for alone.
             self._producer = await start_producer(self.settings, linger_ms=0)
-            self._consumer = await start_consumer(self.settings)
-            partitions = await partitions_of(self._consumer, self.replies_topic)
-            self._consumer.assign(partitions)
-            with client_errors():
-                await self._consumer.seek_to_end(*partitions)
-                for partition in partitions:  # resolved now, before any request is sent
-                    await self._consumer.position(partition)
+            self._consumer = await self._reader_at_end(self.replies_topic)
         except BaseException:
             await self.close()
             raise
@@ -268,21 +262,26 @@ class AsyncChatClient(AsyncRunning):
         async with self._chunks_opening:
             if self._chunks is not None:
                 return
-            consumer = await start_consumer(self.settings)
-            try:
-                partitions = await partitions_of(consumer, self.stream_topic)
-                consumer.assign(partitions)
-                with client_errors():
-                    await consumer.seek_to_end(*partitions)
-                    for partition in partitions:
-                        await consumer.position(partition)
-            except BaseException:
-                await stop_all(consumer)
-                raise
-            self._chunks = consumer
+            self._chunks = await self._reader_at_end(self.stream_topic)
             self._chunk_listener = asyncio.create_task(
                 self._listen_chunks(), name="goaicore-reply-stream"
             )
+
+    async def _reader_at_end(self, topic: str) -> Any:
+        """A consumer of every partition of ``topic``, its position at the end resolved now:
+        what is written after this returns cannot slip past it."""
+        consumer = await start_consumer(self.settings)
+        try:
+            partitions = await partitions_of(consumer, topic)
+            consumer.assign(partitions)
+            with client_errors():
+                await consumer.seek_to_end(*partitions)
+                for partition in partitions:
+                    await consumer.position(partition)
+        except BaseException:
+            await stop_all(consumer)
+            raise
+        return consumer
 
     async def _read_back(self, conversation_id: str, queue: asyncio.Queue[Any]) -> None:
         """The conversation's chunks of the last turn timeout (and a minute), read again by

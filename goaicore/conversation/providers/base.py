@@ -74,10 +74,13 @@ class Provider(Protocol):
 
 
 async def stream_or_complete(
-    provider: Provider, request: CompletionRequest, on_text: TextSink
+    provider: Provider, request: CompletionRequest, on_text: TextSink | None
 ) -> Completion:
     """One call, its text to ``on_text`` as it comes: streamed where the provider has a
-    ``stream`` (see :class:`SdkProvider`), else its whole text as one piece."""
+    ``stream`` (see :class:`SdkProvider`), else its whole text as one piece; without
+    ``on_text``, the call made whole."""
+    if on_text is None:
+        return await provider.complete(request)
     stream = getattr(provider, "stream", None)
     if stream is None:
         completion = await provider.complete(request)
@@ -365,9 +368,7 @@ class SdkProvider(ABC):
                 lambda event: accumulator.feed(event, on_text),
             )
             data = accumulator.response()
-        except _Unreadable as exc:
-            raise self.unreadable(exc) from None
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
+        except (_Unreadable, KeyError, IndexError, TypeError, ValueError) as exc:
             raise self.unreadable(exc) from None
         return self.parse_response(data)
 

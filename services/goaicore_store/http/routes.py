@@ -302,15 +302,11 @@ async def cancel_on_peers(store: StoreApp, request: web.Request) -> bool:
     if request.headers.get(FORWARDED):
         return False
     app = store.app
-    here = app.conf.canonical_url
-    headers = {FORWARDED: "1"}
-    if "Authorization" in request.headers:
-        headers["Authorization"] = request.headers["Authorization"]
+    headers = forwarded_headers(request)
     for host in app.router.tables_metadata():
-        peer = yarl.URL(host)
-        if (peer.host, peer.port) == (here.host, here.port):
+        url = url_at(store, request, yarl.URL(host))
+        if url is None:
             continue
-        url = request.url.with_host(peer.host or "127.0.0.1").with_port(peer.port)
         try:
             async with app.http_client.delete(url, headers=headers) as answer:
                 if answer.status == 202:
@@ -318,6 +314,24 @@ async def cancel_on_peers(store: StoreApp, request: web.Request) -> bool:
         except (aiohttp.ClientError, OSError):
             continue  # a worker gone away knows no request any more
     return False
+
+
+def url_at(store: StoreApp, request: web.Request, worker: yarl.URL) -> yarl.URL | None:
+    """``request``'s URL at another ``worker``; None when ``worker`` is this one."""
+    here = store.app.conf.canonical_url
+    if (worker.host, worker.port) == (here.host, here.port):
+        return None
+    return request.url.with_host(worker.host or "127.0.0.1").with_port(worker.port)
+
+
+def forwarded_headers(request: web.Request) -> dict[str, str]:
+    """The headers a request takes to another worker: marked forwarded (served where it
+    lands), with the caller's token and what it sends and accepts."""
+    headers = {FORWARDED: "1"}
+    for name in ("Authorization", "Content-Type", "Accept"):
+        if name in request.headers:
+            headers[name] = request.headers[name]
+    return headers
 
 
 def valid_request_id(raw: str) -> str:
@@ -420,14 +434,10 @@ async def forward_to_owner(
         owner = app.router.key_store(store.table.name, conversation_id)
     except KeyError:
         raise ApiError(503, "partitions are not assigned yet; retry") from None
-    here = app.conf.canonical_url
-    if (owner.host, owner.port) == (here.host, here.port):
+    url = url_at(store, request, owner)
+    if url is None:
         return None
-    url = request.url.with_host(owner.host or "127.0.0.1").with_port(owner.port)
-    headers = {FORWARDED: "1"}
-    for name in ("Authorization", "Content-Type", "Accept"):
-        if name in request.headers:
-            headers[name] = request.headers[name]
+    headers = forwarded_headers(request)
     async with app.http_client.request(request.method, url, data=body, headers=headers) as answer:
         if answer.content_type == EVENT_STREAM:  # passed on as it comes
             passed = {
