@@ -18,7 +18,8 @@ LOADERS: tuple[Setting, ...] = (
         None,
         "GOAICORE_KAFKA_CACHE",
         "`$XDG_CACHE_HOME/goaicore` (else `~/.cache/goaicore`)",
-        "Where the local Apache Kafka's jars are kept, one folder per version, fetched once.",
+        "Where the local Apache Kafka's jars are kept, one folder per version, fetched once "
+        "(and the OpenAI Agents SDK's sources, for its session tests).",
     ),
     Setting(
         None,
