@@ -113,7 +113,12 @@ _HISTORY = {"messages": Kind.MESSAGES, "summary": Kind.OPTIONAL_TEXT}
 EVENT_TYPES: tuple[EventType, ...] = (
     EventType(
         UserMessage,
-        {"text": Kind.TEXT, "content_json": Kind.EXTRA, "name": Kind.OPTIONAL_TEXT},
+        {
+            "text": Kind.TEXT,
+            "content_json": Kind.EXTRA,
+            "name": Kind.OPTIONAL_TEXT,
+            "raw_json": Kind.EXTRA,
+        },
         lambda b: f"user: {clip(b.text)}",
         searchable="text",
         adds_message=True,
@@ -127,7 +132,7 @@ EVENT_TYPES: tuple[EventType, ...] = (
     ),
     EventType(
         ToolResult,
-        {"content": Kind.TEXT},
+        {"content": Kind.TEXT, "raw_json": Kind.EXTRA},
         lambda b: f"tool {b.name}{' ERROR' if b.is_error else ''}: {clip(b.content)}",
         searchable="content",
         adds_message=True,

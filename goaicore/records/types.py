@@ -100,11 +100,18 @@ class Sealed:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UserMessage:
-    """A message written by the human participant."""
+    """A message written by the human participant.
+
+    ``raw_json`` (v5) keeps the message as its provider's API holds it (one JSON object,
+    e.g. a Responses API input item), byte for byte, in ``provider``'s format: sent back
+    verbatim to that provider; the other fields are what every other provider reads.
+    """
 
     text: str
     content_json: str | None = None
     name: str | None = None
+    raw_json: str | None = None
+    provider: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,12 +133,18 @@ class AssistantTurn:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult:
-    """The outcome of one tool call, answering the ``ToolCall`` with ``tool_call_id``."""
+    """The outcome of one tool call, answering the ``ToolCall`` with ``tool_call_id``.
+
+    ``raw_json`` and ``provider`` (v5) as for ``UserMessage``: the result as its
+    provider's API holds it (e.g. a Responses API ``function_call_output`` item).
+    """
 
     tool_call_id: str
     name: str
     content: str
     is_error: bool = False
+    raw_json: str | None = None
+    provider: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -120,7 +120,10 @@ def test_an_installed_wheel_encodes_and_decodes_every_record_type(
         bodies = [
             UserMessage(text="hello"),
             AssistantTurn(text="", tool_calls=(ToolCall(id="c1", name="t", arguments="{}"),)),
-            ToolResult(tool_call_id="c1", name="t", content="ok"),
+            ToolResult(
+                tool_call_id="c1", name="t", content="ok", provider="openai-responses",
+                raw_json='{"call_id": "c1", "output": "ok", "type": "function_call_output"}',
+            ),
             GameEvent(kind="check-in", text="Player checked in", attributes={"venue": "York"}),
             CompactionApplied(strategy="keep-last", first_index=0, last_index=0),
             TurnFailed(request_id="r1", kind="timeout"),

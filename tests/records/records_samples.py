@@ -196,6 +196,28 @@ EVENT_SAMPLES: dict[str, ConversationEvent] = {
         _event(18, UserMessage(text="")),
         sealed=Sealed(key_id="a" * 32, data=bytes(range(40))),
     ),
+    # Added with ConversationEvent v5: a user message and a tool result keep the
+    # provider's raw JSON (here Responses API input items) beside their neutral fields.
+    "user_message_raw": _event(
+        19,
+        UserMessage(
+            text="Which venue is open late?",
+            raw_json='{"content": "Which venue is open late?", "role": "user"}',
+            provider="openai-responses",
+        ),
+    ),
+    "tool_result_raw": _event(
+        20,
+        ToolResult(
+            tool_call_id="call_7",
+            name="lookup_venue",
+            content='{"venue": "Theatre"}',
+            raw_json='{"call_id": "call_7", "output": "{\\"venue\\": \\"Theatre\\"}", '
+            '"type": "function_call_output"}',
+            provider="openai-responses",
+        ),
+        causation_id="a" * 32,
+    ),
 }
 
 CHAT_REQUEST_SAMPLES: dict[str, ChatRequest] = {

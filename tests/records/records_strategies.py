@@ -70,7 +70,14 @@ messages = st.builds(
 )
 
 bodies: st.SearchStrategy[EventBody] = st.one_of(
-    st.builds(UserMessage, text=text, content_json=opt_text, name=opt_text),
+    st.builds(
+        UserMessage,
+        text=text,
+        content_json=opt_text,
+        name=opt_text,
+        raw_json=opt_text,
+        provider=opt_text,
+    ),
     st.builds(
         AssistantTurn,
         text=text,
@@ -82,7 +89,15 @@ bodies: st.SearchStrategy[EventBody] = st.one_of(
         raw_json=opt_text,
         cost_usd_nanos=st.none() | LONG,
     ),
-    st.builds(ToolResult, tool_call_id=ids, name=text, content=text, is_error=st.booleans()),
+    st.builds(
+        ToolResult,
+        tool_call_id=ids,
+        name=text,
+        content=text,
+        is_error=st.booleans(),
+        raw_json=opt_text,
+        provider=opt_text,
+    ),
     st.builds(GameEvent, kind=text, text=text, attributes=st.dictionaries(text, text, max_size=4)),
     st.builds(
         CompactionApplied,
