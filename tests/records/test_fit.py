@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from goaicore.records import AssistantTurn, ChatReply, ConversationEvent, ToolCall
+from goaicore.records import (
+    AssistantTurn,
+    ChatReply,
+    ConversationEvent,
+    EventBody,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    new_event,
+)
 from goaicore.records.avro.api import encode_chat_reply, encode_event
 from goaicore.records.avro.fit import LIMIT_NOTE, RecordTooLargeError, fit_event, fit_reply
 from tests.records.records_strategies import chat_replies, events
@@ -82,3 +91,29 @@ def test_an_event_whose_ids_alone_are_over_the_limit_is_refused_clearly() -> Non
     )
     with pytest.raises(RecordTooLargeError, match="no text left to cut"):
         fit_event(event, 1000)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        AssistantTurn(text="ok", raw_json='{"content": "' + "x" * 5000 + '"}', provider="openai"),
+        UserMessage(
+            text="ok",
+            raw_json='{"content": "' + "x" * 5000 + '", "role": "user"}',
+            provider="openai-responses",
+        ),
+        ToolResult(
+            tool_call_id="c1",
+            name="t",
+            content="ok",
+            raw_json='{"call_id": "c1", "output": "' + "x" * 5000 + '"}',
+            provider="openai-responses",
+        ),
+    ],
+    ids=["assistant", "user", "tool"],
+)
+def test_raw_json_goes_first_and_the_text_stays_whole(body: EventBody) -> None:
+    event = new_event("c", body)
+    fitted, cut = fit_event(event, 1000)
+    assert cut == ["raw_json"]
+    assert fitted.body == dataclasses.replace(body, raw_json=None)  # type: ignore[arg-type]

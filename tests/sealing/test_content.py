@@ -19,6 +19,7 @@ from goaicore.records import (
     ReplyChunk,
     SnapshotMessage,
     ToolCall,
+    ToolResult,
     Usage,
     UserMessage,
 )
@@ -104,3 +105,24 @@ def test_an_erased_record_shows_marks_where_its_text_was_and_keeps_its_skeleton(
     assert (game.kind, game.text, game.attributes) == ("check-in", MARK, {})
     user = erased(UserMessage(text="hi", name="Alice"))
     assert (user.text, user.name) == (MARK, MARK)
+
+
+def test_a_user_message_or_tool_result_loses_its_raw_json_and_keeps_whose_format_it_was() -> None:
+    raw = '{"content": "Alice is at the tower", "role": "user"}'
+    user = UserMessage(text="Alice is at the tower", raw_json=raw, provider="openai-responses")
+    result = ToolResult(
+        tool_call_id="c1",
+        name="find",
+        content="the tower",
+        raw_json='{"call_id": "c1", "output": "the tower", "type": "function_call_output"}',
+        provider="openai-responses",
+    )
+    for view in (blanked, erased):
+        shown_user, shown_result = view(user), view(result)
+        assert (shown_user.raw_json, shown_user.provider) == (None, "openai-responses")
+        assert (shown_result.raw_json, shown_result.provider) == (None, "openai-responses")
+        assert "tower" not in repr(shown_user) + repr(shown_result)
+    assert FIELDS[UserMessage]["raw_json"] is Kind.EXTRA
+    assert FIELDS[ToolResult]["raw_json"] is Kind.EXTRA
+    assert "provider" not in FIELDS[UserMessage]
+    assert "provider" not in FIELDS[ToolResult]

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 
 from goaicore.records import (
     ConversationEvent,
+    ToolResult,
     UserMessage,
     new_event,
 )
@@ -65,3 +66,40 @@ def test_a_seal_moved_to_another_record_does_not_open() -> None:
     second = seal_event(new_event("c", UserMessage(text="two")), KEY)
     with pytest.raises(SealBroken, match="does not open"):
         open_event(dataclasses.replace(second, sealed=first.sealed), held)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        UserMessage(
+            text="I live at 4 Tower Lane",
+            raw_json='{"content": "I live at 4 Tower Lane", "role": "user"}',
+            provider="openai-responses",
+        ),
+        ToolResult(
+            tool_call_id="c1",
+            name="address",
+            content="4 Tower Lane",
+            raw_json='{"call_id": "c1", "output": "4 Tower Lane", "type": "function_call_output"}',
+            provider="openai-responses",
+        ),
+    ],
+    ids=["user", "tool"],
+)
+def test_a_message_with_raw_json_opens_whole_and_its_skeleton_keeps_no_raw_json(
+    body: UserMessage | ToolResult,
+) -> None:
+    event = new_event("player-7", body)
+    sealed = seal_event(event, KEY)
+    assert b"Tower" not in encode(sealed)
+    assert _raw(sealed) == (None, "openai-responses")  # whose format it is: not content
+    opened = open_event(sealed, held).record
+    assert opened == event
+    assert _raw(opened) == (body.raw_json, "openai-responses")
+    assert _raw(open_event(sealed, gone).record) == (None, "openai-responses")
+
+
+def _raw(event: ConversationEvent) -> tuple[str | None, str | None]:
+    """The raw JSON of a user message's or tool result's event, and whose format it is."""
+    assert isinstance(event.body, UserMessage | ToolResult)
+    return event.body.raw_json, event.body.provider
