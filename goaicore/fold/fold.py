@@ -193,7 +193,13 @@ def _user(
     snapshot: ConversationSnapshot, body: UserMessage, eid: str, _: LogPosition
 ) -> SnapshotChanges:
     message = SnapshotMessage(
-        role="user", text=body.text, content_json=body.content_json, name=body.name, event_id=eid
+        role="user",
+        text=body.text,
+        name=body.name,
+        content_json=body.content_json,
+        raw_json=body.raw_json,
+        provider=body.provider,
+        event_id=eid,
     )
     return _append(snapshot, message)
 
@@ -226,6 +232,8 @@ def _tool_result(
         text=body.content,
         tool_call_id=body.tool_call_id,
         name=body.name,
+        raw_json=body.raw_json,
+        provider=body.provider,
         is_error=body.is_error,
         event_id=eid,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -29,11 +30,37 @@ words = st.text(alphabet="abcdefghij ", min_size=1, max_size=12)
 
 
 @st.composite
+def user_message(draw: st.DrawFn) -> UserMessage:
+    """A user message, sometimes kept with its provider's raw JSON (a Responses input item)."""
+    text = draw(words)
+    if not draw(st.booleans()):
+        return UserMessage(text=text)
+    raw = json.dumps({"content": text, "role": "user"})
+    return UserMessage(text=text, raw_json=raw, provider="openai-responses")
+
+
+@st.composite
+def tool_result(draw: st.DrawFn, call: ToolCall) -> ToolResult:
+    """The result of ``call``, sometimes kept with its provider's raw JSON."""
+    content = draw(words)
+    if not draw(st.booleans()):
+        return ToolResult(tool_call_id=call.id, name=call.name, content=content)
+    raw = json.dumps({"call_id": call.id, "output": content, "type": "function_call_output"})
+    return ToolResult(
+        tool_call_id=call.id,
+        name=call.name,
+        content=content,
+        raw_json=raw,
+        provider="openai-responses",
+    )
+
+
+@st.composite
 def step(draw: st.DrawFn, n: int) -> list[EventBody]:
     """One thing that happens in a conversation, as the bodies it appends."""
     kind = draw(st.sampled_from(["user", "game", "turn", "tools", "failed", "reset"]))
     if kind == "user":
-        return [UserMessage(text=draw(words))]
+        return [draw(user_message())]
     if kind == "game":
         return [GameEvent(kind="game", text=draw(words), attributes={"n": str(n)})]
     if kind == "failed":
@@ -42,19 +69,19 @@ def step(draw: st.DrawFn, n: int) -> list[EventBody]:
         return [ConversationReset(reason="player asked")]
     usage = Usage(prompt_tokens=draw(st.integers(0, 500)), completion_tokens=3, total_tokens=0)
     if kind == "turn":
-        return [UserMessage(text=draw(words)), AssistantTurn(text=draw(words), usage=usage)]
+        return [draw(user_message()), AssistantTurn(text=draw(words), usage=usage)]
     calls = [
         ToolCall(id=f"call-{n}-{i}", name="lookup", arguments="{}")
         for i in range(draw(st.integers(1, 3)))
     ]
     bodies: list[EventBody] = [
-        UserMessage(text=draw(words)),
+        draw(user_message()),
         AssistantTurn(text="", tool_calls=tuple(calls), usage=usage, provider="openai"),
     ]
     for call in calls:
         if draw(st.booleans()):  # another producer's event lands inside the tool chain
             bodies.append(GameEvent(kind="game", text=draw(words)))
-        bodies.append(ToolResult(tool_call_id=call.id, name="lookup", content=draw(words)))
+        bodies.append(draw(tool_result(call)))
     bodies.append(AssistantTurn(text=draw(words), usage=usage, provider="openai"))
     return bodies
 

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from goaicore.conversation.messages import Message
 from goaicore.conversation.snapshot_messages import to_chat_messages, to_event_body
-from goaicore.fold import fold
+from goaicore.fold import DEFAULT_POLICY, fold
+from goaicore.fold.records import Applied, LogRecord, fold_records
 from goaicore.records import (
     AssistantTurn,
     CompactionApplied,
@@ -24,6 +25,7 @@ from goaicore.records import (
     Usage,
     UserMessage,
 )
+from goaicore.records.avro.api import decode_snapshot, encode_event, encode_snapshot
 from tests.fold.conversations import fold_all
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -217,6 +219,75 @@ def test_library_messages_become_event_bodies_and_back() -> None:
     assert bodies[0] == UserMessage(text="hi")
     assert isinstance(bodies[1], AssistantTurn)
     assert json.loads(bodies[1].raw_json or "") == {"role": "assistant", "content": "hello"}
+
+
+# Responses API input items as an OpenAI Agents SDK session stores them: their own key order.
+USER_ITEM = '{"content": "Roll a die", "role": "user"}'
+CALL_OUTPUT = '{"call_id": "k1", "output": "4", "type": "function_call_output"}'
+RAW_INPUT_BODIES: tuple[UserMessage, AssistantTurn, ToolResult] = (
+    UserMessage(text="Roll a die", raw_json=USER_ITEM, provider="openai-responses"),
+    AssistantTurn(
+        tool_calls=(ToolCall(id="k1", name="roll", arguments="{}"),),
+        provider="openai-responses",
+        raw_json='{"output": [{"arguments": "{}", "call_id": "k1", "name": "roll", '
+        '"type": "function_call"}]}',
+    ),
+    ToolResult(
+        tool_call_id="k1",
+        name="roll",
+        content="4",
+        raw_json=CALL_OUTPUT,
+        provider="openai-responses",
+    ),
+)
+
+
+def test_a_user_message_and_a_tool_result_keep_their_raw_json_in_the_snapshot() -> None:
+    s = run(*RAW_INPUT_BODIES)
+    user, _, result = s.messages
+    assert (user.role, user.text, user.raw_json, user.provider) == (
+        "user",
+        "Roll a die",
+        USER_ITEM,
+        "openai-responses",
+    )
+    assert (result.role, result.text, result.tool_call_id, result.raw_json, result.provider) == (
+        "tool",
+        "4",
+        "k1",
+        CALL_OUTPUT,
+        "openai-responses",
+    )
+    assert s.anomalies == ()
+    # A stored message without raw JSON still has none, and no provider.
+    plain = run(
+        UserMessage(text="hi"),
+        AssistantTurn(tool_calls=(ToolCall(id="x", name="t", arguments="{}"),)),
+        ToolResult(tool_call_id="x", name="t", content="r"),
+    )
+    assert [(m.raw_json, m.provider) for m in plain.messages] == [(None, None)] * 3
+
+
+def test_a_replay_of_the_records_reproduces_the_raw_json_byte_for_byte() -> None:
+    bodies: tuple[EventBody, ...] = RAW_INPUT_BODIES
+    log = [
+        (
+            ConversationEvent(event_id=f"e{i}", conversation_id="c", occurred_at=T0, body=body),
+            LogPosition(partition=0, offset=i),
+        )
+        for i, body in enumerate(bodies)
+    ]
+    records = [
+        LogRecord(event.conversation_id.encode(), encode_event(event), position)
+        for event, position in log
+    ]
+    worker = [o for o in fold_records(records, DEFAULT_POLICY) if isinstance(o, Applied)]
+    replayed = [o for o in fold_records(records, DEFAULT_POLICY) if isinstance(o, Applied)]
+    assert len(worker) == len(replayed) == 3
+    stored = decode_snapshot(encode_snapshot(worker[-1].snapshot))
+    assert encode_snapshot(replayed[-1].snapshot) == encode_snapshot(stored)
+    assert stored == fold_all(log)
+    assert [m.raw_json for m in stored.messages] == [b.raw_json for b in RAW_INPUT_BODIES]
 
 
 def test_the_fold_replays_chat_compactions_exactly() -> None:

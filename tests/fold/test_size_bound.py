@@ -178,6 +178,31 @@ def test_huge_tool_arguments_become_a_json_object_every_provider_accepts() -> No
         validate_history(to_chat_messages(snapshot.messages), provider)
 
 
+def test_a_user_message_or_tool_result_over_the_bound_drops_its_raw_json_first() -> None:
+    call = ToolCall(id="call-1", name="lookup", arguments="{}")
+    user_item = json.dumps({"content": "go " + "u" * 3 * MIN_SNAPSHOT_BYTES, "role": "user"})
+    output = json.dumps({"call_id": "call-1", "output": "o" * 3 * MIN_SNAPSHOT_BYTES})
+    responses = "openai-responses"
+    for body in (
+        UserMessage(text="go", raw_json=user_item, provider=responses),
+        ToolResult(
+            tool_call_id="call-1", name="lookup", content="ok", raw_json=output, provider=responses
+        ),
+    ):
+        before: list[EventBody] = [UserMessage(text="go"), AssistantTurn(tool_calls=(call,))]
+        bodies = before if isinstance(body, ToolResult) else []
+        snapshot = fold_checked(log_of([*bodies, body]), SMALL)
+        last = snapshot.messages[-1]
+        assert (last.raw_json, last.text) == (
+            None,
+            body.text if isinstance(body, UserMessage) else "ok",
+        )
+        assert last.provider == responses  # whose format it was: no raw JSON left to send
+        assert snapshot.truncated_messages == 1
+        for provider in ("openai", "anthropic", responses):
+            validate_history(to_chat_messages(snapshot.messages), provider)
+
+
 def test_an_overlong_event_id_is_an_anomaly_and_never_remembered() -> None:
     event, position = log_of([UserMessage(text="hi")])[0]
     event = ConversationEvent(
