@@ -8,7 +8,10 @@ verbatim. The neutral fields (``text``, ``tool_calls``) are derived from ``raw``
 what other providers, tools and applications read.
 
 User, context (mid-conversation ``system``) and tool-result messages are created by this
-library. This module knows no provider: each provider's file in
+library. A user or tool-result message may also keep its provider's JSON for it
+(``raw``, e.g. a Responses API input item, with ``provider`` naming that format): it is
+sent back to that provider verbatim, while its neutral fields, set beside it, are what
+every other provider reads. This module knows no provider: each provider's file in
 ``goaicore.conversation.providers`` renders these messages and reads its own.
 """
 
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from goaicore.records.types import ToolCall
@@ -46,7 +49,9 @@ class Message:
     ``role`` is ``system`` for a context message stored in the history (game events,
     ``append_to_state``), ``user``, ``assistant`` or ``tool`` (a tool result answering
     ``tool_call_id``). ``provider`` and ``raw`` are set on assistant messages returned by a
-    provider; ``raw`` must be treated as read-only. ``content`` keeps a user message's
+    provider, and may be set on a user or tool message that keeps its provider's JSON
+    object for it (sent to that provider as is; the neutral fields are set too, for the
+    others); ``raw`` must be treated as read-only. ``content`` keeps a user message's
     multimodal parts; ``text`` is always the plain text.
     """
 
@@ -92,7 +97,9 @@ class Message:
         """This message without provider-private JSON (used when changing provider)."""
         if self.raw is None:
             return self
-        return Message.assistant(self.text, self.tool_calls)
+        if self.role == "assistant":
+            return Message.assistant(self.text, self.tool_calls)
+        return replace(self, provider=None, raw=None)
 
 
 def text_of_parts(parts: Sequence[Mapping[str, Any]]) -> str:

@@ -6,6 +6,10 @@ zero mtime, so equal histories give equal bytes) and recognised on read by the g
 magic bytes. Decoding never raises on bad input: it returns a fresh history with the
 reason, and logs a structured warning, so one corrupt row never takes a conversation (or
 a stream) down.
+
+A user or tool message that keeps its provider's JSON stores it as ``raw_input`` beside
+its neutral fields, still in version 1: a reader that predates it ignores the key and
+reads the neutral message, as every other provider does.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import json
 import logging
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
 from goaicore.conversation.errors import InvalidHistoryError
@@ -182,8 +186,11 @@ def _gunzip(data: bytes) -> bytes:
 
 
 def message_to_json(message: Message) -> JSONDict:
-    """A message's stored form: raw JSON for provider messages, neutral fields otherwise."""
-    if message.raw is not None:
+    """A message's stored form: an assistant message's raw JSON where it has one (its
+    neutral fields are read from it), the neutral fields otherwise; a user or tool
+    message's raw JSON is kept beside them, as ``raw_input`` (a reader that does not know
+    it reads the neutral message)."""
+    if message.raw is not None and message.role == "assistant":
         return {"role": message.role, "provider": message.provider, "raw": message.raw}
     out: JSONDict = {"role": message.role}
     if message.content is not None:
@@ -198,6 +205,10 @@ def message_to_json(message: Message) -> JSONDict:
         out["name"] = message.name
     if message.is_error:
         out["is_error"] = True
+    if message.raw is not None:
+        if message.provider is not None:
+            out["provider"] = message.provider
+        out["raw_input"] = message.raw
     return out
 
 
@@ -213,6 +224,17 @@ def message_from_json(data: Any) -> Message:
         if role != "assistant" or not isinstance(provider, str) or not isinstance(raw, dict):
             raise ValueError("a raw message needs role assistant, a provider and an object")
         return assistant_message(provider, raw)
+    message = _neutral_from_json(data, role)
+    if "raw_input" not in data:
+        return message
+    raw = data["raw_input"]
+    if role == "assistant" or not isinstance(raw, dict):
+        raise ValueError("raw input must be an object, on a message other than the assistant's")
+    provider = _optional_string(data.get("provider"), "provider")
+    return replace(message, provider=provider, raw=raw)
+
+
+def _neutral_from_json(data: JSONDict, role: str) -> Message:
     content = data.get("content")
     if content is not None:
         if not isinstance(content, str | list) or role != "user":

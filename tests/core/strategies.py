@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from hypothesis import strategies as st
 
 from goaicore import Message, ToolCall
@@ -11,19 +14,31 @@ _text = st.text(
 ).filter(lambda s: s.strip() != "")
 
 
+RESPONSES = "openai-responses"
+
+
+def _kept_raw(draw: st.DrawFn, message: Message, raw: dict[str, Any]) -> Message:
+    """``message``, sometimes with the Responses input item it came as (its neutral
+    fields stay what every other provider reads)."""
+    if not draw(st.booleans()):
+        return message
+    return dataclasses.replace(message, provider=RESPONSES, raw=raw)
+
+
 @st.composite
 def _turn(draw: st.DrawFn, turn: int) -> list[Message]:
     """Context messages, a user message, then tool steps, then a final answer."""
     messages: list[Message] = [Message.context(draw(_text)) for _ in range(draw(st.integers(0, 1)))]
-    messages.append(Message.user(draw(_text)))
+    text = draw(_text)
+    messages.append(_kept_raw(draw, Message.user(text), {"content": text, "role": "user"}))
     for step in range(draw(st.integers(0, 2))):
         n = draw(st.integers(1, 3))
         calls = [ToolCall(f"c{turn}_{step}_{i}", f"tool{i}", "{}") for i in range(n)]
         messages.append(Message.assistant(draw(st.sampled_from(["", "thinking"])), calls))
-        messages.extend(
-            Message.tool_result(c.id, draw(st.sampled_from(["", "ok", "42"])), name=c.name)
-            for c in calls
-        )
+        for c in calls:
+            output = draw(st.sampled_from(["", "ok", "42"]))
+            item = {"call_id": c.id, "output": output, "type": "function_call_output"}
+            messages.append(_kept_raw(draw, Message.tool_result(c.id, output, name=c.name), item))
     messages.append(Message.assistant(draw(_text)))
     return messages
 

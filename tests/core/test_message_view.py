@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -86,6 +88,37 @@ def test_stored_form_round_trips(message: Message) -> None:
     assert back.raw == message.raw
 
 
+USER_ITEM = {"role": "user", "content": [{"type": "input_text", "text": "hi"}], "type": "message"}
+CALL_OUTPUT = {"type": "function_call_output", "output": "42", "call_id": "c1"}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        dataclasses.replace(Message.user("hi"), provider="openai-responses", raw=USER_ITEM),
+        dataclasses.replace(
+            Message.tool_result("c1", "42", name="f"), provider="openai-responses", raw=CALL_OUTPUT
+        ),
+        dataclasses.replace(
+            Message.user([{"type": "text", "text": "hi"}]), provider="openai-responses", raw={}
+        ),
+    ],
+    ids=["user", "tool", "user-parts"],
+)
+def test_a_user_or_tool_message_keeps_its_raw_json_beside_its_neutral_fields(
+    message: Message,
+) -> None:
+    stored = message_to_json(message)
+    assert stored["raw_input"] is message.raw
+    assert stored["provider"] == "openai-responses"
+    back = message_from_json(json.loads(json.dumps(stored)))
+    assert back == message
+    assert json.dumps(back.raw) == json.dumps(message.raw)  # the same keys in the same order
+    # A reader that does not know raw_input reads the neutral message.
+    older = {k: v for k, v in stored.items() if k not in ("raw_input", "provider")}
+    assert message_from_json(older) == message.neutral()
+
+
 @pytest.mark.parametrize(
     "data",
     [
@@ -93,6 +126,9 @@ def test_stored_form_round_trips(message: Message) -> None:
         {"role": "wizard", "text": "x"},
         {"role": "assistant", "provider": "openai", "raw": "nope"},
         {"role": "user", "raw": {"content": "x"}, "provider": "openai"},
+        {"role": "user", "text": "x", "raw_input": "not an object", "provider": "openai"},
+        {"role": "user", "text": "x", "raw_input": {"content": "x"}, "provider": 5},
+        {"role": "assistant", "text": "x", "raw_input": {"content": "x"}},
         {"role": "assistant", "provider": "openai", "raw": {"content": 5}},
         {"role": "assistant", "provider": "anthropic", "raw": {"content": [{"type": "text"}]}},
         {"role": "assistant", "provider": "openai", "raw": {"tool_calls": [{"id": "x"}]}},
@@ -113,3 +149,20 @@ def test_neutral_drops_provider_private_fields() -> None:
     assert m.provider is None
     assert m.tool_calls[0].name == "get_score"
     assert "reasoning_content" not in str(message_to_json(m))
+
+
+def test_neutral_drops_a_user_or_tool_messages_raw_json_and_keeps_the_rest() -> None:
+    user = dataclasses.replace(
+        Message.user([{"type": "text", "text": "hi"}]), provider="openai-responses", raw=USER_ITEM
+    )
+    result = dataclasses.replace(
+        Message.tool_result("c1", "42", name="f", is_error=True),
+        provider="openai-responses",
+        raw=CALL_OUTPUT,
+    )
+    for message in (user, result):
+        neutral = message.neutral()
+        assert (neutral.raw, neutral.provider) == (None, None)
+        assert neutral == dataclasses.replace(message, provider=None)
+    assert user.neutral().content == [{"type": "text", "text": "hi"}]
+    assert result.neutral().tool_call_id == "c1"

@@ -4,16 +4,19 @@ backend)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Iterator
 
 import pytest
 
 from goaicore import Chat
-from goaicore.conversation.messages import Message
+from goaicore.conversation.messages import JSONDict, Message
 from goaicore.conversation.pricing import PriceTable
 from goaicore.conversation.providers.choice import Providers
 from goaicore.conversation.providers.registry import wire_for
 from goaicore.conversation.providers.responses import NAME, ResponsesProvider, render
+from goaicore.conversation.state import encode_state
 from goaicore.conversation.validation import validate_history
 from goaicore.settings import Settings
 from goaicore.testing import ResponsesServer, responses_reply
@@ -118,6 +121,87 @@ def test_a_responses_history_converts_for_chat_completions_and_anthropic() -> No
     assert back == [
         {"role": "assistant", "content": "Hi"},
         {"type": "function_call_output", "call_id": "c", "output": "r"},
+    ]
+
+
+# Input items as an OpenAI Agents SDK session keeps them: their own keys, in their order.
+USER_ITEM = {"content": "York?", "role": "user"}
+DEVELOPER_ITEM = {
+    "type": "message",
+    "role": "developer",
+    "content": [{"type": "input_text", "text": "Answer in one word."}],
+}
+CALL_OUTPUT = {"call_id": "call_1", "output": "York 3", "type": "function_call_output"}
+CALLING = {
+    "output": [
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "x"},
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "get_score",
+            "arguments": '{"team":"York"}',
+        },
+    ]
+}
+
+
+def kept(message: Message, raw: JSONDict) -> Message:
+    """``message`` with the input item it came as, in this provider's format."""
+    return dataclasses.replace(message, provider=NAME, raw=raw)
+
+
+def history_with_input_items() -> list[Message]:
+    return [
+        kept(Message.user("Answer in one word."), DEVELOPER_ITEM),
+        kept(Message.user("York?"), USER_ITEM),
+        wire_for(NAME).assistant(CALLING),
+        kept(Message.tool_result("call_1", "York 3", name="get_score"), CALL_OUTPUT),
+    ]
+
+
+def test_user_and_tool_messages_go_as_their_input_items_verbatim_in_order() -> None:
+    history = history_with_input_items()
+    validate_history(history, NAME)
+    expected = [DEVELOPER_ITEM, USER_ITEM, *CALLING["output"], CALL_OUTPUT]
+    rendered = render(history)
+    assert rendered == expected
+    # the same keys in the same order
+    assert [json.dumps(item) for item in rendered] == [json.dumps(item) for item in expected]
+    # Another provider's raw JSON on a user or tool message is not this one's: neutral.
+    foreign = [
+        dataclasses.replace(Message.user("hi"), provider="openai", raw={"role": "user"}),
+    ]
+    assert render(foreign) == [{"role": "user", "content": "hi"}]
+
+
+def test_a_stored_input_item_reaches_the_api_as_it_was_stored(server: ResponsesServer) -> None:
+    state = encode_state(history_with_input_items(), NAME)
+    server.add(responses_reply("York."))
+    result = chat_on(server).chat_with_state(state, user="And Leeds?")
+    assert result.text == "York."
+    sent = server.bodies[0]["input"]
+    assert [json.dumps(item) for item in sent[:5]] == [
+        json.dumps(item) for item in [DEVELOPER_ITEM, USER_ITEM, *CALLING["output"], CALL_OUTPUT]
+    ]
+    assert sent[5] == {"role": "user", "content": "And Leeds?"}
+
+
+def test_other_providers_render_user_and_tool_messages_from_their_neutral_fields() -> None:
+    history = history_with_input_items()
+    neutral = [m.neutral() for m in history]
+    assert all(m.raw is None for m in neutral)
+    assert [m.role for m in neutral] == [m.role for m in history]
+    for provider in ("openai", "anthropic"):
+        validate_history(history, provider)
+        wire = wire_for(provider)
+        assert wire.render(history) == wire.render(neutral)
+    openai = wire_for("openai").render(history)
+    assert openai[0] == {"role": "user", "content": "Answer in one word."}
+    assert openai[3] == {"role": "tool", "tool_call_id": "call_1", "content": "York 3"}
+    anthropic = wire_for("anthropic").render(history)
+    assert anthropic[-1]["content"] == [
+        {"type": "tool_result", "tool_use_id": "call_1", "content": "York 3"}
     ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import logging
@@ -149,6 +150,34 @@ def test_convert_keeps_the_neutral_history_without_private_fields() -> None:
     assert decode_state(state, "anthropic").reset_reason == "provider_mismatch"
 
 
+def test_convert_drops_a_user_or_tool_messages_raw_json_and_keeps_its_role() -> None:
+    responses = "openai-responses"
+    messages = [
+        dataclasses.replace(
+            Message.user("q"), provider=responses, raw={"content": "q", "role": "user"}
+        ),
+        Message.assistant("", [ToolCall("c", "f", "{}")]),
+        dataclasses.replace(
+            Message.tool_result("c", "ok", name="f"),
+            provider=responses,
+            raw={"call_id": "c", "output": "ok", "type": "function_call_output"},
+        ),
+        Message.assistant("done"),
+    ]
+    state = encode_state(messages, responses)
+    kept = decode_state(state, responses)
+    assert [(m.provider, m.raw) for m in kept.messages] == [(m.provider, m.raw) for m in messages]
+    decoded = decode_state(state, "anthropic", on_provider_mismatch="convert")
+    assert decoded.reset_reason is None
+    assert decoded.messages == [m.neutral() for m in messages]
+    assert [(m.role, m.raw, m.provider) for m in decoded.messages] == [
+        ("user", None, None),
+        ("assistant", None, None),
+        ("tool", None, None),
+        ("assistant", None, None),
+    ]
+
+
 def test_convert_still_resets_a_history_the_new_provider_cannot_take() -> None:
     state = encode_state([Message.assistant("hello first")], "openai")
     decoded = decode_state(state, "anthropic", on_provider_mismatch="convert")
@@ -163,6 +192,8 @@ def test_round_trip(messages: list[Message], threshold: int | None) -> None:
     )
     assert decoded.reset_reason is None
     assert decoded.messages == messages
+    # raw JSON is not compared by ==: it comes back with the same keys in the same order
+    assert [json.dumps(m.raw) for m in decoded.messages] == [json.dumps(m.raw) for m in messages]
 
 
 @settings(max_examples=200, deadline=None)
@@ -188,7 +219,9 @@ def test_arbitrary_bytes_after_the_gzip_magic_never_raise(data: bytes) -> None:
         lambda inner: (
             st.lists(inner, max_size=3)
             | st.dictionaries(
-                st.sampled_from(["role", "text", "raw", "provider", "content", "tool_calls", "x"]),
+                st.sampled_from(
+                    ["role", "text", "raw", "raw_input", "provider", "content", "tool_calls", "x"]
+                ),
                 inner,
                 max_size=4,
             )

@@ -5,8 +5,14 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from goaicore.conversation.messages import Message
-from goaicore.conversation.snapshot_messages import to_chat_messages, to_event_body
+from goaicore.conversation.snapshot_messages import (
+    UnreadableMessage,
+    to_chat_messages,
+    to_event_body,
+)
 from goaicore.fold import DEFAULT_POLICY, fold
 from goaicore.fold.records import Applied, LogRecord, fold_records
 from goaicore.records import (
@@ -19,6 +25,7 @@ from goaicore.records import (
     EventBody,
     GameEvent,
     LogPosition,
+    SnapshotMessage,
     ToolCall,
     ToolResult,
     TurnFailed,
@@ -288,6 +295,21 @@ def test_a_replay_of_the_records_reproduces_the_raw_json_byte_for_byte() -> None
     assert encode_snapshot(replayed[-1].snapshot) == encode_snapshot(stored)
     assert stored == fold_all(log)
     assert [m.raw_json for m in stored.messages] == [b.raw_json for b in RAW_INPUT_BODIES]
+    # Back to the library and into the log again, the raw JSON is what it was.
+    history = to_chat_messages(stored.messages)
+    assert history[0].raw == json.loads(USER_ITEM)
+    assert history[2].raw == json.loads(CALL_OUTPUT)
+    assert [to_event_body(m) for m in history] == list(RAW_INPUT_BODIES)
+
+
+@pytest.mark.parametrize("raw_json", ["not json", "[1, 2]", '"text"'])
+def test_a_stored_raw_json_that_is_not_an_object_is_an_unreadable_message(raw_json: str) -> None:
+    for stored in (
+        SnapshotMessage(role="user", text="hi", raw_json=raw_json, provider="openai-responses"),
+        SnapshotMessage(role="tool", text="r", tool_call_id="k", raw_json=raw_json, event_id="e7"),
+    ):
+        with pytest.raises(UnreadableMessage, match="message"):
+            to_chat_messages([stored])
 
 
 def test_the_fold_replays_chat_compactions_exactly() -> None:

@@ -9,7 +9,9 @@ its ``encrypted_content`` where the request asked ``include`` for it, as a state
 call requires) and no compaction can split them (they are one message). The history
 renders as ``input`` items: user and context messages as role messages (context as
 ``system``), another provider's assistant message as an assistant message and one
-``function_call`` item per tool call, a tool result as a ``function_call_output``.
+``function_call`` item per tool call, a tool result as a ``function_call_output``. A
+user or tool message kept with its raw input item (``provider`` this one, e.g. as an
+OpenAI Agents SDK session stores it) is that item, verbatim.
 
 Provider: the official ``openai`` SDK (the ``openai`` extra), as for chat completions.
 """
@@ -58,6 +60,9 @@ def render(messages: Sequence[Message]) -> list[JSONDict]:
     """The ``input`` items of a Responses request (without the leading system prompts)."""
     out: list[JSONDict] = []
     for m in messages:
+        if m.raw is not None and m.provider == NAME and m.role in ("user", "tool"):
+            out.append(m.raw)  # the input item it was stored as
+            continue
         if m.role == "assistant":
             if m.raw is not None and m.provider == NAME:
                 out.extend(_items(m.raw))
