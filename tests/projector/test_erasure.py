@@ -4,6 +4,7 @@ skeleton only, in the transaction that writes the erasure, and touches nothing e
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from goaicore.config import Settings
 from goaicore.records import (
@@ -27,9 +28,14 @@ SECRET = "Which theatres are near the station?"
 def test_an_erasure_leaves_earlier_rows_their_skeleton_and_later_ones_whole(
     projection: Settings,
 ) -> None:
-    asked = dataclasses.replace(new_event("gone", UserMessage(text=SECRET)), causation_id="r1" * 16)
+    item = json.dumps({"content": SECRET, "role": "user"})  # as the provider's API holds it
+    user = UserMessage(text=SECRET, raw_json=item, provider="openai-responses")
+    asked = dataclasses.replace(new_event("gone", user), causation_id="r1" * 16)
     erasure = new_event("gone", ConversationErased(reason="GDPR"))
-    later = new_event("gone", UserMessage(text="a fresh start"))
+    fresh = json.dumps({"content": "a fresh start", "role": "user"})
+    later = new_event(
+        "gone", UserMessage(text="a fresh start", raw_json=fresh, provider="openai-responses")
+    )
     publish(projection, [*game_session("gone"), asked, *game_session("kept"), erasure, later])
     reply = ChatReply(
         request_id="r1" * 16,
@@ -56,7 +62,11 @@ def test_an_erasure_leaves_earlier_rows_their_skeleton_and_later_ones_whole(
         assert "Harrogate" not in str(decode_event(bytes(avro)))
     usage = [r[2]["usage"] for r in gone if r[1] == "AssistantTurn" and r[2].get("usage")]
     assert usage[0]["prompt_tokens"] == 120  # the audit skeleton stays
+    erased_ask = gone[-3][2]
+    assert (erased_ask["text"], erased_ask["raw_json"]) == (MARK, None)
+    assert erased_ask["provider"] == "openai-responses"  # whose format it was: skeleton
     assert gone[-1][3] == "a fresh start"
+    assert gone[-1][2]["raw_json"] == fresh
     kept = [r for r in rows if r[0] == "kept"]
     assert kept[1][3] == SECRET
     assert query(
