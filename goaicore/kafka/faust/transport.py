@@ -61,6 +61,7 @@ from faust.transport.drivers import aiokafka as driver
 from faust.types import TP
 
 from goaicore.kafka.faust.lanes import lanes_of, run_lane
+from goaicore.kafka.record_batches import Record, SentBatch, send_batches
 
 SCHEME = "goaicore-kafka"
 FETCH_MAX_WAIT_MS = 100  # the most a fetch waits for records (see the module docstring)
@@ -221,23 +222,23 @@ class SteadyProducer(driver.Producer):
         self,
         topic: str,
         partition: int,
-        records: Sequence[tuple[bytes, bytes | None, Sequence[tuple[str, bytes]] | None]],
+        records: Sequence[Record],
     ) -> list[Awaitable[Any]]:
         """Send ``(key, value, headers)`` records (a value of None: a tombstone) to one
         partition, in order, in as few record batches as the batch size allows; each
         batch's delivery future, in order."""
+        return [sent.delivery for sent in await self.send_batches(topic, partition, records)]
+
+    async def send_batches(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[Record],
+        one_at_a_time: bool = False,
+    ) -> list[SentBatch]:
+        """:func:`~goaicore.kafka.record_batches.send_batches` on this producer."""
         producer = self._ensure_producer()
-        delivered: list[Awaitable[Any]] = []
-        batch = producer.create_batch()
-        for key, value, headers in records:
-            kept = list(headers or ())
-            if batch.append(key=key, value=value, timestamp=None, headers=kept) is None:
-                delivered.append(await producer.send_batch(batch, topic, partition=partition))
-                batch = producer.create_batch()  # a batch always takes its first record
-                batch.append(key=key, value=value, timestamp=None, headers=kept)
-        if batch.record_count():
-            delivered.append(await producer.send_batch(batch, topic, partition=partition))
-        return delivered
+        return await send_batches(producer, topic, partition, records, one_at_a_time)
 
     def key_partition(self, topic: str, key: bytes) -> TP:
         producer = self._ensure_producer()
