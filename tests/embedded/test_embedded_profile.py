@@ -2,9 +2,9 @@
 
 The main suites run on Apache Kafka where Java is here; these run on the embedded
 broker always, with the ``embedded`` profile, through the cases its measured gaps
-touch (``goaicore.kafka.profile``): the end offset of a many-record batch, a worker's table
-recovered after a restart, a group that must form quickly. ``goaicore dev`` on it
-is tested in tests/infra/test_devstack.py.
+touch (``goaicore.kafka.profile``): the end offset of a many-record batch (a group of
+events appended together is one), a worker's table recovered after a restart, a group
+that must form quickly. ``goaicore dev`` on it is tested in tests/infra/test_devstack.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import pytest
 
 from goaicore.config import Settings
 from goaicore.kafka import EmbeddedBroker, ensure_topics
+from tests.brokers import SessionBroker
 from tests.clients import test_publish_and_history as clients_suite
+from tests.clients import test_publish_together as together_suite
 from tests.store import test_store_worker as store_suite
 from tests.store import test_verify_shards as verify_suite
 from tests.store.workers import StoreWorker
@@ -51,6 +53,16 @@ def test_clients_round_trip(topics: Settings) -> None:
 
 def test_end_of_log_is_found_despite_its_end_offsets(topics: Settings) -> None:
     clients_suite.test_end_of_log_is_found_when_the_last_batch_holds_many_records(topics)
+
+
+async def test_groups_of_events_read_back_whole(
+    topics: Settings, embedded_broker: EmbeddedBroker
+) -> None:
+    broker = SessionBroker(embedded_broker.bootstrap_servers, "embedded")
+    await together_suite.test_a_group_that_fits_is_one_record_batch(topics, broker)
+    await together_suite.test_a_group_over_the_record_limit_goes_in_whole_batches_in_order(
+        topics, broker
+    )
 
 
 def test_worker_folds_and_verify_agrees(topics: Settings, worker: StoreWorker) -> None:

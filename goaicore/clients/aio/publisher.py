@@ -8,6 +8,9 @@ Where the workers seal content (``GOAICORE_INTAKE`` on), a publisher holds no ke
 it writes to ``intake``, which expires within the erasure window, and the worker
 that owns the conversation seals each event into ``events`` (its key's one
 writer). The position returned is then the event's place in ``intake``.
+
+``publish_together`` sends a group of one conversation's events as one record batch
+(several, in order, past the record limit): the broker appends a batch whole.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any, Self
 
 from goaicore.errors import client_errors
 from goaicore.kafka.aio_connection import start_producer
+from goaicore.kafka.partitioner import partition_for_key
+from goaicore.kafka.record_batches import positions, send_batches
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ConversationEvent, TopicPosition, UserMessage
 from goaicore.records.types import EventBody
@@ -44,7 +49,10 @@ class AsyncEventPublisher(AsyncRunning):
 
     async def start(self) -> Self:
         if self._producer is None:
-            self._producer = await start_producer(self.settings)
+            # A record batch can hold a group of events up to the record limit (with the
+            # max request size's headroom left for its framing and compression).
+            batch_size = self.settings.max_record_bytes
+            self._producer = await start_producer(self.settings, max_batch_size=batch_size)
         return self
 
     async def publish(
@@ -72,6 +80,31 @@ class AsyncEventPublisher(AsyncRunning):
     ) -> list[TopicPosition]:
         """Append many events; all are checked and encoded before the first is sent."""
         return await self.publish_records([self.record(c, e) for c, e in items])
+
+    async def publish_together(
+        self, conversation_id: str, events: Iterable[ConversationEvent | EventBody]
+    ) -> list[TopicPosition]:
+        """Append events of one conversation together, in order, and return their positions.
+
+        All are checked and encoded before any is sent. They go in one record batch
+        where they fit the record limit together: the broker appends it whole or not at
+        all, so no other writer's record lands between them and a crash leaves all or
+        none. More go in consecutive batches, each whole, each sent once the broker has
+        the one before it: a failure raises, with the batches before it on the log and
+        none after it (publishing the same envelopes again completes the group: the
+        fold applies an event id once).
+        """
+        prepared = [self.record(conversation_id, event) for event in events]
+        if not prepared:
+            return []
+        producer = self._started()
+        key = conversation_id.encode()
+        headers = record_headers()
+        with client_errors():
+            partition = partition_for_key(key, len(await producer.partitions_for(self.topic)))
+            records = [(key, value, headers) for _, value in prepared]
+            sent = await send_batches(producer, self.topic, partition, records, one_at_a_time=True)
+            return await positions(sent)
 
     def record(
         self, conversation_id: str, event: ConversationEvent | EventBody
