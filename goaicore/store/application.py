@@ -42,7 +42,7 @@ from goaicore.store import history
 from goaicore.store.backend import StoreBackend
 from goaicore.store.errors import OperationPending, WriteNotApplied
 from goaicore.store.history import SOURCE, Erased, Forked, Rewound, Scan, Stop, Undone
-from goaicore.store.inputs import RecordLimits, chat_request_record, event_record
+from goaicore.store.inputs import RecordLimits, chat_request_record, event_group, event_record
 from goaicore.store.port import Appended, Conversation
 from goaicore.store.read_your_writes import applied
 from goaicore.store.reply_streams import StreamedReply
@@ -105,15 +105,46 @@ class StoreApplication:
     # -- appending
 
     async def append(self, conversation_id: str, event: ConversationEvent | EventBody) -> Appended:
+        checked = self._checked(conversation_id, event)
+        position = await self.backend.publish(checked)
+        return self._appended(conversation_id, [checked], [position])[-1]
+
+    async def append_all(
+        self, conversation_id: str, events: Iterable[ConversationEvent | EventBody]
+    ) -> list[Appended]:
+        check_conversation_id(conversation_id)
+        checked = [self._checked(conversation_id, event) for event in event_group(events)]
+        if not checked:
+            return []
+        positions = await self.backend.publish_all(checked)
+        return self._appended(conversation_id, checked, positions)
+
+    def _checked(
+        self, conversation_id: str, event: ConversationEvent | EventBody
+    ) -> ConversationEvent:
+        """``event`` as appended (a body wrapped), checked to fit the record limit."""
         check_conversation_id(conversation_id)
         if isinstance(event, EVENT_BODY_TYPES):
             event = new_event(conversation_id, event, source=self.source)
         event_record(self._limits, self.source, conversation_id, event)  # fits, or refused
         assert isinstance(event, ConversationEvent)  # event_record refused anything else
-        position = await self.backend.publish(event)
-        appended = Appended(event.event_id, position)
-        if position.topic != self.backend.events_topic:
-            self._unsealed[conversation_id] = appended
+        return event
+
+    def _appended(
+        self,
+        conversation_id: str,
+        events: list[ConversationEvent],
+        positions: list[TopicPosition],
+    ) -> list[Appended]:
+        """What the caller is given for ``events`` appended at ``positions``; the last is
+        remembered when it went to an intake (a later read waits until it is sealed)."""
+        appended = [
+            Appended(event.event_id, position)
+            for event, position in zip(events, positions, strict=True)
+        ]
+        last = appended[-1]
+        if last.position.topic != self.backend.events_topic:
+            self._unsealed[conversation_id] = last
             self._unsealed.move_to_end(conversation_id)
             while len(self._unsealed) > UNSEALED_KEPT:
                 self._unsealed.popitem(last=False)

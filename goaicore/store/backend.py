@@ -10,7 +10,7 @@ inside the store worker) is thin and all of them behave alike.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Protocol
 
 from goaicore.fold.records import LogRecord
@@ -69,6 +69,14 @@ class StoreBackend(Protocol):
         """Append ``event`` (checked already) once the log has it. A history ``operation``
         on sealed content (the conversation, or a ``related`` one, has a key) is never
         written in the clear: where the backend cannot seal it, its owner must."""
+        ...
+
+    async def publish_all(self, events: Sequence[ConversationEvent]) -> list[TopicPosition]:
+        """Append ``events`` (one conversation's, checked already, at least one) together,
+        in order, and return each one's position once the log has them all: in one record
+        batch where they fit the record limit together (no other record lands between
+        them; a crash leaves all or none), else in consecutive batches, each whole, each
+        sent once the one before it is on the log."""
         ...
 
     async def ask(self, request: ChatRequest, timeout: float) -> ChatReply:  # noqa: ASYNC109

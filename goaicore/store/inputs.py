@@ -83,6 +83,22 @@ def event_record(
     return conversation_id.encode(), check_size("event", payload, limit)
 
 
+def event_group(
+    events: Iterable[ConversationEvent | EventBody],
+) -> list[ConversationEvent | EventBody]:
+    """The events of a group to append together, as a list (each still to check); a
+    single event, or anything else that is not a collection of them, is refused."""
+    refused = InvalidInputError(
+        f"expected a list of events to append together, got {type(events).__name__}"
+    )
+    if isinstance(events, (ConversationEvent, str, bytes, Mapping, *EVENT_BODY_TYPES)):
+        raise refused
+    try:
+        return list(events)
+    except TypeError:
+        raise refused from None
+
+
 def game_event_body(text: str, kind: str, attributes: Mapping[str, str] | None) -> GameEvent:
     """A GameEvent from a caller's arguments, each checked."""
     return GameEvent(

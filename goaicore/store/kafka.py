@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from goaicore.clients.aio.chat_client import AsyncChatClient
@@ -108,6 +108,12 @@ class KafkaBackend:
                     break
         opened = await self._opened(publisher)
         return await opened.publish(event.conversation_id, event)
+
+    async def publish_all(self, events: Sequence[ConversationEvent]) -> list[TopicPosition]:
+        """Through the publisher, together (where the workers seal: into the intake
+        together, and the conversation's owner seals each into ``events`` in order)."""
+        publisher = await self._opened(self._publisher)
+        return await publisher.publish_together(events[0].conversation_id, events)
 
     async def ask(self, request: ChatRequest, timeout: float) -> ChatReply:  # noqa: ASYNC109
         chat = await self._opened(self._chat)

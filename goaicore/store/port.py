@@ -90,6 +90,28 @@ class ConversationStore(Protocol):
         """Append one event (a whole envelope, or a body to wrap) once the log has it."""
         ...
 
+    async def append_all(
+        self, conversation_id: str, events: Iterable[ConversationEvent | EventBody]
+    ) -> list[Appended]:
+        """Append several events of the conversation together, in order, once the log has
+        them all; what each landed as, in the order given (``[]`` for no events).
+
+        Each is a whole envelope or a body to wrap, checked as :meth:`append` checks it,
+        every one before any is written: one bad event refuses the group and nothing is
+        written. Where their records fit the record limit together
+        (GOAICORE_MAX_RECORD_BYTES) they go in one record batch, which the broker appends
+        whole or not at all: no other writer's event lands between them, and a crash
+        leaves all or none. A larger group goes in consecutive record batches, in order,
+        each whole, each sent once the log has the one before it; a failure between two
+        raises with the earlier batches written, and calling again with the same
+        envelopes (the same event ids) completes the group, since the fold applies an
+        event id once (it remembers the conversation's last 128 event ids: the earlier
+        batches must be among them). Where the workers seal (the intake), the group
+        goes to the intake together and the conversation's owner seals each, in order.
+        :meth:`read` ``after`` the last one's :class:`Appended` sees them all.
+        """
+        ...
+
     async def ask(
         self,
         conversation_id: str,

@@ -44,6 +44,13 @@ class SyncConversationStore(Closing):
     def append(self, conversation_id: str, event: ConversationEvent | EventBody) -> Appended:
         return run_sync(self.store.append(conversation_id, event))
 
+    def append_all(
+        self, conversation_id: str, events: Iterable[ConversationEvent | EventBody]
+    ) -> list[Appended]:
+        """Append several events of the conversation together, in order (see
+        :meth:`~goaicore.store.port.ConversationStore.append_all`)."""
+        return run_sync(self.store.append_all(conversation_id, events))
+
     def ask(
         self,
         conversation_id: str,

@@ -38,8 +38,10 @@ from goaicore.records import (
     ToolCall,
     ToolResult,
     UserMessage,
+    new_event,
     utc_now,
 )
+from goaicore.records.types import EventBody
 from goaicore.records.validation import InvalidInputError
 from goaicore.store.errors import ConversationNotFound, OperationRefused
 from goaicore.store.port import Conversation, ConversationStore
@@ -197,6 +199,98 @@ async def _order_within_a_conversation(store: ConversationStore) -> None:
     assert read.snapshot is not None
     snapshot_texts = [m.text for m in read.snapshot.messages if m.role == "user"]
     expect(snapshot_texts == texts, f"snapshot out of order: {snapshot_texts}")
+
+
+async def _append_all_in_order_then_read_after_the_last(store: ConversationStore) -> None:
+    cid = new_id("group")
+    given = new_event(cid, UserMessage(text="an envelope"), source="conformance")
+    group: list[ConversationEvent | EventBody] = [
+        UserMessage(text="one"),
+        GameEvent(kind="weather", text="It starts to rain."),
+        given,
+        AssistantTurn(text="an answer", provider="test"),
+    ]
+    appended = await store.append_all(cid, group)
+    expect(len(appended) == len(group), f"{len(group)} events gave {len(appended)} results")
+    expect(appended[2].event_id == given.event_id, "an envelope's event id was not kept")
+    expect(len({a.event_id for a in appended}) == len(group), "two events of a group share an id")
+    landed = [(a.position.topic, a.position.partition) for a in appended]
+    offsets = [a.position.offset for a in appended]
+    expect(len(set(landed)) == 1, f"one conversation's group landed apart: {landed}")
+    expect(offsets == sorted(set(offsets)), f"a group landed out of order: {offsets}")
+    read = await store.read(cid, after=appended[-1], timeout=30.0)
+    assert read.snapshot is not None
+    ids = [e.event.event_id for e in read.events]
+    expect(ids == [a.event_id for a in appended], f"history after a group: {ids}")
+    missing = [a for a in appended if a.event_id not in read.snapshot.recent_event_ids]
+    expect(not missing, f"a read after the group's last event misses {missing}")
+    texts = [m.text for m in read.snapshot.messages]
+    expected = ["one", "It starts to rain.", "an envelope", "an answer"]
+    expect(texts == expected, f"snapshot after a group: {texts}")
+    expect(await store.append_all(cid, []) == [], "an empty group appended something")
+    nothing = new_id("empty-group")
+    expect(await store.append_all(nothing, []) == [], "an empty group appended something")
+    expect(not (await store.read(nothing)).exists, "an empty group wrote a conversation")
+
+
+async def _append_all_refuses_the_whole_group(store: ConversationStore) -> None:
+    cid = new_id("bad-group")
+    good = [UserMessage(text="fine"), UserMessage(text="also fine")]
+    stranger = new_event(new_id("elsewhere"), UserMessage(text="x"), source="conformance")
+    huge = UserMessage(text="x" * 2_000_000)
+    bad_ones: list[tuple[ConversationEvent | EventBody, str]] = [
+        (stranger, "another conversation's event"),
+        (huge, "a 2 MB event"),
+    ]
+    for bad, what in bad_ones:
+        await expect_error(
+            InvalidInputError, store.append_all(cid, [*good, bad]), f"a group with {what}"
+        )
+    await expect_error(
+        InvalidInputError,
+        store.append_all(cid, [*good, "not an event"]),  # type: ignore[list-item]
+        "a group with a string",
+    )
+    await expect_error(
+        InvalidInputError,
+        store.append_all(cid, UserMessage(text="alone")),  # type: ignore[arg-type]
+        "append_all of one event, not a list",
+    )
+    await expect_error(InvalidInputError, store.append_all("", good), "a group under an empty id")
+    read = await store.read(cid)
+    expect(not read.exists and read.events == (), "a refused group wrote something")
+
+
+async def _append_all_applies_an_event_id_once(store: ConversationStore) -> None:
+    cid = new_id("group-again")
+    events = [new_event(cid, UserMessage(text=t), source="conformance") for t in "abcd"]
+    await store.append(cid, events[0])
+    await store.append_all(cid, events[:2])  # the first again: it changes nothing
+    await store.append_all(cid, events)  # as a caller completes a group that failed midway
+    await store.append_all(cid, events)  # and once more, all of them again
+    last = await store.append(cid, UserMessage(text="e"))  # after all of them in the log
+    await store.read(cid, after=last, timeout=30.0)
+    read = await settled(store, cid)
+    assert read.snapshot is not None
+    texts = [m.text for m in read.snapshot.messages]
+    expect(texts == list("abcde"), f"events appended again changed the history: {texts}")
+    expect(len(read.events) == 12, f"the log holds {len(read.events)} events, not all 12")
+    expect(read.snapshot.duplicate_count == 7, f"{read.snapshot.duplicate_count} duplicates, not 7")
+
+
+async def _append_all_groups_never_interleave(store: ConversationStore) -> None:
+    cid = new_id("groups")
+    firsts = [UserMessage(text=f"first {i}") for i in range(10)]
+    seconds = [UserMessage(text=f"second {i}") for i in range(10)]
+    one, two = await asyncio.gather(store.append_all(cid, firsts), store.append_all(cid, seconds))
+    await store.read(cid, after=one[-1], timeout=30.0)
+    await store.read(cid, after=two[-1], timeout=30.0)
+    read = await settled(store, cid)
+    assert read.snapshot is not None
+    texts = [m.text for m in read.snapshot.messages]
+    a, b = [m.text for m in firsts], [m.text for m in seconds]
+    expect(texts in (a + b, b + a), f"two groups appended at once interleaved: {texts}")
+    expect(user_texts(read) == texts, f"the log holds {user_texts(read)}")
 
 
 async def _concurrency_across_conversations(store: ConversationStore) -> None:
@@ -575,6 +669,26 @@ CHECKS: tuple[Check, ...] = (
         "order_within_a_conversation",
         "events apply in append order",
         _order_within_a_conversation,
+    ),
+    Check(
+        "append_all_in_order_then_read_after_the_last",
+        "a group of events lands in order, and a read after its last event sees them all",
+        _append_all_in_order_then_read_after_the_last,
+    ),
+    Check(
+        "append_all_refuses_the_whole_group",
+        "one bad event in a group refuses the group, and nothing is written",
+        _append_all_refuses_the_whole_group,
+    ),
+    Check(
+        "append_all_applies_an_event_id_once",
+        "a group appended again (a retry) changes nothing it had written",
+        _append_all_applies_an_event_id_once,
+    ),
+    Check(
+        "append_all_groups_never_interleave",
+        "two groups of one conversation appended at once are each contiguous",
+        _append_all_groups_never_interleave,
     ),
     Check(
         "concurrency_across_conversations",

@@ -13,10 +13,11 @@ content is sealed) is the Kafka backend's.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 
 from goaicore.kafka.faust.transport import steady_producer
 from goaicore.kafka.partitioner import partition_for
+from goaicore.kafka.record_batches import positions
 from goaicore.records import (
     ChatReply,
     ChatRequest,
@@ -68,18 +69,27 @@ class WorkerBackend(KafkaBackend):
         history operations go as any publisher's do (through the intake when sealed)."""
         if operation:
             return await super().publish(event, related, operation)
+        [position] = await self.publish_all([event])
+        return position
+
+    async def publish_all(self, events: Sequence[ConversationEvent]) -> list[TopicPosition]:
+        """Events of one conversation straight to ``events`` on the worker's producer,
+        together, each sealed here where content is sealed (the caller forwarded them to
+        the conversation's owner first)."""
         keys = self.store.keys
-        written = event
+        written = list(events)
         if keys.sealing:
-            written = seal_event(event, await keys.key_for(event.conversation_id))
+            data_key = await keys.key_for(written[0].conversation_id)
+            written = [seal_event(event, data_key) for event in written]
         topic = self.store.events.get_topic_name()
         producer = steady_producer(self.store.app)
-        key = event.conversation_id.encode()
-        [delivery] = await producer.send_together(
-            topic, key, [encode_event(written)], record_headers()
+        key = written[0].conversation_id.encode()
+        headers = record_headers()
+        records = [(key, encode_event(event), headers) for event in written]
+        partition = producer.key_partition(topic, key).partition
+        return await positions(
+            await producer.send_batches(topic, partition, records, one_at_a_time=True)
         )
-        metadata = await delivery
-        return TopicPosition(topic, metadata.partition, metadata.offset)
 
     async def ask(self, request: ChatRequest, timeout: float) -> ChatReply:  # noqa: ASYNC109
         """Publish the request and wait for the reply this worker's chat agent publishes

@@ -3,6 +3,7 @@ and the check that holds that promise says so."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from goaicore.fold.records import Applied, fold_records
 from goaicore.records import ChatReply
 from goaicore.store.memory import InMemoryConversationStore
-from goaicore.store.port import Conversation
+from goaicore.store.port import Appended, Conversation
 from goaicore.testing.conformance import ConformanceFailure, check_named, check_store, run_check
 
 
@@ -43,12 +44,25 @@ class AnswersOnAnEmptyHistory(InMemoryConversationStore):
         return reply
 
 
+class AppendsAGroupOneByOne(InMemoryConversationStore):
+    """Appends a group's events one at a time, letting other writers in between."""
+
+    async def append_all(self, conversation_id: str, events: Any) -> list[Appended]:
+        appended = []
+        for event in events:
+            appended.append(await self.append(conversation_id, event))
+            await asyncio.sleep(0)
+        return appended
+
+
 @pytest.mark.parametrize(
     ("mutant", "check"),
     [
         (ForgetsRequestIds, "ask_is_idempotent_by_request_id"),
         (ReadsHistoryBackwards, "order_within_a_conversation"),
         (AnswersOnAnEmptyHistory, "a_turn_reads_what_came_before_it"),
+        (AppendsAGroupOneByOne, "append_all_groups_never_interleave"),
+        (AppendsAGroupOneByOne, "append_all_refuses_the_whole_group"),
     ],
 )
 async def test_a_broken_promise_fails_its_check(mutant: type, check: str) -> None:

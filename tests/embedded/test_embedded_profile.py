@@ -17,6 +17,8 @@ import pytest
 
 from goaicore.config import Settings
 from goaicore.kafka import EmbeddedBroker, ensure_topics
+from goaicore.store.kafka import KafkaConversationStore
+from goaicore.testing.conformance import check_store
 from tests.brokers import SessionBroker
 from tests.clients import test_publish_and_history as clients_suite
 from tests.clients import test_publish_together as together_suite
@@ -63,6 +65,23 @@ async def test_groups_of_events_read_back_whole(
     await together_suite.test_a_group_over_the_record_limit_goes_in_whole_batches_in_order(
         topics, broker
     )
+
+
+GROUP_CHECKS = (
+    "append_all_in_order_then_read_after_the_last",
+    "append_all_applies_an_event_id_once",
+    "append_all_groups_never_interleave",
+)
+
+
+async def test_the_store_appends_groups_over_a_worker(
+    topics: Settings, worker: StoreWorker
+) -> None:
+    """Groups are many-record batches in ``events``: the store reads after them (and its
+    worker folds them) all the same."""
+    report = await check_store(lambda: KafkaConversationStore(topics), only=GROUP_CHECKS)
+    report.raise_for_failures()
+    assert sorted(report.passed) == sorted(GROUP_CHECKS)
 
 
 def test_worker_folds_and_verify_agrees(topics: Settings, worker: StoreWorker) -> None:

@@ -14,6 +14,7 @@ from goaicore.conversation.snapshot_messages import (
     to_event_body,
 )
 from goaicore.fold import DEFAULT_POLICY, fold
+from goaicore.fold.policy import FoldPolicy
 from goaicore.fold.records import Applied, LogRecord, fold_records
 from goaicore.records import (
     AssistantTurn,
@@ -117,6 +118,39 @@ def test_redelivery_changes_nothing_and_republishing_only_counts() -> None:
     assert again.event_count == 1
     assert again.duplicate_count == 1
     assert again.last_position == LogPosition(partition=0, offset=9)
+
+
+def test_a_group_appended_again_completes_it_within_the_recent_id_window() -> None:
+    """A group whose first batch landed, appended again whole, is completed: the events
+    already folded are skipped by id, the rest apply in order. The window is the limit:
+    an id that slid out of it is applied again."""
+    group = [
+        ConversationEvent(
+            event_id=f"g{i}", conversation_id="c", occurred_at=T0, body=UserMessage(text=f"m{i}")
+        )
+        for i in range(6)
+    ]
+    landed = group[:3] + group  # the first batch, then the whole group again
+    positions = [LogPosition(partition=0, offset=n) for n in range(len(landed))]
+    policy = FoldPolicy(recent_ids=8)
+    completed = fold_all(list(zip(landed, positions, strict=True)), policy=policy)
+    assert completed is not None
+    assert [m.text for m in completed.messages] == [f"m{i}" for i in range(6)]
+    assert (completed.event_count, completed.duplicate_count) == (6, 3)
+    others = [
+        ConversationEvent(
+            event_id=f"o{i}",
+            conversation_id="c",
+            occurred_at=T0,
+            body=GameEvent(kind="tick", text="t"),
+        )
+        for i in range(8)
+    ]
+    later = [LogPosition(partition=0, offset=100 + n) for n in range(9)]
+    slid = fold_all(list(zip([*others, group[0]], later, strict=True)), completed, policy)
+    assert slid is not None
+    assert slid.messages[-1].text == "m0"  # out of the window: applied again
+    assert slid.duplicate_count == 3
 
 
 def test_tool_result_without_a_call_is_an_anomaly_not_applied() -> None:
