@@ -30,8 +30,10 @@ from goaicore.records import (
     ConversationDeleted,
     ConversationErased,
     ConversationEvent,
+    ConversationRewound,
     ConversationSnapshot,
     LoggedEvent,
+    SnapshotMessage,
     TopicPosition,
     new_event,
     utc_now,
@@ -243,6 +245,20 @@ class StoreApplication:
         )
         return await self._rewind(conversation_id, found, until_offset, reason, policy)
 
+    async def replace_last(
+        self,
+        conversation_id: str,
+        message: SnapshotMessage | None,
+        *,
+        expected_event_id: str | None = None,
+        reason: str = "replace",
+    ) -> Rewound:
+        history.check_replacement(message)  # refused before the log is read
+        policy = await self._policy(conversation_id)
+        found = await self._scan(conversation_id, policy, copies_content=True)
+        body = history.replaced_last(conversation_id, found, message, expected_event_id, reason)
+        return await self._rewound(conversation_id, body, policy)
+
     async def fork(
         self,
         source_id: str,
@@ -361,8 +377,13 @@ class StoreApplication:
         policy: PolicyTimeline,
     ) -> Rewound:
         body = history.rewound(conversation_id, found, until_offset, reason)
+        return await self._rewound(conversation_id, body, policy)
+
+    async def _rewound(
+        self, conversation_id: str, body: ConversationRewound, policy: PolicyTimeline
+    ) -> Rewound:
         position = await self._operate(conversation_id, body, policy)
-        return Rewound(position, until_offset, len(body.messages))
+        return Rewound(position, body.until_offset, len(body.messages))
 
     async def _operate(
         self,

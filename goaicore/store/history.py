@@ -1,6 +1,7 @@
-"""The history operations' rules: what undo, rewind, fork, metadata, delete and erase
-append, decided from a fold of the conversation's log. No I/O here: each store reads
-the log its own way and appends its own way, and all of them decide the same.
+"""The history operations' rules: what undo, rewind, replacing the last message, fork,
+metadata, delete and erase append, decided from a fold of the conversation's log. No
+I/O here: each store reads the log its own way and appends its own way, and all of
+them decide the same.
 
 Nothing is removed from the log. A rewind or a fork carries the history it restores,
 folded from the log under the conversation's own bound (its stored snapshot's, as
@@ -20,7 +21,7 @@ inclusive, as in ``goaicore replay --until-offset``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from goaicore.fold.carried import history_problem
@@ -35,6 +36,7 @@ from goaicore.records import (
     ConversationRewound,
     ConversationSnapshot,
     MetadataSet,
+    SnapshotMessage,
     TopicPosition,
     UserMessage,
 )
@@ -179,6 +181,57 @@ def rewound(
         reason=reason,
         basis_event_id=ids[-1] if ids else None,
     )
+
+
+def replaced_last(
+    conversation_id: str,
+    found: Scan,
+    message: SnapshotMessage | None,
+    expected_event_id: str | None,
+    reason: str,
+) -> ConversationRewound:
+    """The event that makes the history its current one with the last message replaced by
+    ``message`` (which takes the replaced message's ``event_id``, so what points at the
+    original event still does), or removed when ``message`` is None.
+
+    It is a rewind to the last event folded, carrying that history, on the basis of the
+    latest event (the fold refuses it if another lands first). Refused when there is no
+    message to replace, when the last message is not ``expected_event_id`` (the history
+    changed since the caller read it), and when the history would not be valid to send.
+    """
+    check_replacement(message)
+    latest = found.latest
+    if not latest.messages:
+        raise OperationRefused(f"nothing to replace: {conversation_id!r} has no messages")
+    *kept, last = latest.messages
+    if expected_event_id is not None and last.event_id != expected_event_id:
+        raise OperationRefused(
+            f"the last message of {conversation_id!r} is event {last.event_id!r}, not "
+            f"{expected_event_id!r}: the history changed since it was read (read it again)"
+        )
+    if message is not None:
+        kept.append(replace(message, event_id=last.event_id))
+    problem = history_problem(kept)
+    if problem is not None:
+        done = "removing" if message is None else "replacing"
+        raise OperationRefused(
+            f"{done} the last message of {conversation_id!r} would leave a history that is "
+            f"not valid to send: {problem}"
+        )
+    ids = latest.recent_event_ids
+    return ConversationRewound(
+        until_offset=found.last_offset,
+        messages=tuple(kept),
+        summary=latest.summary,
+        reason=reason,
+        basis_event_id=ids[-1] if ids else None,
+    )
+
+
+def check_replacement(message: object) -> None:
+    """What replaces the last message: a history message, or None to remove it."""
+    if message is not None and not isinstance(message, SnapshotMessage):
+        raise InvalidInputError(f"expected a SnapshotMessage or None, got {type(message).__name__}")
 
 
 def last_user_message(conversation_id: str, found: Scan, ask_again: bool) -> tuple[int, str]:

@@ -20,6 +20,7 @@ from goaicore.records import (
     ConversationEvent,
     ConversationSnapshot,
     LoggedEvent,
+    SnapshotMessage,
     TopicPosition,
 )
 from goaicore.records.types import EventBody
@@ -170,6 +171,30 @@ class ConversationStore(Protocol):
         self, conversation_id: str, until_offset: int, reason: str = "rewind"
     ) -> Rewound:
         """Make the history what it was after the event at ``until_offset`` (-1: empty)."""
+        ...
+
+    async def replace_last(
+        self,
+        conversation_id: str,
+        message: SnapshotMessage | None,
+        *,
+        expected_event_id: str | None = None,
+        reason: str = "replace",
+    ) -> Rewound:
+        """Replace the history's last message with ``message``, or remove it (None), as one
+        event: a rewind to the last event folded that carries the history with that
+        change (nothing leaves the log). ``message`` takes the replaced message's
+        ``event_id``, so undo and the console still point at the event it came from.
+
+        Refused with :class:`~goaicore.store.errors.OperationRefused`, before anything is
+        appended, when the conversation has no messages, when ``expected_event_id`` is
+        given and is not the last message's ``event_id`` (the history changed since the
+        caller read it), or when the history would not be valid to send (a tool call
+        left unanswered, a tool result answering none); a conversation without events
+        is :class:`~goaicore.store.errors.ConversationNotFound`. An event that lands
+        between the read and the append makes the fold refuse it
+        (:class:`~goaicore.store.errors.OperationRefused`, nothing changed: try again).
+        """
         ...
 
     async def fork(

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 
 from goaicore.lifecycle import Closing
-from goaicore.records import ChatReply, ConversationEvent, TopicPosition
+from goaicore.records import ChatReply, ConversationEvent, SnapshotMessage, TopicPosition
 from goaicore.records.types import EventBody
 from goaicore.store.history import Erased, Forked, Rewound, Undone
 from goaicore.store.port import Appended, Conversation, ConversationStore
@@ -110,6 +110,22 @@ class SyncConversationStore(Closing):
     def rewind(self, conversation_id: str, until_offset: int, reason: str = "rewind") -> Rewound:
         """Make the history what it was after the event at ``until_offset`` (-1: empty)."""
         return run_sync(self.store.rewind(conversation_id, until_offset, reason))
+
+    def replace_last(
+        self,
+        conversation_id: str,
+        message: SnapshotMessage | None,
+        *,
+        expected_event_id: str | None = None,
+        reason: str = "replace",
+    ) -> Rewound:
+        """Replace the history's last message with ``message``, or remove it (None), as one
+        event (see :meth:`~goaicore.store.port.ConversationStore.replace_last`)."""
+        return run_sync(
+            self.store.replace_last(
+                conversation_id, message, expected_event_id=expected_event_id, reason=reason
+            )
+        )
 
     def fork(
         self,

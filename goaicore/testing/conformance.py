@@ -35,6 +35,7 @@ from goaicore.records import (
     ConversationEvent,
     GameEvent,
     ReplyStatus,
+    SnapshotMessage,
     ToolCall,
     ToolResult,
     UserMessage,
@@ -410,12 +411,17 @@ async def _rewind(store: ConversationStore) -> None:
     await expect_error(InvalidInputError, store.rewind(cid, -2), "rewind to -2")
 
 
+async def _a_tool_chain(store: ConversationStore, conversation_id: str) -> None:
+    """A user message, a tool call and its result, appended one by one."""
+    await store.append(conversation_id, UserMessage(text="roll a die"))
+    call = ToolCall(id="call-1", name="roll", arguments="{}")
+    await store.append(conversation_id, AssistantTurn(tool_calls=(call,), provider="test"))
+    await store.append(conversation_id, ToolResult(tool_call_id="call-1", name="roll", content="4"))
+
+
 async def _rewind_inside_a_tool_chain_is_refused(store: ConversationStore) -> None:
     cid = new_id("chain")
-    await store.append(cid, UserMessage(text="roll a die"))
-    call = ToolCall(id="call-1", name="roll", arguments="{}")
-    await store.append(cid, AssistantTurn(tool_calls=(call,), provider="test"))
-    await store.append(cid, ToolResult(tool_call_id="call-1", name="roll", content="4"))
+    await _a_tool_chain(store, cid)
     asked = (await settled(store, cid)).events[1]
     err = await expect_error(
         OperationRefused,
@@ -423,6 +429,92 @@ async def _rewind_inside_a_tool_chain_is_refused(store: ConversationStore) -> No
         "rewind between a tool call and its result",
     )
     expect("nearest" in str(err), f"the refusal names no offset that works: {err}")
+
+
+async def _turn(store: ConversationStore, conversation_id: str, asked: str, said: str) -> None:
+    """A user message and its answer, appended as a turn would."""
+    await store.append_all(
+        conversation_id, [UserMessage(text=asked), AssistantTurn(text=said, provider="test")]
+    )
+
+
+def last_message(conversation: Conversation) -> Any:
+    snapshot = conversation.snapshot
+    expect(snapshot is not None and snapshot.messages, "no messages where some were expected")
+    assert snapshot is not None
+    return snapshot.messages[-1]
+
+
+async def _replace_last(store: ConversationStore) -> None:
+    cid = new_id("replace")
+    await _turn(store, cid, "hello", "hi there")
+    answer = last_message(await settled(store, cid))
+    edited = SnapshotMessage(role="assistant", text="hello again", event_id="not-kept")
+    replaced = await store.replace_last(cid, edited, expected_event_id=answer.event_id)
+    expect(replaced.messages == 2, f"a replace kept {replaced.messages} messages, not 2")
+    read = await settled(store, cid)
+    now = last_message(read)
+    expect(now.text == "hello again", f"the last message after a replace: {now.text!r}")
+    expect(now.event_id == answer.event_id, f"the replaced message points at {now.event_id!r}")
+    expect(replaced.until_offset == read.events[1].offset, f"replaced up to {replaced}")
+    stale = SnapshotMessage(role="assistant", text="too late")
+    err = await expect_error(
+        OperationRefused,
+        store.replace_last(cid, stale, expected_event_id="an-event-read-before"),
+        "a replace of a last message that is no longer last",
+    )
+    expect("changed" in str(err), f"the refusal does not say the history changed: {err}")
+    removed = await store.replace_last(cid, None, reason="removed", expected_event_id=now.event_id)
+    expect(removed.messages == 1, f"a removal kept {removed.messages} messages, not 1")
+    read = await settled(store, cid)
+    assert read.snapshot is not None
+    expect([m.text for m in read.snapshot.messages] == ["hello"], "the removal did not remove")
+    expect(len(read.events) == 4, f"the log lost or gained events: {len(read.events)} of 4")
+    await store.replace_last(cid, None)
+    await expect_error(OperationRefused, store.replace_last(cid, None), "a removal from nothing")
+
+
+async def _replace_last_refuses_what_is_not_valid(store: ConversationStore) -> None:
+    cid = new_id("replace-chain")
+    await _a_tool_chain(store, cid)
+    before = len((await settled(store, cid)).events)
+    await expect_error(
+        OperationRefused, store.replace_last(cid, None), "removing a tool result its call awaits"
+    )
+    talk = SnapshotMessage(role="assistant", text="no result")
+    await expect_error(
+        OperationRefused, store.replace_last(cid, talk), "replacing a tool result by another role"
+    )
+    await expect_error(
+        InvalidInputError,
+        store.replace_last(cid, "text"),  # type: ignore[arg-type]
+        "a replacement that is not a SnapshotMessage",
+    )
+    await expect_error(
+        ConversationNotFound, store.replace_last(new_id("none"), None), "a replace of nothing"
+    )
+    after = len((await settled(store, cid)).events)
+    expect(after == before, f"refused replaces appended {after - before} events")
+
+
+async def _undo_and_rewind_after_replace_last(store: ConversationStore) -> None:
+    cid = new_id("replace-undo")
+    await _turn(store, cid, "first question", "first answer")
+    await _turn(store, cid, "second question", "second answer")
+    edited = SnapshotMessage(role="assistant", text="second answer, edited")
+    await store.replace_last(cid, edited)
+    replaced_at = (await settled(store, cid)).events[-1].offset
+    await store.append(cid, UserMessage(text="third question"))
+    rewound = await store.rewind(cid, replaced_at)
+    expect(rewound.messages == 4, f"a rewind to the replace kept {rewound.messages} messages")
+    read = await settled(store, cid)
+    texts = [m.text for m in read.snapshot.messages] if read.snapshot else []
+    expect(texts[-1] == "second answer, edited", f"a rewind to the replace restored {texts}")
+    undone = await store.undo(cid)
+    expect(undone.text == "second question", f"undo after a replace gave back {undone.text!r}")
+    read = await settled(store, cid)
+    texts = [m.text for m in read.snapshot.messages] if read.snapshot else []
+    expect(texts == ["first question", "first answer"], f"history after undo: {texts}")
 
 
 async def _fork_isolation(store: ConversationStore) -> None:
@@ -734,6 +826,21 @@ CHECKS: tuple[Check, ...] = (
         "rewind_inside_a_tool_chain_is_refused",
         "no history stops between a tool call and its result",
         _rewind_inside_a_tool_chain_is_refused,
+    ),
+    Check(
+        "replace_last",
+        "the last message is replaced or removed, unless the history changed since it was read",
+        _replace_last,
+    ),
+    Check(
+        "replace_last_refuses_what_is_not_valid",
+        "a replace that would leave a history not valid to send is refused",
+        _replace_last_refuses_what_is_not_valid,
+    ),
+    Check(
+        "undo_and_rewind_after_replace_last",
+        "undo and rewind work on a history with a replaced message",
+        _undo_and_rewind_after_replace_last,
     ),
     Check(
         "fork_isolation",

@@ -1,17 +1,28 @@
 """Properties of the in-memory store: its snapshot is the fold of its own log, whatever
-was appended, and rewinding to any valid point gives the history folded up to it."""
+was appended, rewinding to any valid point gives the history folded up to it, and
+replacing the last message changes that message alone, or nothing."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goaicore.fold.policy import policy_for_record_limit
 from goaicore.fold.records import Applied, fold_records
-from goaicore.records import ConversationEvent, LogPosition
-from goaicore.store.errors import OperationRefused
+from goaicore.records import (
+    ConversationEvent,
+    LogPosition,
+    SnapshotMessage,
+    UserMessage,
+    new_event,
+)
+from goaicore.store.errors import ConversationNotFound, OperationRefused
+from goaicore.store.history import Scan
 from goaicore.store.memory import DEFAULT_RECORD_LIMIT, InMemoryConversationStore
 from tests.fold.conversations import conversation_log
 
@@ -85,3 +96,48 @@ def test_a_rewind_restores_the_history_folded_up_to_its_point(
     assert after is not None
     assert rewound.messages == len(then.messages)
     assert [m.text for m in after.messages] == [m.text for m in then.messages]
+
+
+@settings(max_examples=40, deadline=None)
+@given(conversation_log("c", max_steps=8), st.booleans())
+def test_replace_last_changes_the_last_message_alone_or_nothing(
+    log: list[tuple[ConversationEvent, LogPosition]], remove: bool
+) -> None:
+    store = _store_with([log], partitions=1, sealed=False)
+    before = asyncio.run(store.read("c"))
+    if before.snapshot is None:
+        return
+    message = None if remove else SnapshotMessage(role="user", text="instead")
+    try:
+        replaced = asyncio.run(store.replace_last("c", message))
+    except (OperationRefused, ConversationNotFound):  # nothing to replace, or not valid after
+        assert asyncio.run(store.read("c")).events == before.events
+        return
+    after = asyncio.run(store.read("c")).snapshot
+    assert after is not None
+    *kept, last = before.snapshot.messages
+    expected = kept if message is None else [*kept, replace(message, event_id=last.event_id)]
+    assert list(after.messages) == expected
+    assert replaced.messages == len(expected)
+    assert replaced.until_offset == before.events[-1].offset
+
+
+class AnotherWriterComesBetween(InMemoryConversationStore):
+    """Another writer's event lands after an operation read the log, before it appends."""
+
+    async def _scan(self, conversation_id: str, *args: Any, **kw: Any) -> Scan:
+        found = await super()._scan(conversation_id, *args, **kw)
+        await self.append(conversation_id, UserMessage(text="in between"))
+        return found
+
+
+async def test_a_replace_computed_before_another_write_changes_nothing() -> None:
+    store = AnotherWriterComesBetween()
+    await store.memory.publish_all(
+        [new_event("c", UserMessage(text="hello")), new_event("c", UserMessage(text="typo"))]
+    )
+    with pytest.raises(OperationRefused, match="history since changed"):
+        await store.replace_last("c", SnapshotMessage(role="user", text="fixed"))
+    snapshot = (await store.read("c")).snapshot
+    assert snapshot is not None
+    assert [m.text for m in snapshot.messages] == ["hello", "typo", "in between"]

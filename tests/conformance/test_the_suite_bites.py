@@ -11,6 +11,7 @@ import pytest
 
 from goaicore.fold.records import Applied, fold_records
 from goaicore.records import ChatReply
+from goaicore.store.history import Rewound
 from goaicore.store.memory import InMemoryConversationStore
 from goaicore.store.port import Appended, Conversation
 from goaicore.testing.conformance import ConformanceFailure, check_named, check_store, run_check
@@ -55,6 +56,14 @@ class AppendsAGroupOneByOne(InMemoryConversationStore):
         return appended
 
 
+class ReplacesWhateverIsLast(InMemoryConversationStore):
+    """Replaces the last message without checking it is the one the caller read."""
+
+    async def replace_last(self, conversation_id: str, message: Any, **kw: Any) -> Rewound:
+        kw.pop("expected_event_id", None)
+        return await super().replace_last(conversation_id, message, **kw)
+
+
 @pytest.mark.parametrize(
     ("mutant", "check"),
     [
@@ -63,6 +72,7 @@ class AppendsAGroupOneByOne(InMemoryConversationStore):
         (AnswersOnAnEmptyHistory, "a_turn_reads_what_came_before_it"),
         (AppendsAGroupOneByOne, "append_all_groups_never_interleave"),
         (AppendsAGroupOneByOne, "append_all_refuses_the_whole_group"),
+        (ReplacesWhateverIsLast, "replace_last"),
     ],
 )
 async def test_a_broken_promise_fails_its_check(mutant: type, check: str) -> None:

@@ -71,10 +71,12 @@ GROUP_CHECKS = (
     "append_all_in_order_then_read_after_the_last",
     "append_all_applies_an_event_id_once",
     "append_all_groups_never_interleave",
+    "replace_last",
+    "undo_and_rewind_after_replace_last",
 )
 
 
-async def test_the_store_appends_groups_over_a_worker(
+async def test_the_store_appends_groups_and_replaces_over_a_worker(
     topics: Settings, worker: StoreWorker
 ) -> None:
     """Groups are many-record batches in ``events``: the store reads after them (and its
