@@ -75,7 +75,9 @@ class WorkerBackend(KafkaBackend):
     async def publish_all(self, events: Sequence[ConversationEvent]) -> list[TopicPosition]:
         """Events of one conversation straight to ``events`` on the worker's producer,
         together, each sealed here where content is sealed (the caller forwarded them to
-        the conversation's owner first)."""
+        the conversation's owner first). The embedded broker's profile gives the worker's
+        producer batches of one record: there a group lands in order, a record at a time,
+        not as one batch."""
         keys = self.store.keys
         written = list(events)
         if keys.sealing:
