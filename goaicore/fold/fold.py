@@ -38,6 +38,7 @@ from goaicore.records import (
     ConversationReset,
     ConversationRewound,
     ConversationSnapshot,
+    EventBody,
     FoldBounds,
     ForkOrigin,
     GameEvent,
@@ -189,63 +190,62 @@ def _apply(
     return rule(snapshot, event.body, event.event_id, position)
 
 
-def _user(
-    snapshot: ConversationSnapshot, body: UserMessage, eid: str, _: LogPosition
+def history_message(body: EventBody, event_id: str | None) -> SnapshotMessage | None:
+    """The message a body adds to the history (None: it adds none): the one rule for
+    the fold and for the history operations that carry messages."""
+    if isinstance(body, UserMessage):
+        return SnapshotMessage(
+            role="user",
+            text=body.text,
+            name=body.name,
+            content_json=body.content_json,
+            raw_json=body.raw_json,
+            provider=body.provider,
+            event_id=event_id,
+        )
+    if isinstance(body, AssistantTurn):
+        return SnapshotMessage(
+            role="assistant",
+            text=body.text,
+            tool_calls=body.tool_calls,
+            raw_json=body.raw_json,
+            provider=body.provider or None,
+            event_id=event_id,
+        )
+    if isinstance(body, ToolResult):
+        return SnapshotMessage(
+            role="tool",
+            text=body.content,
+            tool_call_id=body.tool_call_id,
+            name=body.name,
+            raw_json=body.raw_json,
+            provider=body.provider,
+            is_error=body.is_error,
+            event_id=event_id,
+        )
+    if isinstance(body, GameEvent):
+        # A context message: the model sees the game event's text where it happened.
+        return SnapshotMessage(role="system", text=body.text, name=body.kind, event_id=event_id)
+    return None
+
+
+def _adds_message(
+    snapshot: ConversationSnapshot, body: EventBody, eid: str, _: LogPosition
 ) -> SnapshotChanges:
-    message = SnapshotMessage(
-        role="user",
-        text=body.text,
-        name=body.name,
-        content_json=body.content_json,
-        raw_json=body.raw_json,
-        provider=body.provider,
-        event_id=eid,
-    )
+    message = history_message(body, eid)
+    assert message is not None  # the rule of a body that adds one
     return _append(snapshot, message)
 
 
 def _assistant(
-    snapshot: ConversationSnapshot, body: AssistantTurn, eid: str, _: LogPosition
+    snapshot: ConversationSnapshot, body: AssistantTurn, eid: str, position: LogPosition
 ) -> SnapshotChanges:
-    message = SnapshotMessage(
-        role="assistant",
-        text=body.text,
-        tool_calls=body.tool_calls,
-        raw_json=body.raw_json,
-        provider=body.provider or None,
-        event_id=eid,
-    )
     usage = body.usage
     return SnapshotChanges(
-        **_append(snapshot, message),
+        **_adds_message(snapshot, body, eid, position),
         prompt_tokens=snapshot.prompt_tokens + (usage.prompt_tokens if usage else 0),
         completion_tokens=snapshot.completion_tokens + (usage.completion_tokens if usage else 0),
         cost_usd_nanos=snapshot.cost_usd_nanos + (body.cost_usd_nanos or 0),
-    )
-
-
-def _tool_result(
-    snapshot: ConversationSnapshot, body: ToolResult, eid: str, _: LogPosition
-) -> SnapshotChanges:
-    message = SnapshotMessage(
-        role="tool",
-        text=body.content,
-        tool_call_id=body.tool_call_id,
-        name=body.name,
-        raw_json=body.raw_json,
-        provider=body.provider,
-        is_error=body.is_error,
-        event_id=eid,
-    )
-    return _append(snapshot, message)
-
-
-def _game(
-    snapshot: ConversationSnapshot, body: GameEvent, eid: str, _: LogPosition
-) -> SnapshotChanges:
-    # A context message: the model sees the game event's text where it happened.
-    return _append(
-        snapshot, SnapshotMessage(role="system", text=body.text, name=body.kind, event_id=eid)
     )
 
 
@@ -326,10 +326,10 @@ def _erased(position: LogPosition) -> SnapshotChanges:
 _Rule = Callable[[ConversationSnapshot, Any, str, LogPosition], SnapshotChanges]
 
 _RULES: Mapping[type[Any], _Rule] = {
-    UserMessage: _user,
+    UserMessage: _adds_message,
     AssistantTurn: _assistant,
-    ToolResult: _tool_result,
-    GameEvent: _game,
+    ToolResult: _adds_message,
+    GameEvent: _adds_message,
     CompactionApplied: _compaction,
     TurnFailed: _turn_failed,
     ConversationReset: _reset,
