@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Self
 
@@ -245,18 +245,21 @@ class StoreApplication:
         )
         return await self._rewind(conversation_id, found, until_offset, reason, policy)
 
-    async def replace_last(
+    async def replace_tail(
         self,
         conversation_id: str,
-        message: SnapshotMessage | None,
+        count: int,
+        messages: Sequence[SnapshotMessage],
         *,
         expected_event_id: str | None = None,
         reason: str = "replace",
     ) -> Rewound:
-        history.check_replacement(message)  # refused before the log is read
+        history.check_replacement(count, messages)  # refused before the log is read
         policy = await self._policy(conversation_id)
         found = await self._scan(conversation_id, policy, copies_content=True)
-        body = history.replaced_last(conversation_id, found, message, expected_event_id, reason)
+        body = history.replaced_tail(
+            conversation_id, found, count, messages, expected_event_id, reason
+        )
         return await self._rewound(conversation_id, body, policy)
 
     async def fork(

@@ -20,7 +20,7 @@ inclusive, as in ``goaicore replay --until-offset``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -183,40 +183,50 @@ def rewound(
     )
 
 
-def replaced_last(
+def replaced_tail(
     conversation_id: str,
     found: Scan,
-    message: SnapshotMessage | None,
+    count: int,
+    messages: Sequence[SnapshotMessage],
     expected_event_id: str | None,
     reason: str,
 ) -> ConversationRewound:
-    """The event that makes the history its current one with the last message replaced by
-    ``message`` (which takes the replaced message's ``event_id``, so what points at the
-    original event still does), or removed when ``message`` is None.
+    """The event that makes the history its current one with its last ``count`` messages
+    replaced by ``messages`` (none: removed). Each new message takes the ``event_id`` of
+    the one it stands in for (at its place, else the last replaced), so what points at
+    the original events still does.
 
     It is a rewind to the last event folded, carrying that history, on the basis of the
-    latest event (the fold refuses it if another lands first). Refused when there is no
-    message to replace, when the last message is not ``expected_event_id`` (the history
-    changed since the caller read it), and when the history would not be valid to send.
+    latest event (the fold refuses it if another lands first). Refused when the history
+    has fewer than ``count`` messages, when its last message is not ``expected_event_id``
+    (the history changed since the caller read it), and when the history would not be
+    valid to send.
     """
-    check_replacement(message)
+    check_replacement(count, messages)
     latest = found.latest
-    if not latest.messages:
-        raise OperationRefused(f"nothing to replace: {conversation_id!r} has no messages")
-    *kept, last = latest.messages
+    if len(latest.messages) < count:
+        had = len(latest.messages)
+        raise OperationRefused(
+            f"nothing to replace: {conversation_id!r} has no messages"
+            if not had
+            else f"{conversation_id!r} has {had} messages, fewer than the {count} to replace"
+        )
+    kept, replaced = list(latest.messages[:-count]), latest.messages[-count:]
+    last = replaced[-1]
     if expected_event_id is not None and last.event_id != expected_event_id:
         raise OperationRefused(
             f"the last message of {conversation_id!r} is event {last.event_id!r}, not "
             f"{expected_event_id!r}: the history changed since it was read (read it again)"
         )
-    if message is not None:
-        kept.append(replace(message, event_id=last.event_id))
+    for index, message in enumerate(messages):
+        stands_for = replaced[min(index, count - 1)]
+        kept.append(replace(message, event_id=stands_for.event_id))
     problem = history_problem(kept)
     if problem is not None:
-        done = "removing" if message is None else "replacing"
+        done = "removing" if not messages else "replacing"
         raise OperationRefused(
-            f"{done} the last message of {conversation_id!r} would leave a history that is "
-            f"not valid to send: {problem}"
+            f"{done} the last {_messages(count)} of {conversation_id!r} would leave a history "
+            f"that is not valid to send: {problem}"
         )
     ids = latest.recent_event_ids
     return ConversationRewound(
@@ -228,10 +238,22 @@ def replaced_last(
     )
 
 
-def check_replacement(message: object) -> None:
-    """What replaces the last message: a history message, or None to remove it."""
-    if message is not None and not isinstance(message, SnapshotMessage):
-        raise InvalidInputError(f"expected a SnapshotMessage or None, got {type(message).__name__}")
+def _messages(count: int) -> str:
+    return "message" if count == 1 else f"{count} messages"
+
+
+def check_replacement(count: object, messages: object) -> None:
+    """What replaces the history's tail: a count of at least one, and history messages."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise InvalidInputError(
+            f"count is the number of last messages to replace (1 or more), not {count!r}"
+        )
+    if not isinstance(messages, list | tuple) or not all(
+        isinstance(m, SnapshotMessage) for m in messages
+    ):
+        raise InvalidInputError(
+            f"expected a list of SnapshotMessage, got {type(messages).__name__}"
+        )
 
 
 def last_user_message(conversation_id: str, found: Scan, ask_again: bool) -> tuple[int, str]:

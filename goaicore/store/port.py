@@ -10,7 +10,7 @@ below as a test that runs against any of them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, Self, runtime_checkable
@@ -173,21 +173,23 @@ class ConversationStore(Protocol):
         """Make the history what it was after the event at ``until_offset`` (-1: empty)."""
         ...
 
-    async def replace_last(
+    async def replace_tail(
         self,
         conversation_id: str,
-        message: SnapshotMessage | None,
+        count: int,
+        messages: Sequence[SnapshotMessage],
         *,
         expected_event_id: str | None = None,
         reason: str = "replace",
     ) -> Rewound:
-        """Replace the history's last message with ``message``, or remove it (None), as one
-        event: a rewind to the last event folded that carries the history with that
-        change (nothing leaves the log). ``message`` takes the replaced message's
-        ``event_id``, so undo and the console still point at the event it came from.
+        """Replace the history's last ``count`` messages with ``messages`` (none: remove
+        them), as one event: a rewind to the last event folded that carries the history
+        with that change (nothing leaves the log). Each new message takes the
+        ``event_id`` of the one it stands in for (at its place, else the last replaced),
+        so undo and the console still point at the events they came from.
 
         Refused with :class:`~goaicore.store.errors.OperationRefused`, before anything is
-        appended, when the conversation has no messages, when ``expected_event_id`` is
+        appended, when the history has fewer than ``count`` messages, when ``expected_event_id`` is
         given and is not the last message's ``event_id`` (the history changed since the
         caller read it), or when the history would not be valid to send (a tool call
         left unanswered, a tool result answering none); a conversation without events

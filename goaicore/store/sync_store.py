@@ -7,7 +7,7 @@ asyncio store's behaviour, written once, not a twin of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 
 from goaicore.lifecycle import Closing
@@ -111,19 +111,24 @@ class SyncConversationStore(Closing):
         """Make the history what it was after the event at ``until_offset`` (-1: empty)."""
         return run_sync(self.store.rewind(conversation_id, until_offset, reason))
 
-    def replace_last(
+    def replace_tail(
         self,
         conversation_id: str,
-        message: SnapshotMessage | None,
+        count: int,
+        messages: Sequence[SnapshotMessage],
         *,
         expected_event_id: str | None = None,
         reason: str = "replace",
     ) -> Rewound:
-        """Replace the history's last message with ``message``, or remove it (None), as one
-        event (see :meth:`~goaicore.store.port.ConversationStore.replace_last`)."""
+        """Replace the history's last ``count`` messages with ``messages``, as one event
+        (see :meth:`~goaicore.store.port.ConversationStore.replace_tail`)."""
         return run_sync(
-            self.store.replace_last(
-                conversation_id, message, expected_event_id=expected_event_id, reason=reason
+            self.store.replace_tail(
+                conversation_id,
+                count,
+                messages,
+                expected_event_id=expected_event_id,
+                reason=reason,
             )
         )
 

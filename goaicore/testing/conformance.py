@@ -445,12 +445,12 @@ def last_message(conversation: Conversation) -> Any:
     return snapshot.messages[-1]
 
 
-async def _replace_last(store: ConversationStore) -> None:
+async def _replace_tail(store: ConversationStore) -> None:
     cid = new_id("replace")
     await _turn(store, cid, "hello", "hi there")
     answer = last_message(await settled(store, cid))
     edited = SnapshotMessage(role="assistant", text="hello again", event_id="not-kept")
-    replaced = await store.replace_last(cid, edited, expected_event_id=answer.event_id)
+    replaced = await store.replace_tail(cid, 1, [edited], expected_event_id=answer.event_id)
     expect(replaced.messages == 2, f"a replace kept {replaced.messages} messages, not 2")
     read = await settled(store, cid)
     now = last_message(read)
@@ -460,49 +460,67 @@ async def _replace_last(store: ConversationStore) -> None:
     stale = SnapshotMessage(role="assistant", text="too late")
     err = await expect_error(
         OperationRefused,
-        store.replace_last(cid, stale, expected_event_id="an-event-read-before"),
+        store.replace_tail(cid, 1, [stale], expected_event_id="an-event-read-before"),
         "a replace of a last message that is no longer last",
     )
     expect("changed" in str(err), f"the refusal does not say the history changed: {err}")
-    removed = await store.replace_last(cid, None, reason="removed", expected_event_id=now.event_id)
+    removed = await store.replace_tail(cid, 1, [], reason="removed", expected_event_id=now.event_id)
     expect(removed.messages == 1, f"a removal kept {removed.messages} messages, not 1")
     read = await settled(store, cid)
     assert read.snapshot is not None
     expect([m.text for m in read.snapshot.messages] == ["hello"], "the removal did not remove")
     expect(len(read.events) == 4, f"the log lost or gained events: {len(read.events)} of 4")
-    await store.replace_last(cid, None)
-    await expect_error(OperationRefused, store.replace_last(cid, None), "a removal from nothing")
+    await store.replace_tail(cid, 1, [])
+    await expect_error(OperationRefused, store.replace_tail(cid, 1, []), "a removal from nothing")
 
 
-async def _replace_last_refuses_what_is_not_valid(store: ConversationStore) -> None:
+async def _replace_tail_refuses_what_is_not_valid(store: ConversationStore) -> None:
     cid = new_id("replace-chain")
     await _a_tool_chain(store, cid)
     before = len((await settled(store, cid)).events)
     await expect_error(
-        OperationRefused, store.replace_last(cid, None), "removing a tool result its call awaits"
+        OperationRefused, store.replace_tail(cid, 1, []), "removing a tool result its call awaits"
     )
     talk = SnapshotMessage(role="assistant", text="no result")
     await expect_error(
-        OperationRefused, store.replace_last(cid, talk), "replacing a tool result by another role"
+        OperationRefused,
+        store.replace_tail(cid, 1, [talk]),
+        "replacing a tool result by another role",
     )
     await expect_error(
         InvalidInputError,
-        store.replace_last(cid, "text"),  # type: ignore[arg-type]
-        "a replacement that is not a SnapshotMessage",
+        store.replace_tail(cid, 1, "text"),  # type: ignore[arg-type]
+        "a replacement that is not a list of SnapshotMessage",
     )
     await expect_error(
-        ConversationNotFound, store.replace_last(new_id("none"), None), "a replace of nothing"
+        InvalidInputError, store.replace_tail(cid, 0, []), "a replacement of no message"
+    )
+    await expect_error(
+        ConversationNotFound, store.replace_tail(new_id("none"), 1, []), "a replace of nothing"
     )
     after = len((await settled(store, cid)).events)
     expect(after == before, f"refused replaces appended {after - before} events")
+    chain = (await settled(store, cid)).snapshot
+    assert chain is not None
+    together = [SnapshotMessage(role="assistant", text="rolled a 4")]  # the call with its result
+    replaced = await store.replace_tail(
+        cid, 2, together, expected_event_id=chain.messages[-1].event_id
+    )
+    expect(replaced.messages == 2, f"a call and its result replaced: {replaced.messages} kept")
+    read = await settled(store, cid)
+    assert read.snapshot is not None
+    now = [(m.role, m.text, m.event_id) for m in read.snapshot.messages]
+    first, call = chain.messages[0], chain.messages[1]
+    wanted = [("user", "roll a die", first.event_id), ("assistant", "rolled a 4", call.event_id)]
+    expect(now == wanted, f"after replacing the last two messages: {now}")
 
 
-async def _undo_and_rewind_after_replace_last(store: ConversationStore) -> None:
+async def _undo_and_rewind_after_replace_tail(store: ConversationStore) -> None:
     cid = new_id("replace-undo")
     await _turn(store, cid, "first question", "first answer")
     await _turn(store, cid, "second question", "second answer")
     edited = SnapshotMessage(role="assistant", text="second answer, edited")
-    await store.replace_last(cid, edited)
+    await store.replace_tail(cid, 1, [edited])
     replaced_at = (await settled(store, cid)).events[-1].offset
     await store.append(cid, UserMessage(text="third question"))
     rewound = await store.rewind(cid, replaced_at)
@@ -828,19 +846,19 @@ CHECKS: tuple[Check, ...] = (
         _rewind_inside_a_tool_chain_is_refused,
     ),
     Check(
-        "replace_last",
+        "replace_tail",
         "the last message is replaced or removed, unless the history changed since it was read",
-        _replace_last,
+        _replace_tail,
     ),
     Check(
-        "replace_last_refuses_what_is_not_valid",
+        "replace_tail_refuses_what_is_not_valid",
         "a replace that would leave a history not valid to send is refused",
-        _replace_last_refuses_what_is_not_valid,
+        _replace_tail_refuses_what_is_not_valid,
     ),
     Check(
-        "undo_and_rewind_after_replace_last",
+        "undo_and_rewind_after_replace_tail",
         "undo and rewind work on a history with a replaced message",
-        _undo_and_rewind_after_replace_last,
+        _undo_and_rewind_after_replace_tail,
     ),
     Check(
         "fork_isolation",

@@ -100,7 +100,7 @@ def test_a_rewind_restores_the_history_folded_up_to_its_point(
 
 @settings(max_examples=40, deadline=None)
 @given(conversation_log("c", max_steps=8), st.booleans())
-def test_replace_last_changes_the_last_message_alone_or_nothing(
+def test_replace_tail_changes_the_last_message_alone_or_nothing(
     log: list[tuple[ConversationEvent, LogPosition]], remove: bool
 ) -> None:
     store = _store_with([log], partitions=1, sealed=False)
@@ -109,7 +109,7 @@ def test_replace_last_changes_the_last_message_alone_or_nothing(
         return
     message = None if remove else SnapshotMessage(role="user", text="instead")
     try:
-        replaced = asyncio.run(store.replace_last("c", message))
+        replaced = asyncio.run(store.replace_tail("c", 1, [] if message is None else [message]))
     except (OperationRefused, ConversationNotFound):  # nothing to replace, or not valid after
         assert asyncio.run(store.read("c")).events == before.events
         return
@@ -137,7 +137,7 @@ async def test_a_replace_computed_before_another_write_changes_nothing() -> None
         [new_event("c", UserMessage(text="hello")), new_event("c", UserMessage(text="typo"))]
     )
     with pytest.raises(OperationRefused, match="history since changed"):
-        await store.replace_last("c", SnapshotMessage(role="user", text="fixed"))
+        await store.replace_tail("c", 1, [SnapshotMessage(role="user", text="fixed")])
     snapshot = (await store.read("c")).snapshot
     assert snapshot is not None
     assert [m.text for m in snapshot.messages] == ["hello", "typo", "in between"]

@@ -59,9 +59,11 @@ class AppendsAGroupOneByOne(InMemoryConversationStore):
 class ReplacesWhateverIsLast(InMemoryConversationStore):
     """Replaces the last message without checking it is the one the caller read."""
 
-    async def replace_last(self, conversation_id: str, message: Any, **kw: Any) -> Rewound:
+    async def replace_tail(
+        self, conversation_id: str, count: int, messages: Any, **kw: Any
+    ) -> Rewound:
         kw.pop("expected_event_id", None)
-        return await super().replace_last(conversation_id, message, **kw)
+        return await super().replace_tail(conversation_id, count, messages, **kw)
 
 
 @pytest.mark.parametrize(
@@ -72,7 +74,7 @@ class ReplacesWhateverIsLast(InMemoryConversationStore):
         (AnswersOnAnEmptyHistory, "a_turn_reads_what_came_before_it"),
         (AppendsAGroupOneByOne, "append_all_groups_never_interleave"),
         (AppendsAGroupOneByOne, "append_all_refuses_the_whole_group"),
-        (ReplacesWhateverIsLast, "replace_last"),
+        (ReplacesWhateverIsLast, "replace_tail"),
     ],
 )
 async def test_a_broken_promise_fails_its_check(mutant: type, check: str) -> None:

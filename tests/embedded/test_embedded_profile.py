@@ -71,8 +71,8 @@ GROUP_CHECKS = (
     "append_all_in_order_then_read_after_the_last",
     "append_all_applies_an_event_id_once",
     "append_all_groups_never_interleave",
-    "replace_last",
-    "undo_and_rewind_after_replace_last",
+    "replace_tail",
+    "undo_and_rewind_after_replace_tail",
 )
 
 
