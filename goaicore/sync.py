@@ -74,6 +74,31 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         raise
 
 
+async def on_private_loop(coro: Coroutine[Any, Any, T], *, finish: bool = False) -> T:
+    """Await ``coro`` run on the private loop, from any event loop or thread: for an
+    object the caller may use from several loops (an Agents SDK session is called from
+    ``Runner.run_sync``'s loop and from the caller's), whose connections belong to one.
+    ``finish``: a caller cancelled meanwhile still waits for the outcome (a write is not
+    left half known), then is cancelled, as the SDK's own sessions do."""
+    loop = _background_loop()
+    if asyncio.get_running_loop() is loop:
+        return await coro
+    outcome = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+    if not finish:
+        return await outcome
+    cancelled: asyncio.CancelledError | None = None
+    while not outcome.done():
+        try:
+            await asyncio.wait({outcome})
+        except asyncio.CancelledError as err:
+            cancelled = cancelled or err
+    if cancelled is not None:
+        if not outcome.cancelled():
+            outcome.exception()  # seen: the cancellation is what the caller gets
+        raise cancelled
+    return outcome.result()
+
+
 def run_cleanup(coro: Coroutine[Any, Any, Any], owner: int | None = None) -> None:
     """Run a cleanup on the private loop, waiting for it at most :data:`CLEANUP_WAIT`
     seconds, and never raising: for finalizers and abandoned iterators. Skipped (the
