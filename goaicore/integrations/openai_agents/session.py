@@ -1,0 +1,192 @@
+"""GoaicoreSession: the OpenAI Agents SDK's ``Session`` protocol over a conversation store.
+
+Each call is one of the store port's use cases on the conversation named by the
+session id: ``add_items`` appends the items' events together (one record batch, all
+or none), ``get_items`` reads the folded history (after this session's own last write),
+``pop_item`` and ``clear_session`` are history operations in the log (a
+``ConversationRewound``: nothing is deleted, and replay, undo, fork and erasure keep
+working). Items map to events as :mod:`.items` says.
+
+The store's connections belong to one event loop, and the SDK calls a session from
+several (``Runner.run_sync`` runs its own): every call runs on goaicore's private loop
+(:func:`goaicore.sync.on_private_loop`), so the session works from any loop or thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from goaicore.extras import needs
+from goaicore.fold.fold import history_message
+from goaicore.integrations.openai_agents import items as agent_items
+from goaicore.records import SnapshotMessage, new_event
+from goaicore.records.validation import check_conversation_id
+from goaicore.store.port import Appended, ConversationStore
+from goaicore.sync import on_private_loop, run_cleanup
+
+with needs("agents"):
+    from agents.memory.session_settings import SessionSettings, resolve_session_limit
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem
+
+T = TypeVar("T")
+
+SOURCE = "openai-agents"
+"""The ``source`` of the events a session appends."""
+
+
+class GoaicoreSession:
+    """An Agents SDK session whose history is the goaicore conversation ``session_id``.
+
+    ``store``: any :class:`~goaicore.store.port.ConversationStore` (the in-memory one,
+    one over Kafka, ...); by default one over Kafka from the environment's settings,
+    opened on first use and closed with the session. ``timeout``: how long a call waits
+    for the store workers (e.g. for the fold to apply this session's last write).
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        store: ConversationStore | None = None,
+        *,
+        session_settings: SessionSettings | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.session_id = check_conversation_id(session_id)
+        self.session_settings: SessionSettings | None = session_settings or SessionSettings()
+        self.timeout = timeout
+        self._store = store
+        self._owns_store = store is None
+        self._last: Appended | None = None
+        """This session's last write: reads wait until the fold has applied it."""
+        self._unsure: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        """The items of an add_items that failed and the event ids it sent: the same
+        items added again reuse those ids, which the fold applies once."""
+        self._closed = threading.Event()
+
+    def __repr__(self) -> str:
+        return f"GoaicoreSession({self.session_id!r})"
+
+    # -- the Session protocol
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The history's items, oldest first; the latest ``limit`` of them (None: the
+        session settings' limit; negative: all)."""
+        self._check_open()
+        wanted = resolve_session_limit(limit, self.session_settings)
+        messages = await self._run(self._messages())
+        if wanted == 0:
+            return []
+        found = agent_items.history_items(messages)
+        chosen = found if wanted is None or wanted < 0 else found[-wanted:]
+        return chosen  # type: ignore[return-value]  # dicts in the SDK's item shapes
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append ``items`` together: all or none, in order, nothing between them. Every
+        item is checked first (TypeError: one JSON cannot hold); repeating a call that
+        failed, with the same items, adds none of them twice."""
+        self._check_open()
+        texts = tuple(agent_items.item_json(item) for item in items)
+        if not texts:
+            return
+        bodies = agent_items.bodies(list(items))
+        await self._run(self._add(texts, bodies), finish=True)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Take the most recent item out of the history and return it (None: empty)."""
+        self._check_open()
+        popped = await self._run(self._pop(), finish=True)
+        return popped  # type: ignore[return-value]
+
+    async def clear_session(self) -> None:
+        """Make the history empty: a rewind in the log, which keeps every event."""
+        self._check_open()
+        await self._run(self._clear(), finish=True)
+
+    # -- lifecycle
+
+    def close(self) -> None:
+        """Close the store this session opened (one it was given stays open); idempotent."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        store, self._store = self._store, None
+        if store is not None and self._owns_store:
+            run_cleanup(store.close())
+
+    async def aclose(self) -> None:
+        """:meth:`close`, awaited."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        store, self._store = self._store, None
+        if store is not None and self._owns_store:
+            await on_private_loop(store.close())
+
+    # -- on the private loop
+
+    async def _messages(self) -> tuple[SnapshotMessage, ...]:
+        store = self._opened()
+        found = await store.read(
+            self.session_id, after=self._last, history=False, timeout=self.timeout
+        )
+        snapshot = found.snapshot
+        return () if snapshot is None or snapshot.deleted else snapshot.messages
+
+    async def _add(self, texts: tuple[str, ...], bodies: Sequence[agent_items.Body]) -> None:
+        store = self._opened()
+        ids = self._unsure[1] if self._unsure is not None and self._unsure[0] == texts else ()
+        events = [
+            new_event(self.session_id, body, source=SOURCE, event_id=ids[i] if ids else None)
+            for i, body in enumerate(bodies)
+        ]
+        self._unsure = (texts, tuple(e.event_id for e in events))
+        appended = await store.append_all(self.session_id, events)
+        self._unsure = None
+        self._last = appended[-1]
+
+    async def _pop(self) -> dict[str, Any] | None:
+        store = self._opened()
+        messages = await self._messages()
+        start = agent_items.tail(messages)
+        if start < 0:
+            return None
+        suffix = agent_items.history_items(messages[start:])
+        if not suffix:
+            return None
+        kept = [history_message(body, None) for body in agent_items.bodies(suffix[:-1])]
+        rewound = await store.replace_tail(
+            self.session_id,
+            len(messages) - start,
+            [message for message in kept if message is not None],
+            expected_event_id=messages[-1].event_id,
+            reason="pop_item",
+        )
+        self._last = Appended("", rewound.position)
+        return suffix[-1]
+
+    async def _clear(self) -> None:
+        store = self._opened()
+        if not await self._messages():
+            return
+        rewound = await store.rewind(self.session_id, -1, reason="clear_session")
+        self._last = Appended("", rewound.position)
+
+    def _opened(self) -> ConversationStore:
+        store = self._store
+        if store is None:
+            self._check_open()
+            from goaicore.store.kafka import KafkaConversationStore
+
+            store = self._store = KafkaConversationStore(source=SOURCE)
+        return store
+
+    def _run(self, coro: Coroutine[Any, Any, T], finish: bool = False) -> Coroutine[Any, Any, T]:
+        return on_private_loop(coro, finish=finish)
+
+    def _check_open(self) -> None:
+        if self._closed.is_set():
+            raise RuntimeError(f"{self!r} is closed")
