@@ -40,6 +40,7 @@ SUITE_MODULES: tuple[str, ...] = (
     "goaicore.bench.projection",
     "goaicore.bench.chat",
     "goaicore.bench.streaming",
+    "goaicore.bench.agents_session",
     "goaicore.bench.scale",
 )
 
