@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,31 +21,14 @@ import pytest
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
 from goaicore.integrations.openai_agents import GoaicoreSession
-from goaicore.kafka import ensure_topics
 from goaicore.records import ConversationEvent
 from goaicore.records.types import EventBody
 from goaicore.store.kafka import KafkaConversationStore
 from goaicore.store.memory import InMemoryConversationStore
 from goaicore.store.port import Appended, ConversationStore
 from goaicore.sync import on_private_loop
-from tests.brokers import SessionBroker
-from tests.chat_agent.helpers import ChatWorker, wait_http
 
 StoreFactory = Callable[[], ConversationStore]
-
-
-@pytest.fixture(scope="module")
-def kafka_deployment(
-    kafka_broker: SessionBroker, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Settings]:
-    settings = kafka_broker.settings(tmp_path_factory.mktemp("agents"), "agents")
-    ensure_topics(settings)
-    worker = ChatWorker(settings).start()
-    try:
-        wait_http(worker.url)
-        yield settings
-    finally:
-        worker.stop()
 
 
 @pytest.fixture(params=["memory", pytest.param("kafka", marks=pytest.mark.integration)])
