@@ -1,6 +1,7 @@
 """The Agents SDK's session contract, held by GoaicoreSession over the in-memory store and
 over Apache Kafka (a store worker folding): the latest N items in order, add_items all
-or none, a retried add_items adding nothing twice, concurrent first writes from two
+or none, a retried add_items adding nothing twice, a session stored under a conversation
+id of its own, session settings given as a dict, concurrent first writes from two
 processes serialized, pop_item and clear_session as history operations in the log."""
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agents.memory import SessionSettings
 
 from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
 from goaicore.integrations.openai_agents import GoaicoreSession
 from goaicore.records import ConversationEvent
 from goaicore.records.types import EventBody
+from goaicore.records.validation import InvalidInputError
 from goaicore.store.kafka import KafkaConversationStore
 from goaicore.store.memory import InMemoryConversationStore
 from goaicore.store.port import Appended, ConversationStore
@@ -152,6 +155,40 @@ async def test_concurrent_batches_never_interleave(session: GoaicoreSession) -> 
     await asyncio.gather(session.add_items(first), session.add_items(second))
     items = await session.get_items()
     assert items in ([*first, *second], [*second, *first])
+
+
+async def test_a_session_stored_under_a_conversation_id_of_its_own(
+    store: ConversationStore,
+) -> None:
+    conversation_id = f"agents-{uuid.uuid4().hex[:10]}"
+    named = "a session id no conversation may have: " + "x" * 300
+    session = GoaicoreSession(named, store, conversation_id=conversation_id)
+    assert session.session_id == named  # what the SDK sees (the runs' group id)
+    assert session.conversation_id == conversation_id
+    await session.add_items([user("hello")])
+    logged = await on_private_loop(store.read(conversation_id, snapshot=False))
+    assert [type(e.event.body).__name__ for e in logged.events] == ["UserMessage"]
+    same = GoaicoreSession(conversation_id, store)  # named by the conversation itself
+    assert same.conversation_id == conversation_id
+    assert await same.get_items() == [user("hello")]
+    await session.aclose()
+    await same.aclose()
+    with pytest.raises(InvalidInputError):
+        GoaicoreSession(named, store)
+    with pytest.raises(InvalidInputError):
+        GoaicoreSession("fine", store, conversation_id=" ")
+
+
+def test_session_settings_are_normalised_as_the_sdk_s_sessions_do() -> None:
+    store = InMemoryConversationStore()
+    assert GoaicoreSession("s", store).session_settings == SessionSettings()
+    given = GoaicoreSession("s", store, session_settings={"limit": 0}).session_settings
+    assert isinstance(given, SessionSettings)
+    assert given.limit == 0
+    given = GoaicoreSession("s", store, session_settings=SessionSettings(limit=5)).session_settings
+    assert given == SessionSettings(limit=5)
+    with pytest.raises(TypeError, match="Unknown session settings: limitt"):
+        GoaicoreSession("s", store, session_settings={"limitt": 1})
 
 
 async def test_pop_item_takes_the_last_item_out_as_a_history_operation(

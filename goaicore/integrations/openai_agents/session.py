@@ -1,11 +1,11 @@
 """GoaicoreSession: the OpenAI Agents SDK's ``Session`` protocol over a conversation store.
 
-Each call is one of the store port's use cases on the conversation named by the
-session id: ``add_items`` appends the items' events together (one record batch, all
-or none), ``get_items`` reads the folded history (after this session's own last write),
-``pop_item`` and ``clear_session`` are history operations in the log (a
-``ConversationRewound``: nothing is deleted, and replay, undo, fork and erasure keep
-working). Items map to events as :mod:`.items` says.
+Each call is one of the store port's use cases on the session's conversation (named
+by the session id unless given another): ``add_items`` appends the items' events
+together (one record batch, all or none), ``get_items`` reads the folded history (after
+this session's own last write), ``pop_item`` and ``clear_session`` are history
+operations in the log (a ``ConversationRewound``: nothing is deleted, and replay, undo,
+fork and erasure keep working). Items map to events as :mod:`.items` says.
 
 The store's connections belong to one event loop, and the SDK calls a session from
 several (``Runner.run_sync`` runs its own): every call runs on goaicore's private loop
@@ -27,7 +27,11 @@ from goaicore.store.port import Appended, ConversationStore
 from goaicore.sync import on_private_loop, run_cleanup
 
 with needs("agents"):
-    from agents.memory.session_settings import SessionSettings, resolve_session_limit
+    from agents.memory.session_settings import (
+        SessionSettings,
+        coerce_session_settings,
+        resolve_session_limit,
+    )
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -43,8 +47,12 @@ class GoaicoreSession:
 
     ``store``: any :class:`~goaicore.store.port.ConversationStore` (the in-memory one,
     one over Kafka, ...); by default one over Kafka from the environment's settings,
-    opened on first use and closed with the session. ``timeout``: how long a call waits
-    for the store workers (e.g. for the fold to apply this session's last write).
+    opened on first use and closed with the session. ``session_settings``: the SDK's
+    ``SessionSettings`` or a dict of its fields (TypeError: a field it does not have).
+    ``conversation_id``: the conversation holding the history when it is not named
+    ``session_id`` (the SDK sees ``session_id``, e.g. as the runs' group id; the log
+    holds ``conversation_id``). ``timeout``: how long a call waits for the store workers
+    (e.g. for the fold to apply this session's last write).
     """
 
     def __init__(
@@ -52,11 +60,19 @@ class GoaicoreSession:
         session_id: str,
         store: ConversationStore | None = None,
         *,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+        conversation_id: str | None = None,
         timeout: float = 30.0,
     ) -> None:
-        self.session_id = check_conversation_id(session_id)
-        self.session_settings: SessionSettings | None = session_settings or SessionSettings()
+        self.conversation_id = check_conversation_id(
+            session_id if conversation_id is None else conversation_id
+        )
+        self.session_id = session_id
+        self.session_settings: SessionSettings | None = (
+            SessionSettings()
+            if session_settings is None
+            else coerce_session_settings(session_settings)
+        )
         self.timeout = timeout
         self._store = store
         self._owns_store = store is None
@@ -68,7 +84,9 @@ class GoaicoreSession:
         self._closed = threading.Event()
 
     def __repr__(self) -> str:
-        return f"GoaicoreSession({self.session_id!r})"
+        if self.conversation_id == self.session_id:
+            return f"GoaicoreSession({self.session_id!r})"
+        return f"GoaicoreSession({self.session_id!r}, conversation_id={self.conversation_id!r})"
 
     # -- the Session protocol
 
@@ -131,7 +149,7 @@ class GoaicoreSession:
     async def _messages(self) -> tuple[SnapshotMessage, ...]:
         store = self._opened()
         found = await store.read(
-            self.session_id, after=self._last, history=False, timeout=self.timeout
+            self.conversation_id, after=self._last, history=False, timeout=self.timeout
         )
         snapshot = found.snapshot
         return () if snapshot is None or snapshot.deleted else snapshot.messages
@@ -140,11 +158,11 @@ class GoaicoreSession:
         store = self._opened()
         ids = self._unsure[1] if self._unsure is not None and self._unsure[0] == texts else ()
         events = [
-            new_event(self.session_id, body, source=SOURCE, event_id=ids[i] if ids else None)
+            new_event(self.conversation_id, body, source=SOURCE, event_id=ids[i] if ids else None)
             for i, body in enumerate(bodies)
         ]
         self._unsure = (texts, tuple(e.event_id for e in events))
-        appended = await store.append_all(self.session_id, events)
+        appended = await store.append_all(self.conversation_id, events)
         self._unsure = None
         self._last = appended[-1]
 
@@ -159,7 +177,7 @@ class GoaicoreSession:
             return None
         kept = [history_message(body, None) for body in agent_items.bodies(suffix[:-1])]
         rewound = await store.replace_tail(
-            self.session_id,
+            self.conversation_id,
             len(messages) - start,
             [message for message in kept if message is not None],
             expected_event_id=messages[-1].event_id,
@@ -172,7 +190,7 @@ class GoaicoreSession:
         store = self._opened()
         if not await self._messages():
             return
-        rewound = await store.rewind(self.session_id, -1, reason="clear_session")
+        rewound = await store.rewind(self.conversation_id, -1, reason="clear_session")
         self._last = Appended("", rewound.position)
 
     def _opened(self) -> ConversationStore:
