@@ -1,8 +1,10 @@
 """The Agents SDK's session contract, held by GoaicoreSession over the in-memory store and
 over Apache Kafka (a store worker folding): the latest N items in order, add_items all
-or none, a retried add_items adding nothing twice, a session stored under a conversation
-id of its own, session settings given as a dict, concurrent first writes from two
-processes serialized, pop_item and clear_session as history operations in the log."""
+or none, a retried add_items adding nothing twice, concurrent calls on one session (the
+same items twice, acknowledgements out of order, one of them failing), a session stored
+under a conversation id of its own, session settings given as a dict, concurrent first
+writes from two processes serialized, pop_item and clear_session as history operations
+in the log."""
 
 from __future__ import annotations
 
@@ -155,6 +157,90 @@ async def test_concurrent_batches_never_interleave(session: GoaicoreSession) -> 
     await asyncio.gather(session.add_items(first), session.add_items(second))
     items = await session.get_items()
     assert items in ([*first, *second], [*second, *first])
+
+
+class Overlapping:
+    """A store whose append_all calls overlap: each waits a moment, lands, then the
+    first one waits longer before it returns (its acknowledgement arrives last), and
+    with ``fail_first`` raises instead, as one lost on the way back would."""
+
+    def __init__(self, store: ConversationStore, *, fail_first: bool = False) -> None:
+        self.store = store
+        self.fail_first = fail_first
+        self.calls = 0
+        self.landed: list[Appended] = []
+        self.reads_after: list[Appended | None] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def append_all(
+        self, conversation_id: str, events: Sequence[ConversationEvent | EventBody]
+    ) -> list[Appended]:
+        self.calls += 1
+        first = self.calls == 1
+        await asyncio.sleep(0.02)  # every call of a gather is on its way
+        appended = await self.store.append_all(conversation_id, events)
+        self.landed.append(appended[-1])
+        if first:
+            await asyncio.sleep(0.3)
+            if self.fail_first:
+                raise ConnectionError("the acknowledgement was lost")
+        return appended
+
+    async def read(self, conversation_id: str, **options: Any) -> Any:
+        self.reads_after.append(options.get("after"))
+        return await self.store.read(conversation_id, **options)
+
+
+@pytest.fixture
+async def overlapping(store: ConversationStore) -> AsyncIterator[GoaicoreSession]:
+    opened = GoaicoreSession(f"agents-{uuid.uuid4().hex[:10]}", Overlapping(store))  # type: ignore[arg-type]
+    yield opened
+    await opened.aclose()
+
+
+def _overlapping(session: GoaicoreSession) -> Overlapping:
+    store = session._store
+    assert isinstance(store, Overlapping)
+    return store
+
+
+async def test_concurrent_calls_adding_the_same_items_both_add_them(
+    overlapping: GoaicoreSession,
+) -> None:
+    yes = [user("yes")]
+    await asyncio.gather(overlapping.add_items(yes), overlapping.add_items(yes))
+    assert await overlapping.get_items() == [user("yes"), user("yes")]
+
+
+async def test_a_read_waits_for_the_furthest_write_whichever_call_ends_last(
+    overlapping: GoaicoreSession,
+) -> None:
+    await asyncio.gather(overlapping.add_items([user("a")]), overlapping.add_items([user("b")]))
+    store = _overlapping(overlapping)
+    assert await overlapping.get_items() == [user("a"), user("b")]
+    furthest = max(store.landed, key=lambda appended: appended.position.offset)
+    assert store.landed[-1] == furthest  # the first call landed first but ended last
+    assert store.reads_after[-1] == furthest
+
+
+async def test_a_failed_add_items_retried_after_another_call_adds_nothing_twice(
+    store: ConversationStore,
+) -> None:
+    flaky = Overlapping(store, fail_first=True)
+    session = GoaicoreSession(f"agents-{uuid.uuid4().hex[:10]}", flaky)  # type: ignore[arg-type]
+    try:
+        batch = [user("roll"), *step("c1", "2")]
+        failed, added = await asyncio.gather(
+            session.add_items(batch), session.add_items([user("meanwhile")]), return_exceptions=True
+        )
+        assert isinstance(failed, ConnectionError)
+        assert added is None
+        await session.add_items(batch)  # the caller retries: the same items
+        assert await session.get_items() == [*batch, user("meanwhile")]
+    finally:
+        await session.aclose()
 
 
 async def test_a_session_stored_under_a_conversation_id_of_its_own(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from goaicore.extras import needs
 from goaicore.fold.fold import history_message
 from goaicore.integrations.openai_agents import items as agent_items
-from goaicore.records import SnapshotMessage, new_event
+from goaicore.records import SnapshotMessage, TopicPosition, new_event
 from goaicore.records.validation import check_conversation_id
 from goaicore.store.port import Appended, ConversationStore
 from goaicore.sync import on_private_loop, run_cleanup
@@ -77,10 +77,10 @@ class GoaicoreSession:
         self._store = store
         self._owns_store = store is None
         self._last: Appended | None = None
-        """This session's last write: reads wait until the fold has applied it."""
+        """This session's furthest write in the log: reads wait until the fold has applied it."""
         self._unsure: tuple[tuple[str, ...], tuple[str, ...]] | None = None
-        """The items of an add_items that failed and the event ids it sent: the same
-        items added again reuse those ids, which the fold applies once."""
+        """The items of the last add_items that failed and the event ids it sent: the
+        same items added again reuse those ids, which the fold applies once."""
         self._closed = threading.Event()
 
     def __repr__(self) -> str:
@@ -156,15 +156,22 @@ class GoaicoreSession:
 
     async def _add(self, texts: tuple[str, ...], bodies: Sequence[agent_items.Body]) -> None:
         store = self._opened()
-        ids = self._unsure[1] if self._unsure is not None and self._unsure[0] == texts else ()
+        unsure = self._unsure
+        ids: tuple[str, ...] = ()
+        if unsure is not None and unsure[0] == texts:  # a retry of the call that failed
+            ids, self._unsure = unsure[1], None
         events = [
             new_event(self.conversation_id, body, source=SOURCE, event_id=ids[i] if ids else None)
             for i, body in enumerate(bodies)
         ]
-        self._unsure = (texts, tuple(e.event_id for e in events))
-        appended = await store.append_all(self.conversation_id, events)
-        self._unsure = None
-        self._last = appended[-1]
+        try:
+            appended = await store.append_all(self.conversation_id, events)
+        except BaseException:
+            self._unsure = (texts, tuple(e.event_id for e in events))
+            raise
+        if self._unsure is unsure:  # no call failed meanwhile: the retry's moment has passed
+            self._unsure = None
+        self._wrote(appended[-1])
 
     async def _pop(self) -> dict[str, Any] | None:
         store = self._opened()
@@ -183,7 +190,7 @@ class GoaicoreSession:
             expected_event_id=messages[-1].event_id,
             reason="pop_item",
         )
-        self._last = Appended("", rewound.position)
+        self._wrote(Appended("", rewound.position))
         return suffix[-1]
 
     async def _clear(self) -> None:
@@ -191,7 +198,14 @@ class GoaicoreSession:
         if not await self._messages():
             return
         rewound = await store.rewind(self.conversation_id, -1, reason="clear_session")
-        self._last = Appended("", rewound.position)
+        self._wrote(Appended("", rewound.position))
+
+    def _wrote(self, last: Appended) -> None:
+        """Remember a write for reads to wait for: the furthest in the log, whichever of
+        several concurrent calls ends last."""
+        known = self._last
+        if known is None or _behind(known.position, last.position):
+            self._last = last
 
     def _opened(self) -> ConversationStore:
         store = self._store
@@ -208,3 +222,11 @@ class GoaicoreSession:
     def _check_open(self) -> None:
         if self._closed.is_set():
             raise RuntimeError(f"{self!r} is closed")
+
+
+def _behind(known: TopicPosition, new: TopicPosition) -> bool:
+    """Whether ``known`` is not past ``new`` in the log (in another topic or partition,
+    which cannot be compared: the newer call's is taken)."""
+    if (known.topic, known.partition) != (new.topic, new.partition):
+        return True
+    return known.offset <= new.offset
