@@ -1,10 +1,11 @@
 """The Agents SDK's session contract, held by GoaicoreSession over the in-memory store and
 over Apache Kafka (a store worker folding): the latest N items in order, add_items all
 or none, a retried add_items adding nothing twice, concurrent calls on one session (the
-same items twice, acknowledgements out of order, one of them failing), a session stored
-under a conversation id of its own, session settings given as a dict, concurrent first
-writes from two processes serialized, pop_item and clear_session as history operations
-in the log."""
+same items twice, acknowledgements out of order, one of them failing), a write cancelled
+once it reached the log, a closed session refusing every call, a session stored under a
+conversation id of its own, session settings given as a dict, concurrent first writes
+from two processes serialized, pop_item and clear_session as history operations in the
+log."""
 
 from __future__ import annotations
 
@@ -241,6 +242,97 @@ async def test_a_failed_add_items_retried_after_another_call_adds_nothing_twice(
         assert await session.get_items() == [*batch, user("meanwhile")]
     finally:
         await session.aclose()
+
+
+class PausesAfterWriting:
+    """A store whose next write (an append, a rewind) reaches the log and then waits
+    for ``release``, so the caller can be cancelled with the outcome already decided."""
+
+    def __init__(self, store: ConversationStore) -> None:
+        self.store = store
+        self.armed = False
+        self.written = threading.Event()
+        self.release = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def _pause(self) -> None:
+        if self.armed:
+            self.armed = False
+            self.written.set()
+            await asyncio.to_thread(self.release.wait, 10)
+
+    async def append_all(self, conversation_id: str, events: Any) -> list[Appended]:
+        appended = await self.store.append_all(conversation_id, events)
+        await self._pause()
+        return appended
+
+    async def replace_tail(self, conversation_id: str, *args: Any, **options: Any) -> Any:
+        rewound = await self.store.replace_tail(conversation_id, *args, **options)
+        await self._pause()
+        return rewound
+
+    async def rewind(self, conversation_id: str, *args: Any, **options: Any) -> Any:
+        rewound = await self.store.rewind(conversation_id, *args, **options)
+        await self._pause()
+        return rewound
+
+
+@pytest.mark.parametrize("operation", ["add", "pop", "clear"])
+async def test_a_write_cancelled_after_it_reached_the_log_is_cancelled_once_known(
+    store: ConversationStore, operation: str
+) -> None:
+    paused = PausesAfterWriting(store)
+    session = GoaicoreSession(f"agents-{uuid.uuid4().hex[:10]}", paused)
+    item = user("once")
+    try:
+        if operation != "add":
+            await session.add_items([item])
+        paused.armed = True
+        calls = {
+            "add": lambda: session.add_items([item]),
+            "pop": session.pop_item,
+            "clear": session.clear_session,
+        }
+        mutation: asyncio.Task[Any] = asyncio.create_task(calls[operation]())
+        try:
+            assert await asyncio.to_thread(paused.written.wait, 10)
+            mutation.cancel()
+            await asyncio.sleep(0)
+            mutation.cancel()
+            await asyncio.sleep(0.05)
+            assert not mutation.done()  # waiting for the outcome, not abandoning it
+            paused.release.set()
+            with pytest.raises(asyncio.CancelledError):
+                await mutation
+        finally:
+            paused.release.set()
+        assert mutation.cancelled()
+        assert await session.get_items() == ([item] if operation == "add" else [])
+    finally:
+        await session.aclose()
+
+
+async def test_a_closed_session_refuses_every_call(store: ConversationStore) -> None:
+    session = GoaicoreSession(f"agents-{uuid.uuid4().hex[:10]}", store)
+    await session.add_items([user("kept")])
+    session.close()
+    session.close()  # again: nothing to do
+    calls = [
+        session.get_items(),
+        session.add_items([]),  # the empty add, which writes nothing, is refused too
+        session.add_items([user("late")]),
+        session.pop_item(),
+        session.clear_session(),
+    ]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="is closed"):
+            await call
+    await session.aclose()
+    reopened = GoaicoreSession(session.session_id, store)
+    assert await reopened.get_items() == [user("kept")]  # the store it was given stays open
+    await reopened.aclose()
 
 
 async def test_a_session_stored_under_a_conversation_id_of_its_own(
