@@ -26,34 +26,41 @@ factory but ``SQLiteSession`` itself (or a subclass), which keeps those internal
 it they run, and must pass. ``python -m goaicore.testing.agents_sdk_suite`` prints the
 table.
 
-``sqlite_session`` (the SDK's ``SQLiteSession``, the self-check) and ``memory_session``
-(:class:`MemorySession`, a list in memory: the reference for a backend that is not
-SQLite) are factories of this module.
+Factories of this module: ``sqlite_session`` (the SDK's ``SQLiteSession``, the
+self-check), ``goaicore_memory_session`` and ``goaicore_kafka_session`` (a
+:class:`~goaicore.integrations.openai_agents.GoaicoreSession` over the in-memory store,
+or over Kafka from the environment's settings, with a store worker folding).
 """
 
 from __future__ import annotations
 
-import contextlib
+import atexit
+import hashlib
 import importlib
 import importlib.util
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import threading
+import uuid
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agents import SQLiteSession
-from agents.items import TResponseInputItem
-from agents.memory import Session, SessionABC, SessionSettings
-from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
+from agents.memory import Session, SessionSettings
+
+from goaicore.config import Settings
+from goaicore.integrations.openai_agents import SOURCE, GoaicoreSession
+from goaicore.records.validation import InvalidInputError, check_conversation_id
+from goaicore.store.memory import InMemoryConversationStore
+from goaicore.store.port import ConversationStore
+from goaicore.sync import run_cleanup
 
 FACTORY_ENV = "GOAICORE_AGENTS_SESSION_FACTORY"
 PLUGIN = "goaicore.testing.agents_sdk_suite"  # this module, as `pytest -p` loads it
@@ -63,7 +70,8 @@ SESSION_TEST_FILES = (
     "tests/memory/test_session_persistence_sanitize.py",
 )
 SQLITE_SELF_CHECK = f"{PLUGIN}:sqlite_session"
-MEMORY_REFERENCE = f"{PLUGIN}:memory_session"
+GOAICORE_MEMORY = f"{PLUGIN}:goaicore_memory_session"
+GOAICORE_KAFKA = f"{PLUGIN}:goaicore_kafka_session"
 
 SessionFactory = Callable[..., Session]
 """Called as the SDK's tests call ``SQLiteSession``: ``(session_id, *args, **kwargs)``."""
@@ -141,67 +149,105 @@ sqlite_session = SQLiteSession
 """The self-check factory: the SDK's ``SQLiteSession`` itself, with which every test passes."""
 
 
-class MemorySession(SessionABC):
-    """A session in a list, each item kept as JSON (as a store would write it).
+def sdk_conversation_id(
+    session_id: str,
+    db_path: str | Path = ":memory:",
+    sessions_table: str = "agent_sessions",
+    messages_table: str = "agent_messages",
+) -> str:
+    """The goaicore conversation a session of the SDK's tests is kept in: one per
+    database (``db_path`` and its tables) and session id, as SQLite keeps them.
 
-    The reference for a backend that is not SQLite: ``db_path`` is ignored and each
-    instance starts empty. Thread-safe, usable from any event loop, and refusing use
-    once closed.
+    The tests reuse session ids (``session_1``...) with a new ``db_path`` each, and open
+    two sessions on one ``db_path``: the id names this process's run (a token), the
+    database (a hash) and the session. ``":memory:"`` is a database of its own at each
+    call, as SQLite's is. A session id that would make no valid conversation id (too
+    long, blank) is hashed too.
     """
-
-    def __init__(
-        self,
-        session_id: str,
-        db_path: str | Path = ":memory:",
-        *,
-        session_settings: SessionSettings | dict[str, Any] | None = None,
-    ) -> None:
-        self.session_id = session_id
-        self.session_settings = (
-            coerce_session_settings(session_settings)
-            if session_settings is not None
-            else SessionSettings()
-        )
-        self._items: list[str] = []
-        self._lock = threading.Lock()
-        self._closed = False
-
-    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        count = resolve_session_limit(limit, self.session_settings)
-        with self._open():
-            kept = list(self._items)
-        if count is not None:
-            kept = kept[max(0, len(kept) - count) :] if count > 0 else []
-        return [json.loads(item) for item in kept]
-
-    async def add_items(self, items: list[TResponseInputItem]) -> None:
-        encoded = [json.dumps(item) for item in items]  # all or nothing
-        with self._open():
-            self._items.extend(encoded)
-
-    async def pop_item(self) -> TResponseInputItem | None:
-        with self._open():
-            last = self._items.pop() if self._items else None
-        return None if last is None else json.loads(last)
-
-    async def clear_session(self) -> None:
-        with self._open():
-            self._items.clear()
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-
-    @contextlib.contextmanager
-    def _open(self) -> Iterator[None]:
-        with self._lock:
-            if self._closed:
-                raise RuntimeError(f"MemorySession {self.session_id!r} is closed")
-            yield
+    if str(db_path) == ":memory:":
+        database = f":memory:{uuid.uuid4().hex}"
+    else:
+        database = os.path.abspath(os.fspath(db_path))
+    key = hashlib.sha1(f"{database}\0{sessions_table}\0{messages_table}".encode()).hexdigest()
+    prefix = f"sdk-{_RUN}-{key[:8]}"
+    try:
+        return check_conversation_id(f"{prefix}-{session_id}")
+    except InvalidInputError:
+        named = hashlib.sha1(repr(session_id).encode()).hexdigest()
+        return f"{prefix}-h{named[:16]}"
 
 
-memory_session = MemorySession
-"""The reference factory for a backend that is not SQLite."""
+_RUN = uuid.uuid4().hex[:8]
+"""This process's token in the conversation ids its sessions use."""
+
+
+def _sdk_session(
+    store: ConversationStore,
+    session_id: str,
+    db_path: str | Path,
+    sessions_table: str,
+    messages_table: str,
+    session_settings: SessionSettings | dict[str, Any] | None,
+) -> GoaicoreSession:
+    return GoaicoreSession(
+        session_id,
+        store,
+        session_settings=session_settings,
+        conversation_id=sdk_conversation_id(session_id, db_path, sessions_table, messages_table),
+    )
+
+
+def goaicore_memory_session(
+    session_id: str,
+    db_path: str | Path = ":memory:",
+    sessions_table: str = "agent_sessions",
+    messages_table: str = "agent_messages",
+    session_settings: SessionSettings | dict[str, Any] | None = None,
+) -> GoaicoreSession:
+    """A :class:`GoaicoreSession` over this process's in-memory store, called as
+    ``SQLiteSession`` is (the same parameters; the database is the conversation id's:
+    :func:`sdk_conversation_id`)."""
+    store = _shared_store("memory", InMemoryConversationStore)
+    return _sdk_session(
+        store, session_id, db_path, sessions_table, messages_table, session_settings
+    )
+
+
+def goaicore_kafka_session(
+    session_id: str,
+    db_path: str | Path = ":memory:",
+    sessions_table: str = "agent_sessions",
+    messages_table: str = "agent_messages",
+    session_settings: SessionSettings | dict[str, Any] | None = None,
+) -> GoaicoreSession:
+    """A :class:`GoaicoreSession` over Apache Kafka, as :func:`goaicore_memory_session`:
+    one ``KafkaConversationStore`` per process, from the environment's settings
+    (``run_sdk_session_suite(..., env=settings_env(settings))``); a store worker on
+    that deployment must fold its events."""
+
+    def open_kafka() -> ConversationStore:
+        from goaicore.store.kafka import KafkaConversationStore
+
+        return KafkaConversationStore(Settings(), source=SOURCE)
+
+    store = _shared_store("kafka", open_kafka)
+    return _sdk_session(
+        store, session_id, db_path, sessions_table, messages_table, session_settings
+    )
+
+
+_stores: dict[str, ConversationStore] = {}
+_stores_lock = threading.Lock()
+
+
+def _shared_store(kind: str, open_store: Callable[[], ConversationStore]) -> ConversationStore:
+    """This process's store of ``kind``, opened on first use and closed as it exits."""
+    with _stores_lock:
+        store = _stores.get(kind)
+        if store is None:
+            store = _stores[kind] = open_store()
+            atexit.register(lambda: run_cleanup(store.close()))
+        return store
 
 
 def load_factory(spec: str) -> SessionFactory:
