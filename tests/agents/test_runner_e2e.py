@@ -1,18 +1,30 @@
 """The Agents SDK's Runner over a session, end to end on the local Responses API server.
 
-Today the session is the SDK's SQLiteSession in memory; a goaicore session is one more
-row of SESSIONS.
+The sessions: the SDK's SQLiteSession in memory, and GoaicoreSession over the in-memory
+store and over Apache Kafka (a store worker folding). A goaicore session's conversation
+holds the turns as UserMessage, AssistantTurn and ToolResult events whose raw JSON is
+the items the session gives back, byte for byte.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import pytest
 from agents import SQLiteSession
 from agents.items import TResponseInputItem
 from agents.memory import Session
 
+from goaicore.config import Settings
+from goaicore.integrations.openai_agents import SOURCE, GoaicoreSession
+from goaicore.records import AssistantTurn, ToolResult, UserMessage
+from goaicore.store.kafka import KafkaConversationStore
+from goaicore.store.memory import InMemoryConversationStore
+from goaicore.store.port import ConversationStore
+from goaicore.sync import on_private_loop
 from goaicore.testing.agents_runner import (
     ANSWER,
     FOLLOW_UP,
@@ -22,8 +34,10 @@ from goaicore.testing.agents_runner import (
     digest,
 )
 
-SESSIONS: list[object] = [
-    pytest.param(lambda: SQLiteSession("e2e"), id="sqlite-memory"),
+SESSIONS = [
+    pytest.param("sqlite-memory", id="sqlite-memory"),
+    pytest.param("goaicore-memory", id="goaicore-memory"),
+    pytest.param("goaicore-kafka", id="goaicore-kafka", marks=pytest.mark.integration),
 ]
 MODES = [
     pytest.param(("run", "run"), id="run"),
@@ -33,12 +47,38 @@ MODES = [
 ]
 
 
-@pytest.mark.parametrize("make_session", SESSIONS)
+@dataclass
+class Opened:
+    session: Session
+    store: ConversationStore | None = None
+    """A goaicore session's store, where its conversation's events are read."""
+
+
+@pytest.fixture(params=SESSIONS)
+async def opened(request: pytest.FixtureRequest) -> AsyncIterator[Opened]:
+    if request.param == "sqlite-memory":
+        sqlite = SQLiteSession("e2e")
+        yield Opened(sqlite)
+        sqlite.close()
+        return
+    if request.param == "goaicore-memory":
+        store: ConversationStore = InMemoryConversationStore()
+    else:
+        deployment: Settings = request.getfixturevalue("kafka_deployment")
+        store = KafkaConversationStore(deployment, source=SOURCE)
+    session = GoaicoreSession(f"e2e-{uuid.uuid4().hex[:10]}", store)
+    try:
+        yield Opened(session, store)
+    finally:
+        await session.aclose()
+        await on_private_loop(store.close())
+
+
 @pytest.mark.parametrize("modes", MODES)
 async def test_two_turns_with_a_tool_over_the_session(
-    make_session: Callable[[], Session], modes: tuple[RunMode, RunMode]
+    opened: Opened, modes: tuple[RunMode, RunMode]
 ) -> None:
-    report = await check_agent_turns(make_session(), modes=modes)
+    report = await check_agent_turns(opened.session, modes=modes)
 
     assert report.final_outputs == [ANSWER, FOLLOW_UP]
     assert len(report.requests) == 3
@@ -55,6 +95,47 @@ async def test_two_turns_with_a_tool_over_the_session(
     assert [item.get("role") for item in turn_2_input] == ["user", None, None, "assistant", "user"]
     assert turn_2_input[:4] == report.items[:4]
     assert len(report.items) == 6
+    if opened.store is not None:
+        assert isinstance(opened.session, GoaicoreSession)
+        await _check_the_log(opened.store, opened.session.conversation_id, report.items)
+
+
+async def _check_the_log(
+    store: ConversationStore, conversation_id: str, items: list[TResponseInputItem]
+) -> None:
+    """The conversation's events are the turns' items, each event's raw JSON the JSON of
+    its items as ``get_items`` returns them: a user message, the model's function call,
+    the tool's output, the model's answer; the next user message, the model's answer."""
+    logged = await on_private_loop(store.read(conversation_id, snapshot=False))
+    bodies = [entry.event.body for entry in logged.events]
+    kinds = [type(body) for body in bodies]
+    assert kinds == [
+        UserMessage,
+        AssistantTurn,
+        ToolResult,
+        AssistantTurn,
+        UserMessage,
+        AssistantTurn,
+    ]
+    assert {entry.event.source for entry in logged.events} == {SOURCE}
+    at = 0
+    for body in bodies:
+        assert isinstance(body, UserMessage | AssistantTurn | ToolResult)
+        assert body.raw_json is not None
+        if isinstance(body, AssistantTurn):
+            count = len(json.loads(body.raw_json)["output"])
+            expected = json.dumps({"output": items[at : at + count]}, ensure_ascii=False)
+        else:
+            count = 1
+            expected = json.dumps(items[at], ensure_ascii=False)
+        assert body.raw_json == expected
+        at += count
+    assert at == len(items)
+    call, result = bodies[1], bodies[2]  # the neutral view beside the raw items
+    assert isinstance(call, AssistantTurn)
+    assert isinstance(result, ToolResult)
+    assert [(c.id, c.name) for c in call.tool_calls] == [(result.tool_call_id, "get_score")]
+    assert result.name == "get_score"
 
 
 async def test_a_session_that_forgets_is_named() -> None:
