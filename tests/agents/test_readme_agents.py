@@ -4,39 +4,20 @@ local Responses API server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from goaicore.config import Settings
-from goaicore.kafka import ensure_topics
 from goaicore.store.kafka import KafkaConversationStore
 from goaicore.sync import run_sync
 from goaicore.testing import ResponsesServer
-from tests.brokers import SessionBroker
-from tests.chat_agent.helpers import ChatWorker, wait_http
 from tests.readme import run_blocks
 from tests.store.workers import worker_env
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def deployment(
-    kafka_broker: SessionBroker, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Settings]:
-    settings = kafka_broker.settings(tmp_path_factory.mktemp("agents-readme"), "agentsreadme")
-    ensure_topics(settings)
-    worker = ChatWorker(settings).start()
-    try:
-        wait_http(worker.url)
-        yield settings
-    finally:
-        worker.stop()
-
-
 def test_the_agents_sdk_quick_start_runs_as_written(
-    deployment: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    kafka_deployment: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with ResponsesServer() as model:
         model.reply(tool_calls=[("call_1", "roll", {"sides": 20})])
@@ -44,7 +25,7 @@ def test_the_agents_sdk_quick_start_runs_as_written(
         model.reply(tool_calls=[("call_2", "roll", {"sides": 20})])
         model.reply("This time, a 3.")
         env = {
-            **worker_env(deployment),
+            **worker_env(kafka_deployment),
             "OPENAI_BASE_URL": model.base_url,
             "OPENAI_API_KEY": "test-key",
             "OPENAI_AGENTS_DISABLE_TRACING": "1",
@@ -59,7 +40,7 @@ def test_the_agents_sdk_quick_start_runs_as_written(
     kinds = [item.get("type", item.get("role")) for item in second["input"]]
     assert kinds[:5] == ["user", "function_call", "function_call_output", "message", "user"]
 
-    store = KafkaConversationStore(deployment)
+    store = KafkaConversationStore(kafka_deployment)
     try:
         logged = run_sync(store.read("player-42", snapshot=False))
     finally:
