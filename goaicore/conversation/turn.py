@@ -14,13 +14,14 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from goaicore.conversation.compaction.asking import compacted
 from goaicore.conversation.compaction.protocol import (
     CompactionReason,
     CompactionRequest,
     Compactor,
     RequestCompactor,
 )
-from goaicore.conversation.compaction.record import CompactionOutcome, CompactionRecord, diff_record
+from goaicore.conversation.compaction.record import CompactionRecord
 from goaicore.conversation.compaction.tokens import DEFAULT_COUNTER
 from goaicore.conversation.errors import (
     ChatError,
@@ -159,35 +160,20 @@ async def run_turn(
         nonlocal messages, compactions
         if compactor is None:
             return False
-        if isinstance(compactor, RequestCompactor):
-            request = CompactionRequest(
-                tuple(messages),
-                provider.name,
-                reason,
-                system=system,
-                tools=tuple(tools),
-                reported_prompt_tokens=reported,
-                reported_message_count=reported_count,
-            )
-            result = compactor.compact_request(request)
-        else:
-            result = compactor.compact(messages, provider=provider.name, reason=reason)
-        if inspect.isawaitable(result):
-            result = await result
-        if result is None:
+        request = CompactionRequest(
+            tuple(messages),
+            provider.name,
+            reason,
+            system=system,
+            tools=tuple(tools),
+            reported_prompt_tokens=reported,
+            reported_message_count=reported_count,
+        )
+        answer = await compacted(compactor, request)
+        if answer is None:
             return False
-        record: CompactionRecord | None
-        if isinstance(result, CompactionOutcome):
-            compacted, record = list(result.messages), result.record
-        else:
-            compacted = list(result)
-            record = diff_record(messages, compacted)
-            if record is None and compacted != messages:
-                log.warning(
-                    "a compaction without a record cannot be replayed from an event log",
-                    extra={"goaicore_event": "compaction_without_record"},
-                )
-        messages = compacted
+        shorter, record = answer
+        messages = shorter
         compactions += 1
         if record is not None:
             records.append(record)

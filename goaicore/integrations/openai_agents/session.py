@@ -5,7 +5,9 @@ by the session id unless given another): ``add_items`` appends the items' events
 together (one record batch, all or none), ``get_items`` reads the folded history (after
 this session's own last write), ``pop_item`` and ``clear_session`` are history
 operations in the log (a ``ConversationRewound``: nothing is deleted, and replay, undo,
-fork and erasure keep working). Items map to events as :mod:`.items` says.
+fork and erasure keep working), and the SDK's compaction hook (``run_compaction``) runs a
+goaicore compactor, recorded as a ``CompactionApplied``. Items map to events as
+:mod:`.items` says.
 
 The store's connections belong to one event loop, and the SDK calls a session from
 several (``Runner.run_sync`` runs its own): every call runs on goaicore's private loop
@@ -15,12 +17,21 @@ several (``Runner.run_sync`` runs its own): every call runs on goaicore's privat
 from __future__ import annotations
 
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from goaicore.conversation.compaction.asking import compacted
+from goaicore.conversation.compaction.protocol import (
+    CompactionRequest,
+    Compactor,
+    RequestCompactor,
+)
+from goaicore.conversation.compaction.wire import to_compaction_applied
+from goaicore.conversation.snapshot_messages import to_chat_messages
 from goaicore.extras import needs
 from goaicore.fold.fold import history_message
 from goaicore.integrations.openai_agents import items as agent_items
+from goaicore.integrations.openai_agents.items import PROVIDER
 from goaicore.records import SnapshotMessage, TopicPosition, new_event
 from goaicore.records.validation import check_conversation_id
 from goaicore.store.port import Appended, ConversationStore
@@ -51,8 +62,10 @@ class GoaicoreSession:
     ``SessionSettings`` or a dict of its fields (TypeError: a field it does not have).
     ``conversation_id``: the conversation holding the history when it is not named
     ``session_id`` (the SDK sees ``session_id``, e.g. as the runs' group id; the log
-    holds ``conversation_id``). ``timeout``: how long a call waits for the store workers
-    (e.g. for the fold to apply this session's last write).
+    holds ``conversation_id``). ``compactor``: what the SDK's compaction hook runs (e.g.
+    a :class:`~goaicore.conversation.compaction.TriggeredCompactor`); None: the hook does
+    nothing. ``timeout``: how long a call waits for the store workers (e.g. for the fold
+    to apply this session's last write).
     """
 
     def __init__(
@@ -62,6 +75,7 @@ class GoaicoreSession:
         *,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         conversation_id: str | None = None,
+        compactor: Compactor | RequestCompactor | None = None,
         timeout: float = 30.0,
     ) -> None:
         self.conversation_id = check_conversation_id(
@@ -73,6 +87,7 @@ class GoaicoreSession:
             if session_settings is None
             else coerce_session_settings(session_settings)
         )
+        self.compactor = compactor
         self.timeout = timeout
         self._store = store
         self._owns_store = store is None
@@ -123,6 +138,17 @@ class GoaicoreSession:
         """Make the history empty: a rewind in the log, which keeps every event."""
         self._check_open()
         await self._run(self._clear(), finish=True)
+
+    async def run_compaction(self, args: Mapping[str, Any] | None = None) -> None:
+        """The SDK's compaction hook, which its runner calls after a model response: the
+        session's compactor (none: nothing happens) shortens the history with one
+        ``CompactionApplied`` event, keeping whole tool steps and a reasoning item with
+        its call; ``get_items`` then returns the shorter history and the log keeps every
+        item. ``args`` (the response id, ``force``) ask about the Responses API's own
+        compaction, which this does not call."""
+        self._check_open()
+        if self.compactor is not None:
+            await self._run(self._compact(self.compactor), finish=True)
 
     # -- lifecycle
 
@@ -192,6 +218,22 @@ class GoaicoreSession:
         )
         self._wrote(Appended("", rewound.position))
         return suffix[-1]
+
+    async def _compact(self, compactor: Compactor | RequestCompactor) -> None:
+        store = self._opened()
+        found = await store.read(
+            self.conversation_id, after=self._last, history=False, timeout=self.timeout
+        )
+        snapshot = found.snapshot
+        if snapshot is None or snapshot.deleted or not snapshot.messages:
+            return
+        request = CompactionRequest(tuple(to_chat_messages(snapshot.messages)), PROVIDER)
+        answer = await compacted(compactor, request)
+        if answer is None or answer[1] is None:
+            return
+        ids = snapshot.recent_event_ids
+        body = to_compaction_applied(answer[1], basis_event_id=ids[-1] if ids else None)
+        self._wrote(await store.append(self.conversation_id, body))
 
     async def _clear(self) -> None:
         store = self._opened()
