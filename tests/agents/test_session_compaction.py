@@ -101,7 +101,7 @@ async def test_the_runner_compacts_after_a_response(store: ConversationStore) ->
     third = bodies[-1]["input"]
     assert third[0] == {"role": "system", "content": NOTE}  # compacted after turn two
     assert [i.get("content") for i in third[1:]][-1] == "three?"
-    items = await session.get_items()
+    items: list[Any] = await session.get_items()
     assert items[0] == {"role": "system", "content": NOTE}
     assert items[-1]["role"] == "assistant"
     await session.aclose()
