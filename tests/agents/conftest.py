@@ -9,9 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from goaicore.config import Settings
-from goaicore.kafka import ensure_topics
 from tests.brokers import SessionBroker
-from tests.chat_agent.helpers import ChatWorker, wait_http
+from tests.chat_agent.helpers import a_deployment
 
 
 @pytest.fixture(scope="package")
@@ -19,10 +18,5 @@ def kafka_deployment(
     kafka_broker: SessionBroker, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Settings]:
     settings = kafka_broker.settings(tmp_path_factory.mktemp("agents"), "agents")
-    ensure_topics(settings)
-    worker = ChatWorker(settings).start()
-    try:
-        wait_http(worker.url)
+    with a_deployment(settings):
         yield settings
-    finally:
-        worker.stop()

@@ -13,7 +13,6 @@ import pytest
 
 from goaicore.config import Settings
 from goaicore.integrations.openai_agents import GoaicoreSession
-from goaicore.kafka import ensure_topics
 from goaicore.records import ReplyStatus
 from goaicore.replay.reader import HistoryReader
 from goaicore.replay.verify import verify_snapshot
@@ -21,7 +20,7 @@ from goaicore.sealing.keys import MasterKeys
 from goaicore.store.kafka import KafkaConversationStore
 from goaicore.sync import on_private_loop
 from tests.brokers import SessionBroker
-from tests.chat_agent.helpers import ChatWorker, wait_http
+from tests.chat_agent.helpers import a_deployment
 
 pytestmark = pytest.mark.integration
 
@@ -35,13 +34,8 @@ def sealed_deployment(
         tmp_path_factory.mktemp("agents-sealed"), "agentsealed", master_keys=keys
     )
     assert settings.intake
-    ensure_topics(settings)
-    worker = ChatWorker(settings).start()
-    try:
-        wait_http(worker.url)
+    with a_deployment(settings):
         yield settings
-    finally:
-        worker.stop()
 
 
 @pytest.fixture

@@ -10,12 +10,15 @@ import time
 import urllib.error
 import urllib.request
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
+from goaicore.kafka import ensure_topics
 from goaicore.net import free_loopback_port
 from goaicore.records import ChatReply, ChatRequest, ConversationSnapshot
 from goaicore.records.avro.api import decode_chat_reply, encode_chat_request
@@ -194,6 +197,19 @@ def http(
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())
+
+
+@contextmanager
+def a_deployment(settings: Settings) -> Iterator[Settings]:
+    """``settings``' topics created and a store worker running on them, answering HTTP,
+    until the block ends."""
+    ensure_topics(settings)
+    worker = ChatWorker(settings).start()
+    try:
+        wait_http(worker.url)
+        yield settings
+    finally:
+        worker.stop()
 
 
 def wait_http(url: str, timeout: float = 60.0) -> None:

@@ -9,12 +9,11 @@ from collections.abc import Iterator
 import pytest
 
 from goaicore.config import Settings
-from goaicore.kafka import ensure_topics
 from goaicore.sealing.keys import MasterKeys
 from goaicore.store.kafka import KafkaConversationStore
 from goaicore.testing.conformance import CHECK_NAMES, check_named, run_check
 from tests.brokers import SessionBroker
-from tests.chat_agent.helpers import ChatWorker, wait_http
+from tests.chat_agent.helpers import a_deployment
 
 pytestmark = pytest.mark.integration
 
@@ -31,13 +30,8 @@ def deployment(
     folder = tmp_path_factory.mktemp(f"conformance-{request.param}")
     settings = kafka_broker.settings(folder, f"conf{request.param}", **sealed)
     assert settings.intake == bool(sealed)
-    ensure_topics(settings)
-    worker = ChatWorker(settings).start()
-    try:
-        wait_http(worker.url)
+    with a_deployment(settings):
         yield settings
-    finally:
-        worker.stop()
 
 
 @pytest.mark.parametrize("name", CHECK_NAMES)
