@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from goaicore.errors import GoaicoreError
 from goaicore.kafka.apache.jars import cache_root
 
 SDK_DISTRIBUTION = "openai-agents"
@@ -28,7 +29,7 @@ DEFAULT_FETCH_TIMEOUT = 300.0
 _NETWORK = "connection"  # in pip's retry warnings: "after connection broken by ..."
 
 
-class SdkSourcesUnavailable(RuntimeError):
+class SdkSourcesUnavailable(GoaicoreError, RuntimeError):
     """The SDK's sources could not be fetched; the message is one line saying why."""
 
 

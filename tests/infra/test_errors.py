@@ -27,6 +27,7 @@ INTERNAL = {
     "goaicore.conversation.state._Reset",
     "goaicore.conversation.turn._Cancelled",  # caught inside the turn: it ends cancelled
     "goaicore.conversation.providers.base._Unreadable",  # raised again as a ProviderError
+    "goaicore.testing.agents_runner.AgentTurnsFailure",  # a test's verdict: an AssertionError
 }
 
 
