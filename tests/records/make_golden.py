@@ -3,7 +3,9 @@
 For each released version whose wire form equals the current schema (the version just
 released), encode every sample of ``records_samples`` and store the hex bytes in
 ``golden/<Name>.v<N>.json``. Existing golden files are never rewritten: they are the
-proof that bytes written by that release still decode.
+proof that bytes written by that release still decode. (``<Name>.v<N>-original.json``
+hold the bytes a release rewritten in place wrote before it was rewritten, as committed
+then; see ``schemas/README.md``.)
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ from tests.records.records_samples import SAMPLES_BY_SCHEMA
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 
 
-def golden_path(name: str, version: int) -> Path:
-    """Where the golden payloads of ``name`` version ``version`` live."""
-    return GOLDEN_DIR / f"{name}.v{version}.json"
+def golden_path(name: str, release: str) -> Path:
+    """Where the golden payloads of ``name``'s ``release`` (``v2``, ``v3-original``) live."""
+    return GOLDEN_DIR / f"{name}.{release}.json"
 
 
-def load_golden(name: str, version: int) -> dict[str, bytes]:
+def load_golden(name: str, release: str) -> dict[str, bytes]:
     """Sample name -> payload bytes written by that release."""
-    data = json.loads(golden_path(name, version).read_text(encoding="utf-8"))
+    data = json.loads(golden_path(name, release).read_text(encoding="utf-8"))
     return {sample: bytes.fromhex(hex_) for sample, hex_ in data["samples"].items()}
 
 
@@ -37,9 +39,9 @@ def write_missing() -> list[Path]:
     for name, samples in SAMPLES_BY_SCHEMA.items():
         codec = codecs.by_name(name)
         for released in load_released(name):
-            assert released.version is not None
-            path = golden_path(name, released.version)
-            if path.exists() or codec.writer.version != released.version:
+            assert released.release is not None
+            path = golden_path(name, released.release)
+            if path.exists() or codec.writer.release != released.release:
                 continue
             document = {
                 "schema": name,

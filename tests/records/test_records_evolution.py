@@ -1,6 +1,8 @@
 """Schema evolution: every released version stays readable, in both directions.
 
-- Golden bytes written by each release (``golden/``) decode with the current reader.
+- Golden bytes written by each release (``golden/``) decode with the current reader,
+  those of a release's original text too (``v<N>-original``: what ``v<N>`` was before it
+  was rewritten in place), and each is what fastavro writes from that release's schema.
 - Each release, used as the reader, reads what the current schema writes.
 - A synthetic v2 (fields added with defaults, a body branch appended, an enum symbol
   added) reads v1 bytes, and the current reader reads v2 bytes: the rules of
@@ -22,6 +24,8 @@ from goaicore.records import (
     ChatReply,
     ChatRequest,
     ConversationEvent,
+    ConversationRewound,
+    ConversationSnapshot,
     ReplyChunkKind,
     ReplyStatus,
     UserMessage,
@@ -37,9 +41,10 @@ from goaicore.records.avro import (
     default_codecs,
     encode,
     fingerprint,
+    payload_schema,
 )
 from goaicore.records.avro.codec import read_body
-from goaicore.records.avro.schemas import SCHEMA_NAMES, load_current, load_released
+from goaicore.records.avro.schemas import SCHEMA_NAMES, load_current, load_released, schemas_dir
 from tests.records.make_golden import golden_path, load_golden
 from tests.records.records_samples import (
     CHAT_REPLY_SAMPLES,
@@ -48,37 +53,106 @@ from tests.records.records_samples import (
     SAMPLES_BY_SCHEMA,
 )
 
-RELEASES = [
-    (name, f.version) for name in SCHEMA_NAMES for f in load_released(name) if f.version is not None
-]
+RELEASES = [(name, f.release) for name in SCHEMA_NAMES for f in load_released(name) if f.release]
+IDS = [f"{name}-{release}" for name, release in RELEASES]
+
+# Releases rewritten in place after they shipped: the original text of each is kept as a
+# release of its own (schemas/README.md), and its golden bytes are the ones committed with
+# it, written by it.
+ORIGINALS = {
+    ("ConversationEvent", "v3-original"),
+    ("ConversationSnapshot", "v4-original"),
+    ("ConversationKey", "v1-original"),
+    ("ChatRequest", "v2-original"),
+}
+
+
+_SCHEMAS_README = (schemas_dir() / "README.md").read_text(encoding="utf-8")
+
+
+def _without_basis(event: ConversationEvent) -> ConversationEvent:
+    assert isinstance(event.body, ConversationRewound)
+    return dataclasses.replace(event, body=dataclasses.replace(event.body, basis_event_id=None))
+
+
+def _never_erased(snapshot: ConversationSnapshot) -> ConversationSnapshot:
+    return dataclasses.replace(snapshot, erased_before=None)
+
+
+# A sample holding a field its release's original text lacked (the rewrite added it)
+# reads with that field at its default.
+ORIGINAL_LACKS: dict[tuple[str, str, str], Any] = {
+    ("ConversationEvent", "v3-original", "rewound"): _without_basis,
+    ("ConversationSnapshot", "v4-original", "earlier_bounds"): _never_erased,
+}
+
+
+def _expected(name: str, release: str, sample: str) -> Any:
+    record = SAMPLES_BY_SCHEMA[name][sample]
+    lacks = ORIGINAL_LACKS.get((name, release, sample))
+    return record if lacks is None else lacks(record)
+
+
+def _released(name: str, release: str) -> Any:
+    return next(f for f in load_released(name) if f.release == release)
 
 
 def test_every_schema_has_a_released_v1() -> None:
-    assert {name for name, version in RELEASES if version == 1} == set(SCHEMA_NAMES)
+    assert {name for name, release in RELEASES if release == "v1"} == set(SCHEMA_NAMES)
 
 
-@pytest.mark.parametrize(("name", "version"), RELEASES, ids=[f"{n}-v{v}" for n, v in RELEASES])
+def test_the_originals_of_rewritten_releases_are_kept() -> None:
+    assert {(n, r) for n, r in RELEASES if r.endswith("-original")} == ORIGINALS
+    for name, release in ORIGINALS:
+        original = _released(name, release)
+        rewritten = _released(name, release.removesuffix("-original"))
+        assert fingerprint(original.parsed) != fingerprint(rewritten.parsed)
+        # released just before the rewrite, so it comes just before it in release order
+        releases = [f.release for f in load_released(name)]
+        assert releases.index(original.release) + 1 == releases.index(rewritten.release)
+        # schemas/README.md names both, with their fingerprints
+        row = f"| `{name}` | `{release}` | `{fingerprint(original.parsed).hex()}` | "
+        assert row in _SCHEMAS_README, row
+        assert f"| `{fingerprint(rewritten.parsed).hex()}` |" in _SCHEMAS_README
+
+
+@pytest.mark.parametrize(("name", "release"), RELEASES, ids=IDS)
 def test_golden_bytes_of_every_release_decode_with_the_current_reader(
-    name: str, version: int
+    name: str, release: str
 ) -> None:
-    path = golden_path(name, version)
+    path = golden_path(name, release)
     assert path.is_file(), f"{path} is missing: run python -m tests.records.make_golden"
-    golden = load_golden(name, version)
+    golden = load_golden(name, release)
     samples = SAMPLES_BY_SCHEMA[name]
     # a release holds the samples that existed when it was made; the latest holds all
     assert set(golden) <= set(samples)
-    if version == load_released(name)[-1].version:
+    if release == load_released(name)[-1].release:
         assert set(golden) == set(samples)
-    released = next(f for f in load_released(name) if f.version == version)
+    released = _released(name, release)
     for sample, data in golden.items():
         assert data[2:10] == fingerprint(released.parsed), sample
-        assert decode(data) == samples[sample], sample
-        assert default_codecs().by_name(name).decode(data) == samples[sample], sample
+        assert payload_schema(data).label == f"{name} {release}", sample
+        expected = _expected(name, release, sample)
+        assert decode(data) == expected, sample
+        assert default_codecs().by_name(name).decode(data) == expected, sample
 
 
-@pytest.mark.parametrize(("name", "version"), RELEASES, ids=[f"{n}-v{v}" for n, v in RELEASES])
-def test_every_release_reads_what_the_current_schema_writes(name: str, version: int) -> None:
-    released = next(f for f in load_released(name) if f.version == version)
+@pytest.mark.parametrize(("name", "release"), RELEASES, ids=IDS)
+def test_golden_bytes_are_what_their_release_writes(name: str, release: str) -> None:
+    """Each golden body is fastavro's encoding of its record under that release's schema:
+    the bytes are that release's, not the current schema's under another header."""
+    released = _released(name, release)
+    codec = default_codecs().by_name(name)
+    for sample, data in load_golden(name, release).items():
+        datum = codec.to_datum(_expected(name, release, sample))
+        out = io.BytesIO()
+        schemaless_writer(out, released.parsed, datum)
+        assert data[10:] == out.getvalue(), sample
+
+
+@pytest.mark.parametrize(("name", "release"), RELEASES, ids=IDS)
+def test_every_release_reads_what_the_current_schema_writes(name: str, release: str) -> None:
+    released = _released(name, release)
     current = load_current(name)
     registry = SchemaRegistry(readers={name: released.parsed}, writers={name: []})
     writer = SchemaRegistry(readers={name: current.parsed}, writers={}).current(name)
@@ -178,7 +252,7 @@ def test_a_v2_reader_reads_v1_bytes_filling_defaults() -> None:
     name = "ConversationEvent"
     v1 = next(f for f in load_released(name) if f.version == 1)
     registry = SchemaRegistry(
-        readers={name: parse_schema(_event_v2())}, writers={name: [(1, v1.parsed)]}
+        readers={name: parse_schema(_event_v2())}, writers={name: [("v1", v1.parsed)]}
     )
     codec = Codec(
         name,
@@ -187,7 +261,7 @@ def test_a_v2_reader_reads_v1_bytes_filling_defaults() -> None:
         convert.event_to_avro,
         convert.event_from_avro,
     )
-    for sample, data in load_golden(name, 1).items():
+    for sample, data in load_golden(name, "v1").items():
         datum = codec.decode_datum(data)
         assert datum["priority"] == 0
         if datum["body"][0] == "goaicore.UserMessage":
@@ -200,8 +274,10 @@ def test_a_v2_reader_reads_v1_bytes_filling_defaults() -> None:
 def _current_registry_knowing(name: str, v2: dict[str, Any]) -> Codecs:
     """The current readers, plus a v2 writer as if a newer producer had released it."""
     files = {n: load_current(n) for n in SCHEMA_NAMES}
-    writers = {n: [(f.version, f.parsed) for f in load_released(n)] for n in SCHEMA_NAMES}
-    writers[name].append((2, parse_schema(v2)))
+    writers: dict[str, list[tuple[str, Any]]] = {
+        n: [(f.release, f.parsed) for f in load_released(n) if f.release] for n in SCHEMA_NAMES
+    }
+    writers[name].append(("v2", parse_schema(v2)))
     return Codecs.for_registry(
         SchemaRegistry(readers={n: f.parsed for n, f in files.items()}, writers=writers)
     )
@@ -271,7 +347,7 @@ def test_v2_bytes_of_a_user_message_keep_every_shared_field() -> None:
 
 
 def test_a_chat_request_written_before_v2_reads_as_not_streamed_and_not_a_cancel() -> None:
-    golden = load_golden("ChatRequest", 1)
+    golden = load_golden("ChatRequest", "v1")
     assert golden  # v1 bytes, written before the stream and cancel fields existed
     for sample, data in golden.items():
         request = decode(data)
@@ -286,12 +362,12 @@ def test_a_reader_of_reply_v2_reads_a_cancelled_reply_as_error_keeping_its_text(
     v2 = next(f for f in load_released(name) if f.version == 2)
     registry = SchemaRegistry(
         readers={name: v2.parsed},
-        writers={name: [(f.version, f.parsed) for f in load_released(name)]},
+        writers={name: [(f.release, f.parsed) for f in load_released(name) if f.release]},
     )
     codec = Codec(
         name, ChatReply, registry, convert.chat_reply_to_avro, convert.chat_reply_from_avro
     )
-    data = load_golden(name, 3)["cancelled"]  # written by v3, which added cancelled
+    data = load_golden(name, "v3")["cancelled"]  # written by v3, which added cancelled
     assert codec.writer.version == 2
     assert codec.decode_datum(data)["status"] == "error"
     cancelled = CHAT_REPLY_SAMPLES["cancelled"]
@@ -301,9 +377,10 @@ def test_a_reader_of_reply_v2_reads_a_cancelled_reply_as_error_keeping_its_text(
 
 
 def test_golden_files_match_the_manifest_fingerprints() -> None:
-    for name, version in RELEASES:
-        document = json.loads(golden_path(name, version).read_text(encoding="utf-8"))
+    for name, release in RELEASES:
+        document = json.loads(golden_path(name, release).read_text(encoding="utf-8"))
+        released = _released(name, release)
         assert document["schema"] == name
-        assert document["version"] == version
-        released = next(f for f in load_released(name) if f.version == version)
+        assert document["version"] == released.version
+        assert document.get("release", f"v{released.version}") == release
         assert document["fingerprint"] == fingerprint(released.parsed).hex()

@@ -1,8 +1,9 @@
 """Writer schemas by fingerprint, and the current reader schema per record.
 
 Single-object payloads name their writer schema only by fingerprint, so a reader keeps
-every schema that was ever written: all released versions, plus the current one (equal
-to the latest release once it is released). Lookup is one dict access per payload.
+every schema that was ever written: all released versions (a release rewritten in place
+after it shipped, ``v<N>-original``, as well as ``v<N>``), plus the current one (equal to
+the latest release once it is released). Lookup is one dict access per payload.
 """
 
 from __future__ import annotations
@@ -13,29 +14,41 @@ from pathlib import Path
 from typing import Any
 
 from goaicore.records.avro.fingerprint import canonical_form, fingerprint_of_canonical
-from goaicore.records.avro.schemas import SCHEMA_NAMES, SchemaFile, load_current, load_released
+from goaicore.records.avro.schemas import (
+    SCHEMA_NAMES,
+    SchemaFile,
+    load_current,
+    load_released,
+    parse_release,
+)
 
 
 @dataclass(frozen=True)
 class WriterSchema:
     """A schema some payload may have been written with.
 
-    ``version`` is the released version, or None when the schema is unreleased.
-    ``same_as_reader`` means its canonical form equals the reader's, so reading needs no
-    schema resolution (the fast path).
+    ``release`` names the released version (``v3``; ``v3-original`` for what ``v3`` was
+    before it was rewritten in place), or is None when the schema is unreleased;
+    ``version`` is its number. ``same_as_reader`` means its canonical form equals the
+    reader's, so reading needs no schema resolution (the fast path).
     """
 
     name: str
-    version: int | None
+    release: str | None
     fingerprint: bytes
     canonical: str
     parsed: Any
     same_as_reader: bool
 
     @property
+    def version(self) -> int | None:
+        """The released version's number (3 for ``v3`` and ``v3-original``), or None."""
+        return None if self.release is None else parse_release(self.release)[0]
+
+    @property
     def label(self) -> str:
         """E.g. ``ChatReply v1`` or ``ChatReply (unreleased)``, for messages."""
-        return f"{self.name} v{self.version}" if self.version else f"{self.name} (unreleased)"
+        return f"{self.name} {self.release}" if self.release else f"{self.name} (unreleased)"
 
 
 class SchemaRegistry:
@@ -48,9 +61,10 @@ class SchemaRegistry:
     def __init__(
         self,
         readers: Mapping[str, Any],
-        writers: Mapping[str, Iterable[tuple[int | None, Any]]],
+        writers: Mapping[str, Iterable[tuple[str, Any]]],
     ) -> None:
-        """``readers``: name -> parsed schema; ``writers``: name -> (version, parsed) pairs.
+        """``readers``: name -> parsed schema; ``writers``: name -> (release, parsed) pairs,
+        the release named as its file is (``v2``, ``v3-original``).
 
         The reader schema is always a writer schema too (it is what we write).
         """
@@ -61,7 +75,10 @@ class SchemaRegistry:
             reader_canonical = canonical_form(reader)
             self._reader_fingerprints[name] = fingerprint_of_canonical(reader_canonical)
             # Released versions first, so a current schema equal to a release gets its label.
-            for version, parsed in [*writers.get(name, ()), (None, reader)]:
+            released: list[tuple[str | None, Any]] = [*writers.get(name, ())]
+            for release, parsed in [*released, (None, reader)]:
+                if release is not None:
+                    parse_release(release)  # a ValueError for a name that is no release
                 canonical = canonical_form(parsed)
                 fp = fingerprint_of_canonical(canonical)
                 known = self._writers.get(fp)
@@ -71,7 +88,7 @@ class SchemaRegistry:
                     continue
                 self._writers[fp] = WriterSchema(
                     name=name,
-                    version=version,
+                    release=release,
                     fingerprint=fp,
                     canonical=canonical,
                     parsed=parsed,
@@ -85,7 +102,10 @@ class SchemaRegistry:
         released = {n: load_released(n, root) for n in SCHEMA_NAMES}
         return cls(
             readers={n: f.parsed for n, f in current.items()},
-            writers={n: [(f.version, f.parsed) for f in files] for n, files in released.items()},
+            writers={
+                n: [(f.release, f.parsed) for f in files if f.release is not None]
+                for n, files in released.items()
+            },
         )
 
     @property

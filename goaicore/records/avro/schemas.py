@@ -2,9 +2,11 @@
 
 Layout (see ``schemas/README.md``)::
 
-    schemas/<Name>.avsc                  the current schema: what we write and read with
-    schemas/released/<Name>/v<N>.avsc    frozen copies of every released version
-    schemas/released/fingerprints.json   their fingerprints, so an edit to a frozen file fails
+    schemas/<Name>.avsc                        the current schema: what we write and read with
+    schemas/released/<Name>/v<N>.avsc          frozen copies of every released version
+    schemas/released/<Name>/v<N>-original.avsc what v<N> first was, where it was rewritten
+                                               after its release (still read, never written)
+    schemas/released/fingerprints.json         their fingerprints, so an edit to a frozen file fails
 
 ``schemas/`` lives at the repository root beside ``goaicore/``, the single source of
 truth. ``goaicore/records/avro/schemas`` links to it, so the built wheel carries a copy
@@ -38,7 +40,8 @@ SCHEMA_NAMES: tuple[str, ...] = (
     "ReplyChunk",
 )
 
-_VERSION_FILE = re.compile(r"^v([1-9][0-9]*)\.avsc$")
+_RELEASE = re.compile(r"^v([1-9][0-9]*)(-original)?$")
+ORIGINAL_SUFFIX = "-original"
 
 
 class SchemaLoadError(ConfigError):
@@ -67,22 +70,49 @@ def schemas_dir() -> Path:
     )
 
 
+def parse_release(release: str) -> tuple[int, bool]:
+    """``"v3"`` -> (3, False); ``"v3-original"`` -> (3, True); ValueError for anything else.
+
+    A release is named by its version, and ``v<N>-original`` is the text ``v<N>`` had when
+    it was first released, kept where ``v<N>.avsc`` was later rewritten in place (a
+    different fingerprint): bytes written by it must still decode.
+    """
+    match = _RELEASE.match(release)
+    if match is None:
+        raise ValueError(f"{release!r} names no release (v<N> or v<N>{ORIGINAL_SUFFIX})")
+    return int(match.group(1)), match.group(2) is not None
+
+
+def release_name(version: int, original: bool = False) -> str:
+    """The name of a release: ``v3``, or ``v3-original``."""
+    return f"v{version}{ORIGINAL_SUFFIX if original else ''}"
+
+
 @dataclass(frozen=True)
 class SchemaFile:
-    """One ``.avsc`` file: ``version`` is None for the current (possibly unreleased) one."""
+    """One ``.avsc`` file: ``version`` is None for the current (possibly unreleased) one.
+
+    ``original`` marks ``v<N>-original.avsc``: what ``v<N>`` was before it was rewritten.
+    """
 
     name: str
     version: int | None
     path: Path
     raw: Any
     parsed: Any
+    original: bool = False
+
+    @property
+    def release(self) -> str | None:
+        """``v3``, ``v3-original``, or None for the current file."""
+        return None if self.version is None else release_name(self.version, self.original)
 
     @property
     def label(self) -> str:
-        return f"{self.name} v{self.version}" if self.version else f"{self.name} (current)"
+        return f"{self.name} {self.release}" if self.release else f"{self.name} (current)"
 
 
-def load_file(name: str, version: int | None, path: Path) -> SchemaFile:
+def load_file(name: str, version: int | None, path: Path, original: bool = False) -> SchemaFile:
     """Read and parse one schema file, checking that it defines the record it is named for."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -92,7 +122,9 @@ def load_file(name: str, version: int | None, path: Path) -> SchemaFile:
     defined = raw.get("name") if isinstance(raw, dict) else None
     if defined != name:
         raise SchemaLoadError(f"{path}: defines record {defined!r}, expected {name!r}")
-    return SchemaFile(name=name, version=version, path=path, raw=raw, parsed=parsed)
+    return SchemaFile(
+        name=name, version=version, path=path, raw=raw, parsed=parsed, original=original
+    )
 
 
 def load_current(name: str, root: Path | None = None) -> SchemaFile:
@@ -102,16 +134,24 @@ def load_current(name: str, root: Path | None = None) -> SchemaFile:
 
 
 def load_released(name: str, root: Path | None = None) -> list[SchemaFile]:
-    """Every released version of ``name``, oldest first."""
+    """Every released version of ``name`` in the order they were released, oldest first.
+
+    ``v<N>-original`` comes just before ``v<N>`` (it was released first), so the last one
+    is always the latest release.
+    """
     root = schemas_dir() if root is None else root
     folder = root / "released" / name
-    versions: list[tuple[int, Path]] = []
+    found: list[tuple[int, bool, Path]] = []
     if folder.is_dir():
-        for path in folder.iterdir():
-            match = _VERSION_FILE.match(path.name)
-            if match:
-                versions.append((int(match.group(1)), path))
-    return [load_file(name, version, path) for version, path in sorted(versions)]
+        for path in folder.glob("*.avsc"):
+            try:
+                version, original = parse_release(path.stem)
+            except ValueError:
+                continue
+            found.append((version, not original, path))
+    return [
+        load_file(name, version, path, original=not final) for version, final, path in sorted(found)
+    ]
 
 
 def manifest_path(root: Path | None = None) -> Path:
@@ -120,7 +160,10 @@ def manifest_path(root: Path | None = None) -> Path:
 
 
 def load_manifest(root: Path | None = None) -> dict[str, dict[str, str]]:
-    """``{name: {"v1": fingerprint hex, ...}}`` as recorded at release time."""
+    """``{name: {"v1": fingerprint hex, ...}}`` as recorded at release time.
+
+    Keyed by release name, so a rewritten release has both ``v<N>`` and ``v<N>-original``.
+    """
     path = manifest_path(root)
     if not path.is_file():
         return {}
