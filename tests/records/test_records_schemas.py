@@ -12,13 +12,14 @@ import pytest
 
 from goaicore.records.avro import SchemaLoadError, SchemaRegistry, canonical_form, fingerprint
 from goaicore.records.avro.fingerprint import fingerprint_int
-from goaicore.records.avro.release import pending, release
+from goaicore.records.avro.release import altered, main, pending, release
 from goaicore.records.avro.schemas import (
     SCHEMA_NAMES,
     SCHEMAS_DIR_ENV,
     load_current,
     load_manifest,
     load_released,
+    load_sums,
     schemas_dir,
 )
 
@@ -212,6 +213,45 @@ def test_released_files_are_unchanged_since_release() -> None:
         for f in released:
             assert f.release is not None
             assert fingerprint(f.parsed).hex() == manifest[name][f.release], f.label
+    assert altered(schemas_dir()) == []
+    # SHA256SUMS lists every released file, and nothing else
+    files = {p.relative_to(schemas_dir() / "released").as_posix() for p in _released_files()}
+    assert set(load_sums()) == files
+
+
+def _released_files(root: Path | None = None) -> list[Path]:
+    return sorted(((root or schemas_dir()) / "released").glob("*/*.avsc"))
+
+
+def test_a_released_file_edited_even_in_a_doc_fails_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "schemas"
+    shutil.copytree(schemas_dir(), root)
+    assert altered(root) == []
+    frozen = root / "released" / "ChatReply" / "v2.avsc"
+    raw = json.loads(frozen.read_text())
+    raw["doc"] = "Reworded after its release."
+    frozen.write_text(json.dumps(raw, indent=2))
+    # The fingerprint ignores docs; the recorded bytes do not.
+    assert altered(root) == ["ChatReply/v2.avsc: its bytes changed since its release (SHA256SUMS)"]
+    assert main(["--check", "--root", str(root)]) == 1
+    assert "altered: ChatReply/v2.avsc" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="released files were altered"):
+        release(root)
+    raw["fields"].append({"name": "extra", "type": ["null", "string"], "default": None})
+    frozen.write_text(json.dumps(raw, indent=2))
+    problems = altered(root)
+    assert problems[0].startswith("ChatReply/v2.avsc: fingerprint ")
+    assert problems[0].endswith(", released as dbd85f11b334c181")
+    (root / "released" / "ChatReply" / "v9.avsc").write_text(json.dumps(raw))
+    frozen.unlink()
+    assert altered(root) == [
+        "ChatReply/v9.avsc: not in fingerprints.json",
+        "ChatReply/v9.avsc: not in SHA256SUMS",
+        "ChatReply/v2.avsc: released, but missing",
+        "ChatReply/v2.avsc: in SHA256SUMS, but missing",
+    ]
 
 
 def test_nothing_unreleased_is_written() -> None:
@@ -235,6 +275,8 @@ def test_release_freezes_a_changed_schema_as_the_next_version(tmp_path: Path) ->
     frozen = root / "released" / "ChatRequest" / f"v{following}.avsc"
     assert frozen.read_text() == json.dumps(raw)
     assert load_manifest(root)["ChatRequest"][f"v{following}"] == released[0].fingerprint
+    assert f"ChatRequest/v{following}.avsc" in load_sums(root)
+    assert altered(root) == []
     assert pending(root) == []
     registry = SchemaRegistry.from_files(root)
     assert registry.current("ChatRequest").version == following

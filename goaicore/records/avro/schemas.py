@@ -7,6 +7,7 @@ Layout (see ``schemas/README.md``)::
     schemas/released/<Name>/v<N>-original.avsc what v<N> first was, where it was rewritten
                                                after its release (still read, never written)
     schemas/released/fingerprints.json         their fingerprints, so an edit to a frozen file fails
+    schemas/released/SHA256SUMS                their bytes, so even an edit to a doc fails
 
 ``schemas/`` lives at the repository root beside ``goaicore/``, the single source of
 truth. ``goaicore/records/avro/schemas`` links to it, so the built wheel carries a copy
@@ -15,6 +16,7 @@ as package data, found with :mod:`importlib.resources`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -169,3 +171,36 @@ def load_manifest(root: Path | None = None) -> dict[str, dict[str, str]]:
         return {}
     data: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8"))
     return data
+
+
+def sums_path(root: Path | None = None) -> Path:
+    """Where the SHA-256 of every released file is recorded (``sha256sum -c`` reads it)."""
+    return (schemas_dir() if root is None else root) / "released" / "SHA256SUMS"
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, as hex."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_sums(root: Path | None = None) -> dict[str, str]:
+    """``{"<Name>/v<N>.avsc": sha256 hex}``: the bytes of each file when it was released.
+
+    The file is in ``sha256sum``'s format (``<hex>  <path>``, paths relative to
+    ``released/``), so ``cd schemas/released && sha256sum -c SHA256SUMS`` checks it too.
+    """
+    path = sums_path(root)
+    if not path.is_file():
+        return {}
+    sums: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            digest, _, name = line.partition("  ")
+            sums[name] = digest
+    return sums
+
+
+def write_sums(sums: dict[str, str], root: Path | None = None) -> None:
+    """Write ``SHA256SUMS``, one line per file in path order."""
+    lines = [f"{digest}  {name}\n" for name, digest in sorted(sums.items())]
+    sums_path(root).write_text("".join(lines), encoding="utf-8")
