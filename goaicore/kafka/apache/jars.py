@@ -3,45 +3,32 @@
 The version is pinned here and nowhere else (deploy/compose.yaml's image tag is
 checked against it by a test). The first call runs ``mvn`` on the committed
 ``pom.xml`` and copies the runtime classpath into
-``<cache>/kafka-<version>/libs``; later calls only read that folder, so repeat
-runs never touch the network. A missing or too old ``java`` or ``mvn``, or a
-failed or slow fetch, raises :class:`KafkaUnavailable` with one line saying so.
+``<cache>/kafka-<version>/libs`` (:mod:`goaicore.maven`); later calls only read that
+folder, so repeat runs never touch the network. A missing or too old ``java`` or
+``mvn``, or a failed or slow fetch, raises :class:`KafkaUnavailable` with one line
+saying so.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
 import re
 import shutil
 import subprocess
-import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from goaicore.errors import EXIT_CONFIG, BrokerError
+from goaicore.maven import MavenUnavailable, cache_root, cached_classpath, classpath
 
 KAFKA_VERSION = "3.9.1"
 MIN_JAVA = 17
 POM = Path(__file__).with_name("pom.xml")
-DEFAULT_FETCH_TIMEOUT = 600.0
-_MANIFEST = "jars.txt"
 
 
 class KafkaUnavailable(BrokerError, RuntimeError):
     """Apache Kafka cannot run here; the message is one line saying why."""
 
     exit_code = EXIT_CONFIG
-
-
-def cache_root(env: Mapping[str, str] | None = None) -> Path:
-    """Where the jars of every version are kept: outside any checkout, shared by them."""
-    env = os.environ if env is None else env
-    if env.get("GOAICORE_KAFKA_CACHE"):
-        return Path(env["GOAICORE_KAFKA_CACHE"]).expanduser()
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "goaicore"
 
 
 def java_major(java: str = "java") -> int:
@@ -101,13 +88,7 @@ def version_dir(version: str = KAFKA_VERSION, env: Mapping[str, str] | None = No
 
 def cached_jars(version: str = KAFKA_VERSION) -> list[Path] | None:
     """The cached classpath of ``version``, or None when it was never fetched whole."""
-    folder = version_dir(version)
-    try:
-        names = (folder / _MANIFEST).read_text().split()
-    except OSError:
-        return None
-    jars = [folder / "libs" / name for name in names]
-    return jars if jars and all(jar.is_file() for jar in jars) else None
+    return cached_classpath(version_dir(version))
 
 
 def kafka_jars(
@@ -118,98 +99,30 @@ def kafka_jars(
     Several processes may ask at once: one fetches under a file lock, the others
     wait for it and then read the cache.
     """
-    jars = cached_jars(version)
-    if jars is not None:
-        return jars
-    folder = version_dir(version)
-    folder.mkdir(parents=True, exist_ok=True)
-    with _locked(folder / ".lock"):
-        jars = cached_jars(version)
-        if jars is not None:
-            return jars
-        _fetch(version, folder, timeout or _fetch_timeout(), progress)
-        jars = cached_jars(version)
-    if jars is None:
-        raise KafkaUnavailable(f"Maven finished but left no jars in {folder / 'libs'}")
-    return jars
-
-
-def _fetch_timeout() -> float:
-    raw = os.environ.get("GOAICORE_KAFKA_FETCH_TIMEOUT")
     try:
-        return float(raw) if raw else DEFAULT_FETCH_TIMEOUT
-    except ValueError:
-        raise KafkaUnavailable(
-            f"GOAICORE_KAFKA_FETCH_TIMEOUT={raw!r}: must be a number of seconds"
-        ) from None
-
-
-def _fetch(version: str, folder: Path, timeout: float, progress: bool) -> None:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise KafkaUnavailable("no `mvn` on PATH to fetch the Apache Kafka jars")
-    if progress:
-        print(
-            f"fetching Apache Kafka {version} jars with Maven into {folder} (once) ...",
-            flush=True,
-        )
-    staging = Path(tempfile.mkdtemp(prefix="libs-", dir=folder))
-    command = [
-        mvn,
-        "--batch-mode",
-        "--quiet",
-        "--no-transfer-progress",
-        "-f",
-        str(POM),
-        f"-Dkafka.version={version}",
-        "-Dmaven.wagon.rto=60000",
-        "-Dmaven.wagon.http.retryHandler.count=3",
-        "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies",
-        "-DincludeScope=runtime",
-        f"-DoutputDirectory={staging}",
-    ]
-    try:
-        answer = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
+        return classpath(
+            POM,
+            version_dir(version),
+            f"Apache Kafka {version}",
+            {"kafka.version": version},
             timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            check=False,
-            cwd=folder,
+            progress=progress,
         )
-    except subprocess.TimeoutExpired:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise KafkaUnavailable(
-            f"fetching Apache Kafka {version} with Maven took over {timeout:.0f} s; "
-            "check access to Maven Central (GOAICORE_KAFKA_FETCH_TIMEOUT sets the limit)"
-        ) from None
-    if answer.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise KafkaUnavailable(
-            f"Maven could not fetch Apache Kafka {version} (exit {answer.returncode}): "
-            f"{_first_error(answer.stdout + answer.stderr)}"
-        )
-    libs = folder / "libs"
-    shutil.rmtree(libs, ignore_errors=True)
-    staging.rename(libs)
-    names = sorted(p.name for p in libs.glob("*.jar"))
-    (folder / _MANIFEST).write_text("\n".join(names) + "\n")
+    except MavenUnavailable as err:
+        raise KafkaUnavailable(str(err)) from None
 
 
-def _first_error(output: str) -> str:
-    for line in output.splitlines():
-        if "[ERROR]" in line:
-            return line.replace("[ERROR]", "").strip()[:300]
-    lines = [line for line in output.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "no output"
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+__all__ = [
+    "KAFKA_VERSION",
+    "MIN_JAVA",
+    "POM",
+    "KafkaUnavailable",
+    "cache_root",
+    "cached_jars",
+    "java_major",
+    "kafka_jars",
+    "prepared_or_reason",
+    "require_java",
+    "unavailable_reason",
+    "version_dir",
+]
