@@ -19,14 +19,15 @@ LOADERS: tuple[Setting, ...] = (
         "GOAICORE_KAFKA_CACHE",
         "`$XDG_CACHE_HOME/goaicore` (else `~/.cache/goaicore`)",
         "Where the local Apache Kafka's jars are kept, one folder per version, fetched once "
-        "(and the OpenAI Agents SDK's sources, for its session tests).",
+        "(and Apache Avro's jars and the OpenAI Agents SDK's sources, for the schema and "
+        "session tests).",
     ),
     Setting(
         None,
         "GOAICORE_KAFKA_FETCH_TIMEOUT",
         "`600`",
-        "Seconds the one-time Maven fetch of the Apache Kafka jars may take before it stops "
-        "with an error.",
+        "Seconds the one-time Maven fetch of the Apache Kafka jars (or Apache Avro's) may "
+        "take before it stops with an error.",
     ),
 )
 LOADER_VARIABLES = frozenset(setting.variable for setting in LOADERS)
