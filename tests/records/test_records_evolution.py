@@ -1,4 +1,5 @@
-"""Schema evolution: every released version stays readable, in both directions.
+"""Schema evolution: bytes of every release decode as today's records, and each release
+reads what the current schema writes except event bodies added after it.
 
 - Golden bytes written by each release (``golden/``) decode with the current reader,
   those of a release's original text too (``v<N>-original``: what ``v<N>`` was before it
@@ -7,6 +8,9 @@
 - A synthetic v2 (fields added with defaults, a body branch appended, an enum symbol
   added) reads v1 bytes, and the current reader reads v2 bytes: the rules of
   ``schemas/README.md`` hold for our schemas as they stand.
+
+What Apache Avro's Java reference finds about the schemas themselves is
+``test_avro_reference``'s.
 """
 
 from __future__ import annotations
