@@ -20,6 +20,7 @@ from goaicore.records.avro.schemas import (
     load_manifest,
     load_released,
     load_sums,
+    parse_release,
     schemas_dir,
 )
 
@@ -316,3 +317,27 @@ def test_a_broken_schema_file_is_a_clear_load_error(tmp_path: Path) -> None:
     (root / "ChatReply.avsc").write_text(json.dumps(CURRENT["ChatRequest"]))
     with pytest.raises(SchemaLoadError, match="defines record 'ChatRequest'"):
         SchemaRegistry.from_files(root)
+
+
+def test_a_release_is_named_v_n_or_v_n_original() -> None:
+    assert parse_release("v3") == (3, False)
+    assert parse_release("v3-original") == (3, True)
+    for wrong in ("3", "v0", "v3-orig", "v3.avsc", "current"):
+        with pytest.raises(ValueError, match="names no release"):
+            parse_release(wrong)
+    reader = load_current("ChatReply").parsed
+    with pytest.raises(ValueError, match="names no release"):
+        SchemaRegistry(readers={"ChatReply": reader}, writers={"ChatReply": [("3", reader)]})
+
+
+def test_the_registry_knows_an_original_by_its_own_fingerprint() -> None:
+    registry = SchemaRegistry.from_files()
+    for f in load_released("ConversationKey"):
+        writer = registry.writer(fingerprint(f.parsed))
+        assert writer is not None
+        assert (writer.release, writer.version) == (f.release, 1)
+    assert [w.label for w in registry.writers("ConversationKey")] == [
+        "ConversationKey v1-original",
+        "ConversationKey v1",
+    ]
+    assert registry.current("ConversationKey").release == "v1"
