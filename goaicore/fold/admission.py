@@ -2,8 +2,16 @@
 
 The store worker, the projector and the history reader (replay, verify) must
 agree on it, or a replay folds a record the worker set aside and the two
-snapshots differ. A record is folded when it decodes, its key is its event's
-conversation id, and that id fits in a snapshot; anything else is a dead letter.
+snapshots differ. A record is folded when it sits in its key's partition, decodes,
+its key is its event's conversation id, and that id fits in a snapshot.
+
+A record in another partition than its key's (murmur2 of the key, Kafka's Java
+default: see :mod:`goaicore.kafka.partitioner`) is another partition's record: a
+producer with another partitioner put it there (librdkafka's default is CRC32-based).
+Folding it where it landed would make a second writer of its conversation, so no
+reader takes it; the store worker forwards it to its owner (through ``intake``),
+which appends it to ``events`` where it belongs. Anything else not folded is a dead
+letter.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from goaicore.kafka.partitioner import partition_for_key
 from goaicore.records import ConversationEvent
 from goaicore.records.avro.api import decode_event
 from goaicore.records.avro.errors import DecodeError
@@ -23,12 +32,19 @@ MAX_CONVERSATION_ID_BYTES = 4096
 """Longest conversation id folded: its snapshot must fit a record beside the history."""
 
 
+ANOTHER_PARTITION = "another-partition"
+"""The reason a record in another partition than its key's is not folded where it is."""
+
+
 @dataclass(frozen=True)
 class Unfoldable:
     """Why a record of ``events`` is not folded: a dead letter's reason and detail."""
 
     reason: str
     detail: str
+    owner: int | None = None
+    """For another partition's record: the partition its key belongs to (where the
+    store worker forwards it instead of setting it aside)."""
 
 
 class Admitted(NamedTuple):
@@ -42,22 +58,43 @@ class Admitted(NamedTuple):
 
 
 def admit(
-    key: bytes | None, value: bytes | None, keys: KeyLookup | None = None
+    key: bytes | None,
+    value: bytes | None,
+    keys: KeyLookup | None = None,
+    partition: int | None = None,
+    partitions: int | None = None,
 ) -> ConversationEvent | Unfoldable:
     """The event a record of ``events`` holds, or why the fold does not take it.
+
+    A record read from ``partition`` of a topic of ``partitions`` partitions is taken
+    only when its key belongs there (:func:`another_partition`); without them (a
+    record not read from Kafka) its place is not checked.
 
     A sealed event is opened with ``keys``; once its key is gone (or with no keys at
     all) it is folded as its skeleton, content marked erased (what the conversation's
     erasure folds to anyway), and keeps its seal: ``event.sealed`` set means unread.
     """
-    admitted = admit_record(key, value, keys)
+    admitted = admit_record(key, value, keys, partition, partitions)
     return admitted if isinstance(admitted, Unfoldable) else admitted.event
 
 
 def admit_record(
-    key: bytes | None, value: bytes | None, keys: KeyLookup | None = None
+    key: bytes | None,
+    value: bytes | None,
+    keys: KeyLookup | None = None,
+    partition: int | None = None,
+    partitions: int | None = None,
 ) -> Admitted | Unfoldable:
     """:func:`admit`, also saying whether the event was opened from a seal."""
+    if partition is not None and partitions is not None:
+        owner = another_partition(key, partition, partitions)
+        if owner is not None:
+            return Unfoldable(
+                ANOTHER_PARTITION,
+                f"in partition {partition}, but its key's partition is {owner} (murmur2 of "
+                f"the key over {partitions} partitions, Kafka's default partitioner)",
+                owner,
+            )
     try:
         event = decode_event(value)
     except DecodeError as err:
@@ -82,6 +119,20 @@ def admit_record(
             "its snapshot could not be written",
         )
     return Admitted(event, opened)
+
+
+def another_partition(key: bytes | None, partition: int, partitions: int) -> int | None:
+    """The partition a record with ``key`` read from ``partition`` (of ``partitions``)
+    belongs to when it is another one; None when it is this one, or the record has no
+    key (a keyless record is then a dead letter, like any other under the wrong key).
+
+    Checked before anything else: whatever the record holds, its key's partition decides
+    (its owner sets it aside if it is no event of that conversation).
+    """
+    if key is None or partitions < 1:
+        return None
+    owner = partition_for_key(bytes(key), partitions)
+    return None if owner == partition else owner
 
 
 def _opened(event: ConversationEvent, keys: KeyLookup | None) -> ConversationEvent | Unfoldable:

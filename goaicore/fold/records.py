@@ -1,10 +1,11 @@
 """The one loop over records of ``events``: admit, fold, and say what became of each.
 
 The store worker, log replay and verify all fold through :func:`fold_records`, so
-they agree on which records count (the admission rule: it decodes, its key is its
-conversation id, that id fits a snapshot) and on what a record that breaks the fold
-costs (that record, never the loop). A replay therefore reproduces the worker's
-snapshot, and verify can only report a difference the worker really made.
+they agree on which records count (the admission rule: it sits in its key's
+partition, decodes, its key is its conversation id, that id fits a snapshot) and on
+what a record that breaks the fold costs (that record, never the loop). A replay
+therefore reproduces the worker's snapshot, and verify can only report a difference
+the worker really made.
 """
 
 from __future__ import annotations
@@ -27,12 +28,19 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class LogRecord:
-    """A record of ``events`` as read from the log; ``origin`` is the reader's own record."""
+    """A record of ``events`` as read from the log; ``origin`` is the reader's own record.
+
+    ``partitions``: how many its topic has, when it was read from Kafka; a record whose
+    key belongs to another of them is not folded (see :mod:`goaicore.fold.admission`).
+    None for records that never were in a topic's partition of their own choosing (a
+    projection's rows, the in-memory store's log): their place is not checked.
+    """
 
     key: bytes | None
     value: bytes | None
     position: LogPosition
     origin: Any = None
+    partitions: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +60,9 @@ class Rejected:
     record: LogRecord
     reason: str
     detail: str
+    owner: int | None = None
+    """Set for another partition's record: the partition it belongs to. The store worker
+    forwards it there rather than set it aside; every reader skips it."""
 
 
 def fold_records(
@@ -72,9 +83,9 @@ def fold_records(
     """
     latest: dict[bytes, ConversationSnapshot | None] = {}
     for record in records:
-        event = admit(record.key, record.value, keys)
+        event = _admit(record, keys)
         if isinstance(event, Unfoldable):
-            yield Rejected(record, event.reason, event.detail)
+            yield Rejected(record, event.reason, event.detail, event.owner)
             continue
         if keep is not None and not keep(event):
             continue
@@ -95,10 +106,15 @@ def fold_records(
 
 def admitted(record: LogRecord, keys: KeyLookup | None = None) -> LoggedEvent | Unfoldable:
     """The event a record holds with its position, or why the fold does not take it."""
-    event = admit(record.key, record.value, keys)
+    event = _admit(record, keys)
     if isinstance(event, Unfoldable):
         return event
     return LoggedEvent(record.position.partition, record.position.offset, event)
+
+
+def _admit(record: LogRecord, keys: KeyLookup | None) -> ConversationEvent | Unfoldable:
+    partition = record.position.partition if record.partitions is not None else None
+    return admit(record.key, record.value, keys, partition, record.partitions)
 
 
 def log_skipped(topic: str, record: LogRecord, reason: str, detail: str) -> None:

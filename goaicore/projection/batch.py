@@ -5,7 +5,9 @@ that does not decode, or whose key is not its conversation id, becomes a
 ``Rejected`` (for the dead-letter topic) and its position still advances, so bad
 input never stops the projection. A record of ``dead-letters`` is never
 rejected: setting it aside would send it back to the topic it came from, a loop,
-so whatever it holds is stored as it is.
+so whatever it holds is stored as it is. A record of ``events`` in another partition
+than its key's is no row and no dead letter: the store worker forwards it to its
+owner, and its copy there is the one projected (the fold's admission rule).
 """
 
 from __future__ import annotations
@@ -87,9 +89,14 @@ class Batch:
 
 
 def build_batch(
-    polled: Mapping[Any, list[Any]], topics: ProjectedTopics, keys: KeyLookup | None = None
+    polled: Mapping[Any, list[Any]],
+    topics: ProjectedTopics,
+    keys: KeyLookup | None = None,
+    partitions: int | None = None,
 ) -> Batch:
-    """Sort one poll's records, by partition as Kafka consumers return them, into a Batch."""
+    """Sort one poll's records, by partition as Kafka consumers return them, into a Batch;
+    ``partitions``: how many ``events`` has (a record whose key belongs to another of
+    them is skipped, as every reader of the log skips it)."""
     batch = Batch()
     for tp, records in polled.items():
         if not records:
@@ -97,7 +104,7 @@ def build_batch(
         for record in records:
             batch.records += 1
             if tp.topic == topics.events:
-                _add_event(batch, record, keys)
+                _add_event(batch, record, keys, partitions)
             elif tp.topic == topics.snapshots:
                 _add_snapshot(batch, record)
             elif tp.topic == topics.replies:
@@ -110,10 +117,12 @@ def build_batch(
     return batch
 
 
-def _add_event(batch: Batch, record: Any, keys: KeyLookup | None) -> None:
-    admitted = admit_record(record.key, record.value, keys)  # the worker's rule: both alike
+def _add_event(batch: Batch, record: Any, keys: KeyLookup | None, partitions: int | None) -> None:
+    # The worker's rule: both alike.
+    admitted = admit_record(record.key, record.value, keys, record.partition, partitions)
     if isinstance(admitted, Unfoldable):
-        batch.rejected.append(set_aside(record, admitted.reason, admitted.detail))
+        if admitted.owner is None:  # another partition's: the worker forwards it there
+            batch.rejected.append(set_aside(record, admitted.reason, admitted.detail))
         return
     event = admitted.event
     # A sealed event is stored opened, like its body beside it: the console and verify

@@ -239,6 +239,11 @@ class Projector(Running):
             raise RuntimeError("start() the projector first")
         return self._consumer
 
+    @property
+    def _events_partitions(self) -> int:
+        """How many partitions ``events`` has: where each key's records belong."""
+        return sum(1 for tp in self._partitions if tp.topic == self.topics.events)
+
     def _stored_positions(self) -> dict[Any, int]:
         return {tp: self.positions[(tp.topic, tp.partition)] for tp in self._partitions}
 
@@ -260,7 +265,11 @@ class Projector(Running):
             time.sleep(min(timeout_ms, 1000) / 1000)
             return 0
         try:
-            batch = build_batch(polled, self.topics, self._keys) if polled else None
+            batch = (
+                build_batch(polled, self.topics, self._keys, self._events_partitions)
+                if polled
+                else None
+            )
         except BaseException:
             self._finish_quietly()
             self._rewind()

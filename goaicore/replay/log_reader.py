@@ -62,7 +62,7 @@ class AsyncHistoryReader(ConsumerReader):
         partitions = await partitions_of(self._started(), self.topic)
         partition = partitions[partition_for(conversation_id, len(partitions))]
         key = conversation_id.encode()
-        async for batch in self._read(partition):
+        async for batch in self._read(partition, len(partitions)):
             if until_offset is not None and batch[-1].position.offset > until_offset:
                 kept = [r for r in batch if r.position.offset <= until_offset and r.key == key]
                 if kept:
@@ -82,8 +82,9 @@ class AsyncHistoryReader(ConsumerReader):
 
     async def all_record_batches(self) -> AsyncIterator[list[LogRecord]]:
         """Every record of the log as read, partition by partition, a fetch at a time."""
-        for partition in await partitions_of(self._started(), self.topic):
-            async for batch in self._read(partition):
+        partitions = await partitions_of(self._started(), self.topic)
+        for partition in partitions:
+            async for batch in self._read(partition, len(partitions)):
                 yield batch
 
     async def end_total(self) -> int:
@@ -99,10 +100,10 @@ class AsyncHistoryReader(ConsumerReader):
         self.skipped += 1
         log_skipped(self.topic, record, reason, detail)
 
-    async def _read(self, partition: Any) -> AsyncIterator[list[LogRecord]]:
+    async def _read(self, partition: Any, partitions: int) -> AsyncIterator[list[LogRecord]]:
         consumer = self._started()
         async for batch in read_batches_async(consumer, partition, settings=self.settings):
-            yield [log_record(record) for record in batch]
+            yield [log_record(record, partitions) for record in batch]
 
     def _admit(self, record: LogRecord) -> LoggedEvent | None:
         logged = admitted(record)
@@ -112,7 +113,8 @@ class AsyncHistoryReader(ConsumerReader):
         return logged
 
 
-def log_record(record: Any) -> LogRecord:
-    """A consumed record (kafka-python's or aiokafka's) as the fold takes it."""
+def log_record(record: Any, partitions: int) -> LogRecord:
+    """A consumed record (kafka-python's or aiokafka's) of a topic of ``partitions``
+    partitions, as the fold takes it (which checks that its key belongs where it is)."""
     position = LogPosition(partition=record.partition, offset=record.offset)
-    return LogRecord(record.key, record.value, position, origin=record)
+    return LogRecord(record.key, record.value, position, origin=record, partitions=partitions)

@@ -24,7 +24,7 @@ from typing import Any
 
 from goaicore.errors import GoaicoreError
 from goaicore.fold.records import log_skipped
-from goaicore.kafka.aio_connection import start_consumer
+from goaicore.kafka.aio_connection import partitions_of, start_consumer
 from goaicore.kafka.connection import make_consumer, topic_partitions
 from goaicore.kafka.partition_reader import read_partitions_async
 from goaicore.kafka.partitioner import partition_for
@@ -190,9 +190,10 @@ async def _verify_shard(
         verifier = LogVerifier(stored, shard.conversation_ids, ring[0] if ring else None)
         topic = settings.topic("events")
         skipped = 0
+        count = len(await partitions_of(consumer, topic))  # where each key's records belong
         events = [TopicPartition(topic, p) for p in shard.partitions]
         async for batch in read_partitions_async(consumer, events, settings):
-            for rejected in verifier.feed(map(log_record, batch)):
+            for rejected in verifier.feed(log_record(record, count) for record in batch):
                 skipped += 1
                 log_skipped(topic, rejected.record, rejected.reason, rejected.detail)
             read(len(batch))

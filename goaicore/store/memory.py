@@ -189,7 +189,8 @@ class MemoryBackend:
         number = partition_for(event.conversation_id, self.partitions)
         written = event if self._sealing is None else self._sealing.seal(event)
         offset = len(self.log[number])
-        record = LogRecord(key, encode_event(written), LogPosition(partition=number, offset=offset))
+        position = LogPosition(partition=number, offset=offset)
+        record = LogRecord(key, encode_event(written), position, partitions=self.partitions)
         self.log[number].append(record)
         current = lambda key: self.stored.get(key.decode())  # noqa: E731
         for outcome in fold_records([record], self.policy, current, keys=self.keys):

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import zlib
 from datetime import UTC, datetime
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goaicore.fold import DEFAULT_POLICY
-from goaicore.fold.records import Applied, LogRecord, Rejected, fold_records
+from goaicore.fold.admission import ANOTHER_PARTITION, Unfoldable, another_partition
+from goaicore.fold.records import Applied, LogRecord, Rejected, admitted, fold_records
+from goaicore.kafka.partitioner import partition_for
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition, UserMessage
 from goaicore.records.avro.api import encode_event
 from tests.fold.conversations import conversation_log, fold_all
@@ -98,3 +102,56 @@ def _log_of(count: int) -> Log:
         )
         for n in range(count)
     ]
+
+
+def test_a_record_in_another_partition_than_its_keys_is_its_owners_not_folded_here() -> None:
+    """A producer without murmur2 (librdkafka's default) put one of c's events in the
+    wrong partition: no reader folds it there (its owner gets it forwarded)."""
+    partitions = 6
+    owner = partition_for("c", partitions)
+    elsewhere = (owner + 1) % partitions
+    log = [
+        (event, LogPosition(partition=owner, offset=position.offset))
+        for event, position in _log_of(3)
+    ]
+    records = [
+        LogRecord(record.key, record.value, record.position, partitions=partitions)
+        for record in _records(log)
+    ]
+    stray_event = dataclasses.replace(log[1][0], event_id="stray")
+    stray = LogRecord(
+        b"c", encode_event(stray_event), LogPosition(partition=elsewhere, offset=7), None, 6
+    )
+    junk = LogRecord(b"c", b"\x00 not avro", LogPosition(partition=elsewhere, offset=8), None, 6)
+    outcomes = list(fold_records([records[0], stray, junk, *records[1:]], DEFAULT_POLICY))
+    rejected = [o for o in outcomes if isinstance(o, Rejected)]
+    # Whatever it holds: its key's partition decides, before anything is decoded.
+    assert [(r.record, r.reason, r.owner) for r in rejected] == [
+        (stray, ANOTHER_PARTITION, owner),
+        (junk, ANOTHER_PARTITION, owner),
+    ]
+    assert f"in partition {elsewhere}, but its key's partition is {owner}" in rejected[0].detail
+    assert _last_snapshot(outcomes) == fold_all(log)
+    assert [o.event.event_id for o in outcomes if isinstance(o, Applied)] == ["c-0", "c-1", "c-2"]
+
+    logged = admitted(stray)
+    assert isinstance(logged, Unfoldable)
+    assert logged.owner == owner
+    # A record not read from Kafka (no partition count: a projection's row) is not checked.
+    unplaced = LogRecord(stray.key, stray.value, stray.position)
+    assert [type(o) for o in fold_records([unplaced], DEFAULT_POLICY)] == [Applied]
+    # A record without a key has no partition of its own: it is another key's dead letter.
+    keyless = LogRecord(None, stray.value, stray.position, None, 6)
+    [lost] = fold_records([keyless], DEFAULT_POLICY)
+    assert isinstance(lost, Rejected)
+    assert (lost.reason, lost.owner) == ("key-mismatch", None)
+
+
+def test_the_partition_rule_is_murmur2_of_the_key() -> None:
+    """``ref-ü-1``, the key librdkafka's default partitioner misplaced: its owner among 6
+    partitions is murmur2's 4 (CRC32's, consistent_random, gives 1)."""
+    key = "ref-ü-1".encode()
+    assert another_partition(key, 4, 6) is None
+    assert another_partition(key, 1, 6) == 4
+    assert zlib.crc32(key) % 6 == 1
+    assert another_partition(None, 1, 6) is None

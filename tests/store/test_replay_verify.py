@@ -121,9 +121,9 @@ class CountingReader(HistoryReader):
         self.reads: Counter[int] = Counter()
         read = self._core._read
 
-        def counted(partition: Any) -> AsyncIterator[list[LogRecord]]:
+        def counted(partition: Any, partitions: int) -> AsyncIterator[list[LogRecord]]:
             self.reads[partition.partition] += 1
-            return read(partition)
+            return read(partition, partitions)
 
         self._core._read = counted  # type: ignore[method-assign]
 
