@@ -3,7 +3,9 @@
 Every record either changes its conversation's snapshot or becomes a dead letter
 with the reason (undecodable, under another conversation's key, a conversation
 id too long for a snapshot, or a fold that raised): no record's content stops
-the agent, and nothing is skipped without a trace.
+the agent, and nothing is skipped without a trace. A record in another partition
+than its key's is neither: it is its key's partition's to fold, and is forwarded
+there (:mod:`goaicore_store.forwarding`), never folded where it landed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from goaicore.fold.records import Applied, LogRecord, Rejected, fold_records
 from goaicore.records import ConversationErased, ConversationSnapshot, LogPosition
+from goaicore_store.forwarding import forward
 
 if TYPE_CHECKING:
     from goaicore_store.topology import StoreApp
@@ -34,20 +37,25 @@ async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> None:
     dead letter with the reason, and the batch goes on without it."""
     consumed: dict[int, int] = {}
     records: list[LogRecord] = []
+    partitions = store.settings.partitions
     for message in messages:
         consumed[message.partition] = max(consumed.get(message.partition, 0), message.offset + 1)
         position = LogPosition(partition=message.partition, offset=message.offset)
-        records.append(LogRecord(message.key, message.value, position, origin=message))
+        records.append(LogRecord(message.key, message.value, position, message, partitions))
     started = time.perf_counter()
     touched: dict[bytes, ConversationSnapshot] = {}
     erasures: list[tuple[str, int]] = []
+    forwarded: list[Any] = []
     folded = 0
     for outcome in fold_records(
         records, store.fold_policy, store.table.get, keys=store.keys.lookup
     ):
         if isinstance(outcome, Rejected):
             origin = outcome.record.origin
-            await store.dead_letter(origin, outcome.reason, outcome.detail, force=False)
+            if outcome.owner is not None:  # its key's partition folds it
+                forwarded += await forward(store, origin, "intake", outcome.owner)
+            else:
+                await store.dead_letter(origin, outcome.reason, outcome.detail, force=False)
             continue
         folded += 1
         if outcome.changed:
@@ -60,6 +68,8 @@ async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> None:
         sent = []  # delivered: nothing left to wait for below
         for conversation_id, offset in erasures:
             await erase_content(store, conversation_id, offset)
+    for delivery in forwarded:  # on the broker before the offsets are acknowledged
+        await delivery
     await store.progress.advance(consumed)  # read-your-writes waits on this (the table)
     await store.table.delivered(sent)  # the offsets are acknowledged once they are written
     store.metrics.events_folded.inc(folded)

@@ -116,6 +116,13 @@ class StoreMetrics:
             r, "snapshot_bytes", "Encoded size of each snapshot written", BYTES
         )
         self.dead_letters = _counter(r, "dead_letters", "Records set aside, by reason", "reason")
+        self.forwarded = _counter(
+            r,
+            "forwarded",
+            "Records read in another partition than their key's, forwarded to it, by the "
+            "topic they were sent to",
+            "topic",
+        )
         self.chat_requests = _counter(
             r, "chat_requests", "Chat requests answered, by reply status", "status"
         )

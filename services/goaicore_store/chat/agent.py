@@ -2,6 +2,11 @@
 
 For each request (see :class:`ChatAgent`):
 
+0. a request (or a cancel) in another partition than its key's is not this
+   partition's to answer: it is forwarded, as it is, to its key's partition of
+   ``requests`` (:mod:`goaicore_store.forwarding`), whose owner answers it; a
+   request answered where it landed would run on a snapshot this worker may not
+   hold and append as a second writer of the conversation;
 1. decode it; an undecodable one, or one under another conversation's key,
    goes to the dead-letter topic (the latter is also answered ``rejected``);
 2. a request id already answered gets its stored reply again (idempotency);
@@ -41,6 +46,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from opentelemetry.trace import SpanKind
 
 from goaicore.conversation.progress import OnProgress
+from goaicore.fold.admission import another_partition
 from goaicore.kafka.faust.offsets import committed_offset
 from goaicore.kafka.faust.transport import steady_producer
 from goaicore.kafka.partitioner import partition_for
@@ -60,6 +66,7 @@ from goaicore.store.reply_chunks import RUN_HEADER, ChunkWriter
 from goaicore.store.reply_streams import Run
 from goaicore.store.turns import TurnOutcome, failure
 from goaicore.tracing import context_of, record_headers, tracer
+from goaicore_store.forwarding import forward
 from goaicore_store.metrics import MeasuredProvider
 
 if TYPE_CHECKING:
@@ -88,8 +95,15 @@ class ChatAgent:
         dispatcher: KeyedDispatcher[tuple[Any, ChatRequest | DecodeError]] = KeyedDispatcher(
             self.handle, concurrency, max_waiting=concurrency * 8
         )
+        partitions = self.store.settings.partitions
         try:
             async for event in stream.noack().events():
+                message = event.message
+                owner = another_partition(message.key, message.partition, partitions)
+                if owner is not None:  # in order: a key's requests keep theirs
+                    await self._forward(message, owner)
+                    event.ack()
+                    continue
                 decoded = _decoded(event.message.value)
                 if isinstance(decoded, ChatRequest) and decoded.cancel:
                     await self._cancel(decoded, event.message)  # now: its turn runs
@@ -98,6 +112,25 @@ class ChatAgent:
                 await dispatcher.submit(event.message.key or b"", (event, decoded))
         finally:
             await dispatcher.close()
+
+    async def _forward(self, message: Any, owner: int) -> None:
+        """Send a request on to its key's partition (tried again a few times: a repeat
+        is answered once, by request id); never raises: the loop goes on."""
+
+        async def send() -> None:
+            for delivery in await forward(self.store, message, "requests", owner):
+                await delivery
+
+        try:
+            await _retrying(send)
+        except Exception:
+            log.exception(
+                "request at %s[%d]@%d not forwarded to partition %d",
+                message.topic,
+                message.partition,
+                message.offset,
+                owner,
+            )
 
     async def _cancel(self, request: ChatRequest, message: Any) -> None:
         """Stop the request's turn here (now, or as it starts); a cancel under another
