@@ -29,6 +29,8 @@ class StoredBatch:
     base_offset: int
     last_offset: int
     records: int
+    size: int = 0
+    """Bytes of the whole batch as stored (what the topic's max.message.bytes bounds)."""
 
     def holds(self, offset: int) -> bool:
         return self.base_offset <= offset <= self.last_offset
@@ -53,7 +55,7 @@ def _batches(segment: Path) -> list[StoredBatch]:
             break  # the preallocated tail of an active segment
         (last_delta,) = struct.unpack_from(">i", data, at + 23)
         (count,) = struct.unpack_from(">i", data, at + _RECORDS_COUNT_AT)
-        out.append(StoredBatch(base, base + last_delta, count))
+        out.append(StoredBatch(base, base + last_delta, count, _HEAD.size + length))
         at += _HEAD.size + length
     return out
 

@@ -8,14 +8,17 @@ partition count is an error: silently accepting it would break co-partitioning.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from goaicore.errors import EXIT_CONFIG, BrokerError
 from goaicore.extras import needs
-from goaicore.kafka.limits import RECORD_HEADROOM, max_batch_bytes
+from goaicore.kafka.limits import RECORD_HEADROOM, max_batch_bytes, topic_max_message_bytes
 from goaicore.settings import Settings
+
+log = logging.getLogger(__name__)
 
 _FOREVER = "-1"
 
@@ -156,11 +159,12 @@ def _ensure(admin: Any, settings: Settings, timeout_s: float) -> list[TopicStatu
 
 
 def topic_configs(spec: TopicSpec, settings: Settings) -> dict[str, str]:
-    """The configs a topic is created with: its own, the record limit every writer uses,
+    """The configs a topic is created with: its own, the batches it accepts (those of
+    goaicore's producers and of any client at its defaults: see goaicore.kafka.limits),
     and what bounds the time an erased conversation's content stays on its disks."""
     return {
         **spec.configs,
-        "max.message.bytes": str(max_batch_bytes(settings)),
+        "max.message.bytes": str(topic_max_message_bytes(settings)),
         **erasure_configs(spec.erasure, settings),
     }
 
@@ -235,7 +239,10 @@ def _check_configs(admin: Any, settings: Settings) -> None:
     """Check cleanup.policy and max.message.bytes where the broker reports configs.
 
     The embedded broker reports none. A topic that accepts smaller batches than
-    goaicore's producers may send would refuse records the clients let through.
+    goaicore's producers may send would refuse records the clients let through: an
+    error. One that accepts those but less than a Kafka client at its defaults may
+    send (a topic created before goaicore made them larger) is said in a warning: it
+    refuses whole batches of such producers, so raise it.
     """
     with needs("kafka"):
         from kafka.admin import ConfigResource, ConfigResourceType
@@ -247,6 +254,7 @@ def _check_configs(admin: Any, settings: Settings) -> None:
         return
     reported = _reported_configs(described)
     needed = max_batch_bytes(settings)
+    wanted_size = topic_max_message_bytes(settings)
     for spec in TOPICS:
         name = settings.topic(spec.name)
         configs = reported.get(name, {})
@@ -263,6 +271,17 @@ def _check_configs(admin: Any, settings: Settings) -> None:
                 f"GOAICORE_MAX_RECORD_BYTES={settings.max_record_bytes} needs (record limit plus "
                 f"{RECORD_HEADROOM} bytes of headroom): raise the topic's max.message.bytes "
                 "or lower GOAICORE_MAX_RECORD_BYTES"
+            )
+        if limit is not None and limit.isdigit() and int(limit) < wanted_size:
+            log.warning(
+                "topic %s has max.message.bytes=%s: a producer at librdkafka's or Java's "
+                "defaults may send batches of up to 1 MiB, which it refuses whole; goaicore "
+                "creates topics with %d (raise it with kafka-configs --alter "
+                "--add-config max.message.bytes=%d)",
+                name,
+                limit,
+                wanted_size,
+                wanted_size,
             )
 
 

@@ -30,7 +30,7 @@ from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.kafka.faust.lanes import add_batch_lane
 from goaicore.kafka.faust.recovery import SteadyTableManager
 from goaicore.kafka.high_watermarks import HighWatermarks
-from goaicore.kafka.limits import max_batch_bytes
+from goaicore.kafka.limits import max_batch_bytes, topic_max_message_bytes
 from goaicore.kafka.partitioner import partition_for
 from goaicore.kafka.profile import client_profile, faust_broker_urls
 from goaicore.kafka.security import faust_credentials
@@ -267,7 +267,7 @@ def _replies_table(app: faust.App, settings: Settings) -> Any:
         allow_empty=True,
         acks=False,  # a changelog (see log_topic)
         config={
-            "max.message.bytes": str(max_batch_bytes(settings)),
+            "max.message.bytes": str(topic_max_message_bytes(settings)),
             **erasure_configs("compacted", settings),  # erased replies leave the disk too
         },
     )

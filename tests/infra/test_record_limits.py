@@ -1,5 +1,6 @@
-"""One record limit: GOAICORE_MAX_RECORD_BYTES, the producers' max request size and the
-topics' max.message.bytes agree, and a record over it is refused before it is sent."""
+"""One record limit: GOAICORE_MAX_RECORD_BYTES and the producers' max request size agree,
+a record over it is refused before it is sent, and the topics accept batches of both
+goaicore's producers and any Kafka client left at its defaults (1 MiB)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,13 @@ from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
 from goaicore.kafka import TOPICS, TopicMismatchError, ensure_topics
 from goaicore.kafka.connection import make_admin, make_consumer, make_producer
-from goaicore.kafka.limits import RECORD_HEADROOM, max_batch_bytes
-from goaicore.kafka.topics import _reported_configs
+from goaicore.kafka.limits import (
+    CLIENT_DEFAULT_BATCH_BYTES,
+    RECORD_HEADROOM,
+    max_batch_bytes,
+    topic_max_message_bytes,
+)
+from goaicore.kafka.topics import _reported_configs, topic_configs
 from goaicore.records import GameEvent, new_event
 from goaicore.records.avro.api import decode_event, encode_event
 
@@ -68,8 +74,23 @@ def test_every_producer_and_topic_use_the_same_limit(limited: Settings) -> None:
     assert store.app.conf.producer_max_request_size == expected
 
 
+def test_topics_accept_the_record_limit_or_a_default_clients_batch_whichever_is_larger(
+    settings: Settings,
+) -> None:
+    """librdkafka batches up to 1,000,000 bytes and Java sends up to 1,048,576 by default:
+    a topic at the record limit's 965,536 would refuse such batches whole."""
+    assert CLIENT_DEFAULT_BATCH_BYTES == 1_048_576
+    default = settings.with_overrides(max_record_bytes=900_000)
+    assert max_batch_bytes(default) == 900_000 + RECORD_HEADROOM
+    assert topic_max_message_bytes(default) == 1_048_576 + RECORD_HEADROOM
+    large = settings.with_overrides(max_record_bytes=4_000_000)
+    assert topic_max_message_bytes(large) == 4_000_000 + RECORD_HEADROOM == max_batch_bytes(large)
+    for spec in TOPICS:
+        assert topic_configs(spec, default)["max.message.bytes"] == str(1_048_576 + 65_536)
+
+
 @pytest.mark.apache_kafka
-def test_topics_are_created_accepting_exactly_that_limit(limited: Settings) -> None:
+def test_topics_are_created_accepting_a_default_clients_batch(limited: Settings) -> None:
     admin = make_admin(limited)
     try:
         described = admin.describe_configs(
@@ -79,7 +100,7 @@ def test_topics_are_created_accepting_exactly_that_limit(limited: Settings) -> N
         admin.close()
     reported = _reported_configs(described)
     assert {reported[limited.topic(t.name)]["max.message.bytes"] for t in TOPICS} == {
-        str(LIMIT + RECORD_HEADROOM)
+        str(CLIENT_DEFAULT_BATCH_BYTES + RECORD_HEADROOM)
     }
 
 
@@ -105,7 +126,8 @@ def test_apache_kafka_itself_refuses_a_batch_over_the_topic_limit(limited: Setti
         bootstrap_servers=limited.require_bootstrap(), max_request_size=4 * 1024 * 1024
     )
     try:
-        future = rogue.send(limited.topic("events"), key=b"k", value=b"x" * (LIMIT * 2 + 1))
+        over = topic_max_message_bytes(limited) + 1
+        future = rogue.send(limited.topic("events"), key=b"k", value=b"x" * over)
         with pytest.raises(MessageSizeTooLargeError):
             future.get(timeout=30)
     finally:
@@ -114,9 +136,10 @@ def test_apache_kafka_itself_refuses_a_batch_over_the_topic_limit(limited: Setti
 
 @pytest.mark.apache_kafka
 def test_create_topics_says_when_a_topic_accepts_less_than_the_limit(limited: Settings) -> None:
-    with pytest.raises(TopicMismatchError, match=r"max\.message\.bytes=131072, below the"):
-        ensure_topics(limited.with_overrides(max_record_bytes=LIMIT * 2))
-    env = {**settings_env(limited), "GOAICORE_MAX_RECORD_BYTES": str(LIMIT * 2)}
+    larger = 2 * CLIENT_DEFAULT_BATCH_BYTES  # its batches are over what the topics accept
+    with pytest.raises(TopicMismatchError, match=r"max\.message\.bytes=1114112, below the"):
+        ensure_topics(limited.with_overrides(max_record_bytes=larger))
+    env = {**settings_env(limited), "GOAICORE_MAX_RECORD_BYTES": str(larger)}
     done = subprocess.run(
         [sys.executable, "-m", "goaicore", "create-topics"],
         env=env,
@@ -127,5 +150,29 @@ def test_create_topics_says_when_a_topic_accepts_less_than_the_limit(limited: Se
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert "max.message.bytes=131072" in lines[0]
-    assert "GOAICORE_MAX_RECORD_BYTES=131072" in lines[0]
+    assert "max.message.bytes=1114112" in lines[0]
+    assert f"GOAICORE_MAX_RECORD_BYTES={larger}" in lines[0]
+
+
+@pytest.mark.apache_kafka
+def test_create_topics_warns_of_a_topic_that_refuses_a_default_clients_batch(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A topic created before the topics accepted 1 MiB batches (at the record limit plus
+    headroom) still takes every record goaicore writes: a warning, not an error."""
+    from kafka.admin import NewTopic
+
+    small = settings.with_overrides(max_record_bytes=LIMIT)
+    old = str(max_batch_bytes(small))
+    admin = make_admin(small)
+    try:
+        configs = {"cleanup.policy": "delete", "retention.ms": "-1", "max.message.bytes": old}
+        events = NewTopic(small.topic("events"), small.partitions, 1, topic_configs=configs)
+        admin.create_topics([events])
+    finally:
+        admin.close()
+    with caplog.at_level("WARNING", logger="goaicore.kafka.topics"):
+        ensure_topics(small)
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "goaicore.kafka.topics"]
+    assert f"topic {small.topic('events')} has max.message.bytes={old}" in warning
+    assert f"max.message.bytes={topic_max_message_bytes(small)}" in warning

@@ -4,7 +4,8 @@ client under Confluent's C#, Go, Node and C++ clients) on Apache Kafka.
 librdkafka's default partitioner (``consistent_random``) hashes a key with CRC32, not
 murmur2, so it puts many conversations' records in another partition than their owner's.
 Such a record is forwarded to its key's partition and folded there, once, never where
-it landed: one snapshot per conversation, and history, replay and verify agree.
+it landed: one snapshot per conversation, and history, replay and verify agree. Its
+default batches (up to 1,000,000 bytes) are accepted whole by the topics.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from confluent_kafka import Producer
 from kafka import KafkaConsumer, TopicPartition
 
 from goaicore.clients import EventPublisher, HistoryReader
+from goaicore.clients.snapshots import SnapshotReader
 from goaicore.config import Settings
+from goaicore.kafka.dead_letters import DeadLetter
+from goaicore.kafka.limits import max_batch_bytes
 from goaicore.kafka.partitioner import partition_for
 from goaicore.records import GameEvent, ReplyStatus, UserMessage, new_chat_request, new_event
 from goaicore.records.avro.api import decode_event, encode_chat_request, encode_event
@@ -31,6 +35,8 @@ from goaicore.store.sync_store import SyncConversationStore
 from tests.brokers import SessionBroker
 from tests.chat_agent.helpers import Replies, a_deployment, snapshot_when
 from tests.cli import goaicore
+from tests.kafka.helpers import wait_until
+from tests.kafka_segments import stored_batches
 
 pytestmark = [pytest.mark.integration, pytest.mark.apache_kafka]
 
@@ -72,6 +78,15 @@ def misplaced_id(stem: str) -> str:
         candidate = f"{stem}-{n}"
         key = candidate.encode()
         if zlib.crc32(key) % PARTITIONS != partition_for(candidate, PARTITIONS):
+            return candidate
+    raise AssertionError("no such key")
+
+
+def placed_id(stem: str) -> str:
+    """A conversation id librdkafka's default partitioner puts in its owner's partition."""
+    for n in range(1, 1000):
+        candidate = f"{stem}-{n}"
+        if zlib.crc32(candidate.encode()) % PARTITIONS == partition_for(candidate, PARTITIONS):
             return candidate
     raise AssertionError("no such key")
 
@@ -254,3 +269,50 @@ def test_a_sealing_deployment_seals_what_librdkafka_misplaced_in_intake_or_event
     assert (result.report.checked, result.report.differences) == (1, [])
     assert result.report.unreadable == {}
     assert records_under(sealed, "dead-letters", conversation) == []
+
+
+def test_librdkafkas_default_batches_are_accepted_whole_and_folded(
+    clear: Settings, kafka_broker: SessionBroker
+) -> None:
+    """librdkafka batches up to 1,000,000 bytes: more than the record limit plus headroom
+    (965,536 at the default limit) that the topics once accepted."""
+    assert kafka_broker.apache is not None
+    conversation = placed_id("bulk")
+    owner = partition_for(conversation, PARTITIONS)
+    values = [
+        encode_event(new_event(conversation, GameEvent(kind="bulk", text=f"{n:02d}" * 55_000)))
+        for n in range(18)
+    ]
+    reports = produce(
+        librdkafka(clear, **{"linger.ms": 1000}), clear.topic("events"), conversation, values
+    )
+    assert [err for err, _, _ in reports] == [None] * len(values)  # none refused
+    assert {partition for _, partition, _ in reports} == {owner}
+    offsets = [offset for _, _, offset in reports]
+    batches = [
+        b
+        for b in stored_batches(kafka_broker.apache, clear.topic("events"), owner)
+        if b.base_offset <= offsets[-1] and b.last_offset >= offsets[0]
+    ]
+    assert len(batches) < len(values)  # batched, as a producer at its defaults does
+    assert max(b.size for b in batches) > max_batch_bytes(clear)  # over the old topic limit
+
+    snapshot = snapshot_when(clear, conversation, lambda s: s.event_count == 18, timeout=60)
+    assert snapshot.messages[-1].text == "17" * 55_000
+
+    # One over the record limit, where the worker would have to write it again (intake):
+    # a dead letter with the reason, not a refusal by the broker.
+    over = encode_event(new_event(conversation, GameEvent(kind="bulk", text="x" * 950_000)))
+    [(err, _, _)] = produce(librdkafka(clear), clear.topic("intake"), conversation, [over])
+    assert err is None
+    wait_until(
+        lambda: len(records_under(clear, "dead-letters", conversation)) == 1,
+        timeout=30,
+        what="a dead letter",
+    )
+    [letter] = [
+        DeadLetter.from_record(r) for r in records_under(clear, "dead-letters", conversation)
+    ]
+    assert (letter.reason, letter.topic) == ("too-large", clear.topic("intake"))
+    with SnapshotReader(clear) as snapshots:
+        assert snapshots.get(conversation) == snapshot
