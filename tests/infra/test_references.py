@@ -21,8 +21,9 @@ DOTTED = re.compile(r"`((?:goaicore|goaicore_store|goaicore_projector)(?:\.\w+)+
 # Paths in another repository: the OpenAI Agents SDK's own tests (in its sdist), which
 # goaicore/testing/agents_sdk_suite.py runs.
 ELSEWHERE = ("tests/memory/",)
-# Dotted names that are not Python: the services' entry point group, an Avro full name.
-NOT_MODULES = {"goaicore.services", "goaicore.UserMessage"}
+# Dotted names that are not Python: the services' entry point group, an Avro full name,
+# a record header's name (goaicore.forwarded-from, up to its dash).
+NOT_MODULES = {"goaicore.services", "goaicore.UserMessage", "goaicore.forwarded"}
 
 
 def _texts() -> list[tuple[Path, str]]:
