@@ -2,8 +2,10 @@
 
 Pure apart from decoding: a record of ``events``, ``snapshots`` or ``replies``
 that does not decode, or whose key is not its conversation id, becomes a
-``Rejected`` (for the dead-letter topic) and its position still advances, so bad
-input never stops the projection. A record of ``dead-letters`` is never
+``Rejected`` and its position still advances, so bad input never stops the
+projection: the projector sets aside a rejected record of ``snapshots`` or
+``replies`` in the dead-letter topic, and only counts one of ``events`` (its dead
+letter is the store worker's). A record of ``dead-letters`` is never
 rejected: setting it aside would send it back to the topic it came from, a loop,
 so whatever it holds is stored as it is. A record of ``events`` in another partition
 than its key's is no row and no dead letter: the store worker forwards it to its

@@ -10,11 +10,15 @@ tools (kafka-consumer-groups, exporters) to see; they are informational only.
 
 One projector writes a schema at a time: it holds a session advisory lock on its
 connection, and a second one waits as a standby until the first stops.
-Records that do not decode go to the dead-letter topic and their position
-advances (a crash or a failed write before the commit can send one twice; each
-carries its origin topic, partition and offset). The projector reads those dead
-letters back like any record, into ``dead_letters``; a dead letter itself is never
-set aside, so nothing loops.
+Records that do not decode are skipped and their position advances. Each bad
+record has one writer of its dead letter: a record of ``events`` is the store
+worker's (it reads every record of its partitions and sets it aside), so the
+projector only counts and logs the ones it skips (``skipped``); a record of
+``snapshots`` or ``replies``, or a row PostgreSQL refuses, is the projector's: it
+goes to the dead-letter topic (a crash or a failed write before the commit can send
+one twice; each carries its origin topic, partition and offset). The projector
+reads the dead letters back like any record, into ``dead_letters``; a dead letter
+itself is never set aside, so nothing loops.
 
 Writing one batch overlaps reading and decoding the next: PostgreSQL indexes
 a batch (most of a write's time is the server's) while this process reads the
@@ -156,6 +160,8 @@ class Projector(Running):
         self.positions: dict[TopicPartitionKey, int] = {}
         self.projected = 0
         self.dead_lettered = 0
+        self.skipped: dict[str, int] = {}
+        """Records of ``events`` skipped undecoded, by reason: the worker dead-letters them."""
         self._crash_at = crash_after_write_before_commit
         self._batches_written = 0
         self._conn: Connection | None = None
@@ -280,7 +286,10 @@ class Projector(Running):
             return 0
         try:
             for rejected in batch.rejected:
-                self._dead_letter(rejected)
+                if rejected.record.origin.topic == self.events_topic:
+                    self._skip(rejected)
+                else:
+                    self._dead_letter(rejected)
         except BaseException:
             self._rewind()
             raise
@@ -406,6 +415,20 @@ class Projector(Running):
         if self._crash_at is not None and self._batches_written >= self._crash_at:
             log.warning("fault hook: killed after writing batch %d, before commit", self._crash_at)
             os.kill(os.getpid(), signal.SIGKILL)
+
+    def _skip(self, refused: Rejected) -> None:
+        """A record of ``events`` that is no row: counted and logged, never a dead letter
+        here (the store worker, which reads every record of ``events``, writes it)."""
+        record = refused.record.origin
+        self.skipped[refused.reason] = self.skipped.get(refused.reason, 0) + 1
+        log.warning(
+            "skipped %s[%d]@%d: %s (its dead letter is the store worker's)",
+            record.topic,
+            record.partition,
+            record.offset,
+            refused.reason,
+            extra=origin(record),
+        )
 
     def _dead_letter(self, refused: Rejected) -> None:
         if self._dead_letters is None:

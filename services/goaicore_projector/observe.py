@@ -53,6 +53,13 @@ class ProjectorMetrics:
             "goaicore_projector_dead_letters", "Records set aside", registry=r
         )
         self._dead_lettered = 0
+        self.skipped = Counter(
+            "goaicore_projector_skipped",
+            "Records of events skipped undecoded, by reason (the store worker dead-letters them)",
+            ["reason"],
+            registry=r,
+        )
+        self._skipped: dict[str, int] = {}
 
     def batch_written(self, batch: BatchWritten) -> None:
         """The projector's ``on_batch`` hook (its writer thread)."""
@@ -70,6 +77,9 @@ class ProjectorMetrics:
             self.position.labels(topic, str(partition)).set(at)
         self.dead_letters.inc(projector.dead_lettered - self._dead_lettered)
         self._dead_lettered = projector.dead_lettered
+        for reason, count in dict(projector.skipped).items():
+            self.skipped.labels(reason).inc(count - self._skipped.get(reason, 0))
+            self._skipped[reason] = count
 
 
 class StatusServer:

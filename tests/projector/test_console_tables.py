@@ -152,7 +152,8 @@ def test_dead_letters_are_projected_once_with_their_origin_and_never_loop(
     projection: Settings,
 ) -> None:
     publish(projection, game_session("p1"))
-    [bad] = produce_at(projection, "events", [(b"p1", b"not avro")])
+    # A bad reply: the projector's to set aside (a bad event is the store worker's).
+    [bad] = produce_at(projection, "replies", [(b"p1", b"not avro")])
     # One from another consumer, whose key is not UTF-8.
     elsewhere = SimpleNamespace(
         topic=projection.topic("requests"), partition=1, offset=5, key=b"\xff\xfe", value=b"x"
@@ -171,7 +172,7 @@ def test_dead_letters_are_projected_once_with_their_origin_and_never_loop(
         ],
     )
 
-    first = project(projection)  # sets the bad event aside
+    first = project(projection)  # sets the bad reply aside
     later = [project(projection), project(projection)]  # read its dead letter back, and again
 
     assert first.dead_lettered == 1
@@ -192,7 +193,7 @@ def test_dead_letters_are_projected_once_with_their_origin_and_never_loop(
         "goaicore-projector": (
             "bad-magic",
             by_consumer["goaicore-projector"][1],
-            projection.topic("events"),
+            projection.topic("replies"),
             bad.partition,
             bad.offset,
             "goaicore-projector",
@@ -331,7 +332,7 @@ def test_clearing_empties_the_new_tables_too(projection: Settings) -> None:
     from goaicore.projection.clear import clear_projection
 
     publish(projection, game_session("p1"))
-    produce_at(projection, "events", [(b"p1", b"not avro")])
+    produce_at(projection, "replies", [(b"p1", b"not avro")])
     publish_replies(
         projection, [ChatReply(request_id="r1", conversation_id="p1", status=ReplyStatus.OK)]
     )
@@ -348,7 +349,7 @@ def test_clearing_empties_the_new_tables_too(projection: Settings) -> None:
     }
     assert query(projection, "SELECT count(*) FROM chat_replies") == [(0,)]
     assert query(projection, "SELECT count(*) FROM dead_letters") == [(0,)]
-    project(projection)  # the log again from its start: the bad event is set aside again
+    project(projection)  # the log again from its start: the bad reply is set aside again
     project(projection)
     assert query(projection, "SELECT count(*) FROM dead_letters") == [(2,)]
     assert len(read_topic(projection, "dead-letters")) == 2

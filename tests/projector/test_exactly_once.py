@@ -137,7 +137,10 @@ def test_killed_projector_keeps_replies_and_dead_letters_exactly_once(
     )
     bad = [
         (projection.topic(topic), p.partition, p.offset)
-        for topic in ("replies", "events")
+        for topic in (
+            "replies",
+            "snapshots",
+        )  # the projector's dead letters (events': the worker's)
         for p in produce_at(projection, topic, [(b"conv-0", b"junk")] * 3)
     ]
     good_replies = {(p.partition, p.offset) for p in replies}

@@ -114,7 +114,9 @@ def test_a_republished_event_is_a_second_row_at_its_own_position(projection: Set
     assert rows[0][1] != rows[1][1]
 
 
-def test_bad_records_go_to_dead_letters_and_the_projection_goes_on(projection: Settings) -> None:
+def test_bad_records_are_skipped_once_dead_lettered_and_the_projection_goes_on(
+    projection: Settings,
+) -> None:
     before = publish(projection, game_session("p1"))
     good = new_event("p1", UserMessage(text="after the bad ones"))
     produce(
@@ -131,7 +133,10 @@ def test_bad_records_go_to_dead_letters_and_the_projection_goes_on(projection: S
     publish_snapshots(projection, list(fold_logged(before + after).values()))
     projector = project(projection)
 
-    assert projector.dead_lettered == 4
+    # The bad records of events are the store worker's dead letters: the projector
+    # counts them; the bad snapshot (no worker sets it aside) is the projector's.
+    assert projector.skipped == {"bad-magic": 1, "empty": 1, "key-mismatch": 1}
+    assert projector.dead_lettered == 1
     texts = [
         r[0]
         for r in query(
@@ -145,18 +150,9 @@ def test_bad_records_go_to_dead_letters_and_the_projection_goes_on(projection: S
     assert query(projection, "SELECT event_count FROM conversation_snapshots") == [(9,)]
 
     letters = _dead_letters(projection)
-    assert sorted(letter.reason for letter in letters) == [
-        "bad-magic",
-        "empty",
-        "key-mismatch",
-        "unknown-fingerprint",
+    assert [(letter.reason, letter.topic, letter.consumer) for letter in letters] == [
+        ("unknown-fingerprint", projection.topic("snapshots"), "goaicore-projector")
     ]
-    assert {letter.consumer for letter in letters} == {"goaicore-projector"}
-    assert {letter.topic for letter in letters} == {
-        projection.topic("events"),
-        projection.topic("snapshots"),
-    }
-    assert any(letter.value == b"not avro" for letter in letters)
 
 
 def _dead_letters(settings: Settings) -> list[DeadLetter]:

@@ -1,0 +1,55 @@
+"""One dead letter per bad record of ``events``, with a store worker and a projector
+both reading it: the worker writes it, the projector counts it skipped."""
+
+from __future__ import annotations
+
+import time
+
+from goaicore.config import Settings
+from goaicore.kafka.dead_letters import DeadLetter
+from goaicore.kafka.partition_reader import read_to_end
+from goaicore.records import UserMessage, new_event
+from tests.chat_agent.helpers import a_deployment, snapshot_when
+from tests.projector.helpers import produce, project, publish, query
+
+
+def _dead_letters(settings: Settings) -> list[DeadLetter]:
+    from goaicore.kafka.connection import make_consumer, topic_partitions
+
+    consumer = make_consumer(settings)
+    try:
+        return [
+            DeadLetter.from_record(record)
+            for partition in topic_partitions(consumer, settings.topic("dead-letters"))
+            for record in read_to_end(consumer, partition, settings=settings)
+        ]
+    finally:
+        consumer.close()
+
+
+def test_an_undecodable_event_is_one_dead_letter_with_a_worker_and_a_projector(
+    projection: Settings,
+) -> None:
+    with a_deployment(projection):
+        publish(projection, [new_event("dlq-1", UserMessage(text="before"))])
+        produce(projection, "events", [(b"dlq-1", b"not avro")])
+        publish(projection, [new_event("dlq-1", UserMessage(text="after"))])
+        # The worker has passed the bad record once it folded the event after it.
+        snapshot_when(projection, "dlq-1", lambda s: len(s.messages) >= 2, timeout=60)
+        projector = project(projection)  # and the projector, once caught up
+        assert query(projection, "SELECT count(*) FROM conversation_events") == [(2,)]
+        deadline = time.monotonic() + 30
+        letters = _dead_letters(projection)
+        while not letters and time.monotonic() < deadline:
+            time.sleep(0.2)
+            letters = _dead_letters(projection)
+
+    assert projector.skipped == {"bad-magic": 1}
+    assert projector.dead_lettered == 0
+    assert [(letter.reason, letter.topic, letter.value) for letter in letters] == [
+        ("bad-magic", projection.topic("events"), b"not avro")
+    ]
+    assert letters[0].consumer != "goaicore-projector"
+    # The projector reads it back into dead_letters: one row.
+    project(projection)
+    assert query(projection, "SELECT count(*) FROM dead_letters") == [(1,)]
