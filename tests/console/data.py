@@ -2,8 +2,8 @@
 
 ``quest`` holds one of every kind of record, with text a page must escape; ``tampered``
 has a stored snapshot that differs from the fold of its events; ``bulk-NN`` fill more
-than one page of the list. A record that does not decode is published to ``quest`` so
-the projector sets it aside as a dead letter.
+than one page of the list. A record that does not decode is published to ``quest``, with
+the dead letter the store worker would write for it.
 """
 
 from __future__ import annotations
@@ -33,7 +33,14 @@ from goaicore.records import (
     utc_now,
 )
 from goaicore.records.avro.api import encode_chat_reply
-from tests.projector.helpers import fold_logged, produce, project, publish, publish_snapshots
+from tests.projector.helpers import (
+    bad_events,
+    fold_logged,
+    produce,
+    project,
+    publish,
+    publish_snapshots,
+)
 
 QUEST = "quest <1>"
 TAMPERED = "tampered"
@@ -188,8 +195,7 @@ def log_and_project(settings: Settings) -> Audited:
         "replies",
         [(r.conversation_id.encode(), encode_chat_reply(r)) for r in replies()],
     )
-    produce(settings, "events", [(QUEST.encode(), b"not an event")])
-    project(settings)
-    project(settings)  # reads back the dead letter the first run set aside
+    bad_events(settings, [(QUEST.encode(), b"not an event")], "bad-magic")
+    project(settings)  # and reads back its dead letter
     quest = [p.offset for e, p in logged if e.conversation_id == QUEST]
     return Audited(settings, quest, len(snapshots))

@@ -90,6 +90,30 @@ def produce_at(
     return [LogPosition(partition=m.partition, offset=m.offset) for m in sent]
 
 
+def bad_events(
+    settings: Settings, records: Sequence[tuple[bytes | None, bytes | None]], reason: str
+) -> list[LogPosition]:
+    """Bad records published to ``events`` and set aside as the store worker sets them
+    aside (the projector only counts bad events: their dead letter is the worker's),
+    for tests that run a projector without a worker; their positions."""
+    from types import SimpleNamespace
+
+    from goaicore.kafka.dead_letters import DeadLetterWriter
+
+    positions = produce_at(settings, "events", records)
+    with DeadLetterWriter(settings, f"{settings.topic_prefix}.store") as writer:
+        for (key, value), at in zip(records, positions, strict=True):
+            record = SimpleNamespace(
+                topic=settings.topic("events"),
+                partition=at.partition,
+                offset=at.offset,
+                key=key,
+                value=value,
+            )
+            writer.forward(record, reason, "not an event")
+    return positions
+
+
 def publish_replies(
     settings: Settings, replies: Sequence[ChatReply], timestamp_ms: int | None = None
 ) -> list[LogPosition]:

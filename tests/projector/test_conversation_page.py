@@ -31,6 +31,7 @@ from goaicore.records import (
     new_event,
 )
 from tests.projector.helpers import (
+    bad_events,
     fold_logged,
     produce_at,
     project,
@@ -65,9 +66,8 @@ def _events() -> list[ConversationEvent]:
 @pytest.fixture
 def listed(projection: Settings) -> Settings:
     publish(projection, _events())
-    produce_at(projection, "events", [(b"c6", b"not avro"), (b"c2", b"not avro either")])
-    project(projection)
-    project(projection)  # reads its own dead letters back
+    bad_events(projection, [(b"c6", b"not avro"), (b"c2", b"not avro either")], "bad-magic")
+    project(projection)  # reads the dead letters back
     return projection
 
 
