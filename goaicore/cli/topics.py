@@ -37,6 +37,9 @@ def register(subparsers: Any) -> None:
     create.set_defaults(handler=handle_create_topics)
 
 
+DEFAULT = "the broker's default"
+
+
 def handle_create_topics(args: argparse.Namespace) -> int:
     with needs("kafka"):
         from kafka.errors import KafkaError
@@ -62,12 +65,14 @@ def handle_create_topics(args: argparse.Namespace) -> int:
                 ) from err
             print(f"brokers not ready ({type(err).__name__}); retrying", flush=True)
             time.sleep(2.0)
-    # As ensure_topics creates them: the embedded broker has one node.
-    factor = 1 if settings.embedded_broker else settings.replication_factor
-    replication = "the broker's default" if factor == -1 else str(factor)
+    # As ensure_topics created them: a factor of -1 is the brokers' default, read back
+    # when a broker reports it.
     for status in statuses:
         line = f"{status.action:7} {status.name} partitions={status.partitions}"
         if status.action == "created":
-            line += f" replication={replication}"
+            replication = status.replication
+            insync = status.min_insync_replicas
+            line += f" replication={replication if replication is not None else DEFAULT}"
+            line += f" min.insync.replicas={insync if insync is not None else DEFAULT}"
         print(line)
     return 0

@@ -4,6 +4,10 @@ Every topic is keyed by ``conversation_id`` and has the same partition count,
 so a conversation's events, snapshot, requests, replies and reply stream are
 co-partitioned and one worker owns the conversation. An existing topic with another
 partition count is an error: silently accepting it would break co-partitioning.
+
+A topic is created with ``min.insync.replicas`` 2 where its replication factor is 3
+or more (an acknowledged write survives the loss of any one broker, and writes go on
+while one is down), else 1. An existing topic below that is warned about, never changed.
 """
 
 from __future__ import annotations
@@ -94,6 +98,15 @@ class TopicStatus:
     name: str
     partitions: int
     action: Literal["created", "exists"]
+    replication: int | None = None
+    """The replication factor it was created with (None: the broker's default, unknown)."""
+    min_insync_replicas: int | None = None
+    """The ``min.insync.replicas`` it was created with (None: the broker's default)."""
+
+
+def min_insync_replicas(replication: int) -> int:
+    """What goaicore sets for a topic of ``replication`` replicas: 2 from 3 on, else 1."""
+    return 2 if replication >= 3 else 1
 
 
 def ensure_topics(settings: Settings, timeout_s: float = 30.0) -> list[TopicStatus]:
@@ -134,6 +147,15 @@ def _ensure(admin: Any, settings: Settings, timeout_s: float) -> list[TopicStatu
         from kafka.errors import TopicAlreadyExistsError
 
     existing = _partition_counts(admin, [settings.topic(t.name) for t in TOPICS])
+    replication = 1 if settings.embedded_broker else settings.replication_factor
+    resolved = replication if replication != -1 else _default_replication(admin)
+    min_insync = min_insync_replicas(resolved) if resolved is not None else None
+    # The embedded broker has one node and no replication: it is given no setting for it.
+    extra = (
+        {}
+        if min_insync is None or settings.embedded_broker
+        else {"min.insync.replicas": str(min_insync)}
+    )
     statuses: list[TopicStatus] = []
     for spec in TOPICS:
         name = settings.topic(spec.name)
@@ -141,13 +163,15 @@ def _ensure(admin: Any, settings: Settings, timeout_s: float) -> list[TopicStatu
             _check(settings, name, existing[name])
             statuses.append(TopicStatus(name, existing[name], "exists"))
             continue
-        replication = 1 if settings.embedded_broker else settings.replication_factor
         new = NewTopic(
-            name, settings.partitions, replication, topic_configs=topic_configs(spec, settings)
+            name,
+            settings.partitions,
+            replication,
+            topic_configs={**topic_configs(spec, settings), **extra},
         )
         try:
             admin.create_topics([new], timeout_ms=int(timeout_s * 1000))
-            statuses.append(TopicStatus(name, settings.partitions, "created"))
+            statuses.append(TopicStatus(name, settings.partitions, "created", resolved, min_insync))
         except TopicAlreadyExistsError:
             # Created concurrently (by another process, or by an earlier pass): check it.
             count = _wait_led(admin, [name], time.monotonic() + timeout_s)[name]
@@ -185,6 +209,40 @@ def erasure_configs(erasure: str, settings: Settings) -> dict[str, str]:
             "file.delete.delay.ms": delete_delay,
         }
     return {}
+
+
+def _default_replication(admin: Any) -> int | None:
+    """The brokers' ``default.replication.factor`` (what -1 creates), or None when no
+    broker reports it (the topic then keeps the broker's ``min.insync.replicas``)."""
+    with needs("kafka"):
+        from kafka.admin import ConfigResource, ConfigResourceType
+    try:
+        broker = admin.describe_cluster()["brokers"][0]
+        node = str(broker.get("broker_id", broker.get("node_id")))
+        resource = ConfigResource(ConfigResourceType.BROKER, node)
+        described = admin.describe_configs([resource], config_filter="all")
+        factor = (
+            _reported_configs(described, "broker")
+            .get(node, {})
+            .get("default.replication.factor", "")
+        )
+    except Exception:
+        return None
+    return int(factor) if factor.isdigit() else None
+
+
+def _replication(admin: Any, names: list[str]) -> dict[str, int]:
+    """The smallest replica count of any partition of each topic."""
+    out: dict[str, int] = {}
+    try:
+        described = admin.describe_topics(names)
+    except Exception:
+        return out
+    for topic in described:
+        counts = [len(p.get("replica_nodes", [])) for p in topic.get("partitions", [])]
+        if counts and min(counts) > 0:
+            out[topic["topic"] if "topic" in topic else topic["name"]] = min(counts)
+    return out
 
 
 def _check(settings: Settings, name: str, partitions: int) -> None:
@@ -253,6 +311,7 @@ def _check_configs(admin: Any, settings: Settings) -> None:
     except Exception:
         return
     reported = _reported_configs(described)
+    replication = _replication(admin, [settings.topic(t.name) for t in TOPICS])
     needed = max_batch_bytes(settings)
     wanted_size = topic_max_message_bytes(settings)
     for spec in TOPICS:
@@ -283,13 +342,29 @@ def _check_configs(admin: Any, settings: Settings) -> None:
                 wanted_size,
                 wanted_size,
             )
+        insync = configs.get("min.insync.replicas")
+        replicas = replication.get(name)
+        if insync is not None and insync.isdigit() and replicas is not None:
+            floor = min_insync_replicas(replicas)
+            if int(insync) < floor:
+                log.warning(
+                    "topic %s has %d replicas and min.insync.replicas=%s: an acknowledged "
+                    "write may live on one broker only; goaicore creates such topics with %d "
+                    "(raise it with kafka-configs --alter --add-config "
+                    "min.insync.replicas=%d; goaicore never changes an existing topic)",
+                    name,
+                    replicas,
+                    insync,
+                    floor,
+                    floor,
+                )
 
 
-def _reported_configs(described: Any) -> dict[str, dict[str, str]]:
-    """Normalise kafka-python's describe_configs answer to {topic: {key: value}}."""
+def _reported_configs(described: Any, kind: str = "topic") -> dict[str, dict[str, str]]:
+    """Normalise kafka-python's describe_configs answer to {resource: {key: value}}."""
     out: dict[str, dict[str, str]] = {}
-    if isinstance(described, dict) and "topic" in described:
-        for topic, configs in described["topic"].items():
+    if isinstance(described, dict) and kind in described:
+        for topic, configs in described[kind].items():
             if isinstance(configs, dict):
                 out[topic] = {
                     str(k): str(v.get("value") if isinstance(v, dict) else v)

@@ -93,7 +93,8 @@ REPLICATION_FACTOR = Setting(
     "replication_factor",
     "GOAICORE_REPLICATION_FACTOR",
     "`-1` (the broker's default)",
-    "Replication factor of the topics goaicore creates.",
+    "Replication factor of the topics goaicore creates; it also sets their "
+    "`min.insync.replicas` (2 from 3 replicas on, else 1).",
     whole_number(-1, 32),
     -1,
 )

@@ -37,7 +37,8 @@ def test_create_topics_creates_then_finds_them(settings: Settings) -> None:
     lines = first.stdout.splitlines()
     assert len(lines) == len(TOPICS)
     assert all(line.startswith("created ") and "partitions=3" in line for line in lines)
-    assert f"created {settings.topic('events')} partitions=3 replication=1" in lines
+    created = f"created {settings.topic('events')} partitions=3 replication=1"
+    assert f"{created} min.insync.replicas=1" in lines
     again = goaicore(env, "create-topics")
     assert again.returncode == 0, again.stderr
     assert all(line.startswith("exists ") for line in again.stdout.splitlines())

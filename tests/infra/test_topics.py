@@ -37,6 +37,26 @@ def test_creates_every_topic_under_the_prefix(settings: Settings) -> None:
     assert _partition_counts(settings) == dict.fromkeys(expected, 3)
 
 
+@pytest.mark.apache_kafka
+def test_one_replica_gets_min_insync_replicas_one(settings: Settings) -> None:
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    statuses = ensure_topics(settings.with_overrides(replication_factor=1))
+    assert {(s.replication, s.min_insync_replicas) for s in statuses} == {(1, 1)}
+    admin = KafkaAdminClient(bootstrap_servers=settings.require_bootstrap())
+    try:
+        described = admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, settings.topic(t.name)) for t in TOPICS],
+            config_filter="all",
+        )
+    finally:
+        admin.close()
+    assert {
+        (configs["min.insync.replicas"]["value"], configs["min.insync.replicas"]["config_source"])
+        for configs in described["topic"].values()
+    } == {("1", "DYNAMIC_TOPIC_CONFIG")}
+
+
 def test_creating_twice_changes_nothing(settings: Settings) -> None:
     ensure_topics(settings)
     again = ensure_topics(settings)

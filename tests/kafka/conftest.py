@@ -21,3 +21,14 @@ def retention_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalK
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka]:
+    """A three-node cluster of the module's own (replication factor 3 and
+    ``min.insync.replicas=2`` by default)."""
+    kafka = start_apache_kafka(tmp_path_factory.mktemp("cluster"), nodes=3)
+    try:
+        yield kafka
+    finally:
+        kafka.stop()

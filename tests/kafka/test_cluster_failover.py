@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ from goaicore.kafka.apache import LocalKafka
 from goaicore.kafka.probe import kafka_known_brokers
 from goaicore.records import ReplyStatus
 from goaicore.testing import OpenAIServer
-from tests.brokers import start_apache_kafka
 from tests.chat_agent.helpers import Replies, ScriptedLLM
 from tests.kafka.helpers import (
     ChatLoad,
@@ -46,15 +44,6 @@ pytestmark = [pytest.mark.apache_kafka, pytest.mark.timeout(1800)]
 
 EVENTS, STREAM_CONVERSATIONS = 10_000, 100
 REQUESTS, CHAT_CONVERSATIONS = 200, 20
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka]:
-    kafka = start_apache_kafka(tmp_path_factory.mktemp("cluster"), nodes=3)
-    try:
-        yield kafka
-    finally:
-        kafka.stop()
 
 
 def test_kill9_of_a_leading_broker_loses_and_doubles_nothing(
