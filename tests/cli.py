@@ -27,7 +27,12 @@ def goaicore(
     settings: Settings, *args: str, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     """``python -m goaicore ARGS`` on ``settings``' broker and topics (no database)."""
-    env = {
+    return run_goaicore(*args, env=goaicore_env(settings), timeout=timeout)
+
+
+def goaicore_env(settings: Settings) -> dict[str, str]:
+    """The environment of a ``goaicore`` child on ``settings``' broker and topics (no database)."""
+    return {
         **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
         "KAFKA_BOOTSTRAP_SERVERS": settings.require_bootstrap(),
         "GOAICORE_BROKER_PROFILE": settings.broker_profile or "standard",
@@ -35,4 +40,3 @@ def goaicore(
         "GOAICORE_PARTITIONS": str(settings.partitions),
         "GOAICORE_DATA_DIR": str(settings.data_dir),
     }
-    return run_goaicore(*args, env=env, timeout=timeout)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -26,7 +27,7 @@ from goaicore.cli import (
     tail,
     topics,
 )
-from goaicore.errors import GoaicoreError, wrap_client_error
+from goaicore.errors import EXIT_OK, GoaicoreError, wrap_client_error
 
 COMMAND_MODULES: tuple[ModuleType, ...] = (
     dev,
@@ -58,13 +59,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Exit codes (see :mod:`goaicore.errors`): 0 success, 1 differences found or a
     failed reply, 2 usage error, 3 configuration error, 4 broker or database
-    unreachable. argparse's own usage errors exit 2 as well.
+    unreachable. argparse's own usage errors exit 2 as well. A reader that closes
+    standard output early (``goaicore history CONV | head -1``) ends the command
+    quietly with 0, as other Unix tools do.
     """
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_OK
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     as_json = logs.configure_from_environment()
     try:
         code: int = args.handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+    except BrokenPipeError:
+        raise
     except GoaicoreError as err:
         return _stop(err, err.exit_code, as_json)
     except Exception as err:
@@ -73,6 +87,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return _stop(wrapped, wrapped.exit_code, as_json)
     return code
+
+
+def _discard_stdout() -> None:
+    """Point standard output at the null device: what is still buffered for the closed
+    pipe is dropped instead of failing again when the interpreter flushes it at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    finally:
+        os.close(devnull)
 
 
 def _stop(err: BaseException, code: int, as_json: bool) -> int:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 from goaicore.config import Settings
 from goaicore.kafka.connection import make_producer
 from goaicore.records.avro import encode_reply_chunk
-from tests.cli import goaicore
+from tests.cli import goaicore, goaicore_env
 from tests.clients.scripted_responder import ScriptedResponder
 from tests.records.records_samples import REPLY_CHUNK_SAMPLES
 
@@ -60,6 +63,26 @@ def test_publish_event_then_history_and_tail(topics: Settings) -> None:
     assert line["topic"] == topics.topic("events")
     assert (line["partition"], line["offset"]) == (logged["partition"], logged["offset"])
     assert (line["type"], line["record"]) == ("ConversationEvent", logged["event"])
+
+
+def test_history_into_a_closed_pipe_ends_quietly(topics: Settings) -> None:
+    """``goaicore history CONV | head -1``, the reader gone before the output is written."""
+    for n in range(3):
+        assert goaicore(topics, "publish-event", "piped", f"event {n}").returncode == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "goaicore", "history", "piped"],
+            env=goaicore_env(topics),
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, "")
 
 
 def test_tail_decodes_the_reply_stream(topics: Settings) -> None:

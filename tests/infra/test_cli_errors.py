@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from goaicore import cli
+from goaicore.cli import events
 from tests.cli import run_goaicore
 from tests.listeners import http_listener
 
@@ -104,3 +108,24 @@ def test_bad_numbers_are_refused_by_the_parser(
     assert done.returncode == 2
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_closed_stdout_ends_a_command_quietly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``goaicore history CONV | head -1``: the reader is gone before the output is written."""
+
+    def many_lines(args: argparse.Namespace) -> int:
+        for offset in range(10_000):
+            print(f"{offset:>8} {args.conversation} user: hello")
+        return 0
+
+    monkeypatch.setattr(events, "handle_history", many_lines)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    closed = open(write_end, "w")  # noqa: SIM115 - closed below, after main rebinds its fd
+    monkeypatch.setattr(sys, "stdout", closed)
+    try:
+        code = cli.main(["history", "p1"])
+        print("after", flush=True)  # stdout is the null device now: no second error
+    finally:
+        closed.close()
+    assert code == 0
