@@ -23,21 +23,44 @@ def integer(low: int, high: int | None = None) -> Callable[[str], int]:
     return parse
 
 
-def seconds(low: float = 0.0) -> Callable[[str], float]:
-    """A number of seconds, at least ``low`` (and finite)."""
+MAX_SECONDS = 7 * 86400.0
+"""The longest duration a command waits: a week. More is a mistake (and past about 290
+years, more than the clocks and waits of the standard library hold)."""
+MAX_DAYS = 100 * 365.0
+"""The most days a retention age may name: a century."""
 
+
+def seconds(
+    low: float = 0.0, *, above: bool = False, high: float = MAX_SECONDS
+) -> Callable[[str], float]:
+    """A finite number of seconds from ``low`` (more than ``low`` with ``above``) to
+    ``high``; inf, nan and absurd values are refused by the parser."""
+    return _number("seconds", low, above, high)
+
+
+def days(low: float = 0.0, *, above: bool = True, high: float = MAX_DAYS) -> Callable[[str], float]:
+    """A finite number of days, more than ``low`` (by default) and at most ``high``."""
+    return _number("days", low, above, high)
+
+
+def _number(unit: str, low: float, above: bool, high: float) -> Callable[[str], float]:
     def parse(raw: str) -> float:
         try:
             value = float(raw)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number of seconds, got {raw!r}") from None
-        if not value >= low or value == float("inf"):
-            raise argparse.ArgumentTypeError(f"must be a finite number of at least {low:g}")
+            raise argparse.ArgumentTypeError(f"expected a number of {unit}, got {raw!r}") from None
+        fits = value > low if above else value >= low
+        if not (fits and value <= high):  # nan fails both comparisons
+            least = f"more than {low:g}" if above else f"a finite number of at least {low:g}"
+            raise argparse.ArgumentTypeError(
+                f"must be {least} and at most {high:g} {unit}, got {raw!r}"
+            )
         return value
 
     return parse
 
 
+POSITIVE_SECONDS = seconds(0.0, above=True)
 POSITIVE = integer(1)
 OFFSET = integer(0)
 PORT = integer(1, 65535)

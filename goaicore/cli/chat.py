@@ -7,6 +7,8 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from goaicore.cli.args import POSITIVE_SECONDS
+
 if TYPE_CHECKING:
     from goaicore.records import ChatReply
     from goaicore.store.reply_streams import StreamedReply
@@ -21,7 +23,7 @@ def register(subparsers: Any) -> None:
     say.add_argument("--system", help="system prompt for this turn (never stored)")
     say.add_argument(
         "--timeout",
-        type=positive_seconds,
+        type=POSITIVE_SECONDS,
         default=60.0,
         help="seconds to wait (default: %(default)s)",
     )
@@ -36,16 +38,6 @@ def register(subparsers: Any) -> None:
         help="print the reply as it is generated (tool calls on stderr)",
     )
     say.set_defaults(handler=handle_say)
-
-
-def positive_seconds(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {raw!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be more than 0")
-    return value
 
 
 def handle_say(args: argparse.Namespace) -> int:

@@ -8,8 +8,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from goaicore.cli.args import OFFSET, integer, key_value, moment
-from goaicore.cli.chat import positive_seconds, print_reply
+from goaicore.cli.args import OFFSET, POSITIVE_SECONDS, days, integer, key_value, moment
+from goaicore.cli.chat import print_reply
 from goaicore.cli.output import add_json_option, print_json
 from goaicore.records.jsonable import jsonable
 from goaicore.records.validation import InvalidInputError
@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
     )
     regenerate.add_argument("conversation", metavar="CONV")
     regenerate.add_argument(
-        "--timeout", type=positive_seconds, default=60.0, help="seconds to wait for the reply"
+        "--timeout", type=POSITIVE_SECONDS, default=60.0, help="seconds to wait for the reply"
     )
     regenerate.set_defaults(handler=handle_regenerate)
 
@@ -104,7 +104,7 @@ def register(subparsers: Any) -> None:
     erase.add_argument("--reason", default="", help="why, kept in the log (not content)")
     erase.add_argument(
         "--idle-days",
-        type=positive_days,
+        type=days(),
         metavar="DAYS",
         help="instead of CONV: every conversation whose last event is older than DAYS "
         "(a retention policy); lists them, and erases them only with --yes",
@@ -112,7 +112,7 @@ def register(subparsers: Any) -> None:
     erase.add_argument("--yes", action="store_true", help="with --idle-days: erase them")
     erase.add_argument(
         "--timeout",
-        type=positive_seconds,
+        type=POSITIVE_SECONDS,
         default=30.0,
         help="seconds to wait for the worker to destroy the key (default 30)",
     )
@@ -262,13 +262,3 @@ def _erase_idle(args: argparse.Namespace) -> int:
     else:
         print(f"erased {len(erased)} conversations idle for more than {args.idle_days:g} days")
     return 0
-
-
-def positive_days(text: str) -> float:
-    try:
-        days = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of days: {text!r}") from None
-    if not days > 0 or days == float("inf"):
-        raise argparse.ArgumentTypeError(f"days must be more than 0, got {text!r}")
-    return days

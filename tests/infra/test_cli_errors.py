@@ -99,6 +99,15 @@ def test_no_database_at_the_address_is_one_line_without_the_password(
         (["replay", "p1", "--until-offset", "-5"], "must be at least 0, got -5"),
         (["worker", "--web-port", "70000"], "must be from 1 to 65535, got 70000"),
         (["create-topics", "--wait", "nan"], "must be a finite number of at least 0"),
+        (["say", "p1", "hi", "--timeout", "1e10"], "at most 604800 seconds, got '1e10'"),
+        (["say", "p1", "hi", "--timeout", "inf"], "must be more than 0 and at most 604800"),
+        (["say", "p1", "hi", "--timeout", "nan"], "must be more than 0 and at most 604800"),
+        (["regenerate", "p1", "--timeout", "1e400"], "at most 604800 seconds, got '1e400'"),
+        (["erase", "p1", "--timeout=-inf"], "must be more than 0 and at most 604800"),
+        (["erase", "--idle-days", "1e300"], "must be more than 0 and at most 36500 days"),
+        (["erase", "--idle-days", "nan"], "must be more than 0 and at most 36500 days"),
+        (["tail", "--idle-timeout", "inf"], "at least 0.1 and at most 604800 seconds"),
+        (["create-topics", "--timeout", "1e9"], "at least 1 and at most 604800 seconds"),
     ],
 )
 def test_bad_numbers_are_refused_by_the_parser(
