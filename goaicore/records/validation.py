@@ -24,7 +24,7 @@ def check_conversation_id(value: Any) -> str:
         raise InvalidInputError(
             f"conversation_id is {len(value)} characters; at most {MAX_CONVERSATION_ID}"
         )
-    return value
+    return check_utf8("conversation_id", value)
 
 
 def check_request_id(value: Any) -> str:
@@ -35,7 +35,7 @@ def check_request_id(value: Any) -> str:
         raise InvalidInputError("request_id must not be empty")
     if len(value) > MAX_REQUEST_ID:
         raise InvalidInputError(f"request_id is {len(value)} characters; at most {MAX_REQUEST_ID}")
-    return value
+    return check_utf8("request_id", value)
 
 
 def check_text(name: str, value: Any, allow_empty: bool = False) -> str:
@@ -43,6 +43,23 @@ def check_text(name: str, value: Any, allow_empty: bool = False) -> str:
         raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
     if not allow_empty and not value.strip():
         raise InvalidInputError(f"{name} must not be empty")
+    return check_utf8(name, value)
+
+
+def check_utf8(name: str, value: str) -> str:
+    """``value`` when it can be encoded as UTF-8 (as every record's strings are); a lone
+    surrogate cannot: a command-line byte that is not UTF-8 arrives as one, and so does
+    an unpaired ``\\ud800`` escape in JSON."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        code = ord(value[err.start])
+        what = f"a lone surrogate (\\u{code:04x})"
+        if 0xDC80 <= code <= 0xDCFF:
+            what += f": the byte 0x{code - 0xDC00:02x}, not UTF-8, as a command line passes it"
+        raise InvalidInputError(
+            f"{name} is not valid UTF-8 text: character {err.start} is {what}"
+        ) from None
     return value
 
 
@@ -56,6 +73,8 @@ def check_attributes(value: Any) -> dict[str, str]:
             raise InvalidInputError(
                 f"attributes must map strings to strings; {key!r}: {type(item).__name__}"
             )
+        check_utf8("an attribute's name", key)
+        check_utf8(f"attribute {key!r}", item)
     return dict(value)
 
 

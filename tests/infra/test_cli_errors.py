@@ -138,3 +138,22 @@ def test_a_closed_stdout_ends_a_command_quietly(monkeypatch: pytest.MonkeyPatch)
     finally:
         closed.close()
     assert code == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["history", "\udcff"],
+        ["undo", "p\udcff"],
+        ["publish-event", "\udcff", "hello"],
+        ["say", "p1", "caf\udce9"],
+    ],
+    ids=["history", "undo", "publish-event id", "say text"],
+)
+def test_a_byte_that_is_not_utf8_is_one_line(args: list[str], tmp_path: Path) -> None:
+    """``goaicore history $'\\xff'``: refused before any broker is asked."""
+    done = _run(args, tmp_path, KAFKA_BOOTSTRAP_SERVERS=f"127.0.0.1:{_closed_port()}")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "is not valid UTF-8 text: character" in line
+    assert "not UTF-8, as a command line passes it" in line
