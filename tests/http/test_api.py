@@ -97,6 +97,11 @@ def test_a_retry_with_the_same_request_id_gets_the_same_reply(
         ("events", b'{"text": "x", "attributes": {"a": 1}}', 400, "attributes", "must map"),
         ("events", b'{"kind": "x"}', 400, "text", "text is missing"),
         ("events", b'{"text": "x", "colour": "red"}', 400, "colour", "unknown field 'colour'"),
+        ("events", b'{"text": "\\ud800"}', 400, "text", "text is not valid UTF-8 text"),
+        ("events", b'{"text": "x", "kind": "\\udcff"}', 400, "kind", "not valid UTF-8"),
+        ("events", b'{"text": "x", "attributes": {"a": "\\ud800"}}', 400, "attributes", "UTF-8"),
+        ("messages", b'{"text": "a\\ud800"}', 400, "text", "character 1 is a lone surrogate"),
+        ("messages", b'{"text": "hi", "system": "\\udfff"}', 400, "system", "not valid UTF-8"),
     ],
 )
 def test_bad_input_gets_a_json_error_naming_the_field(

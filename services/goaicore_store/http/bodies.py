@@ -13,7 +13,12 @@ from datetime import datetime
 from typing import Any
 
 from goaicore.errors import InputError
-from goaicore.records.validation import check_attributes, check_request_id, check_text
+from goaicore.records.validation import (
+    check_attributes,
+    check_request_id,
+    check_text,
+    check_utf8,
+)
 from goaicore_store.http.errors import ApiError
 
 MESSAGE_FIELDS = ("text", "system", "tools", "model", "timeout", "request_id")
@@ -52,7 +57,8 @@ def optional_text(body: Mapping[str, Any], name: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise ApiError(400, f"{name} must be a string, got {type(value).__name__}", field=name)
-    return value
+    checked: str = _checked(name, check_utf8, value)
+    return checked
 
 
 def optional_request_id(body: Mapping[str, Any]) -> str | None:
@@ -141,6 +147,8 @@ def optional_strings(body: Mapping[str, Any], name: str) -> list[str] | None:
         return None
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ApiError(400, f"{name} must be a list of strings", field=name)
+    for item in value:
+        _checked(name, check_utf8, item)
     return value
 
 
@@ -153,4 +161,8 @@ def nullable_attributes(body: Mapping[str, Any], name: str) -> dict[str, str | N
         isinstance(v, str) or v is None for v in value.values()
     ):
         raise ApiError(400, f"{name} must map names to strings (or null to remove)", field=name)
+    for key, item in value.items():
+        _checked(name, check_utf8, key)
+        if item is not None:
+            _checked(name, check_utf8, item)
     return value
