@@ -68,13 +68,24 @@ async def partitions_of(consumer: Any, topic: str) -> list[Any]:
     """Every partition of ``topic``; MissingTopicError when it does not exist."""
     from aiokafka import TopicPartition
 
+    partitions = await _partition_ids(consumer._client, topic)
+    return [TopicPartition(topic, p) for p in partitions]
+
+
+async def require_topic(producer: Any, topic: str) -> None:
+    """MissingTopicError, at once, when ``topic`` does not exist: a producer would
+    otherwise wait for it, warning, until its request timeout."""
+    await _partition_ids(producer.client, topic)
+
+
+async def _partition_ids(client: Any, topic: str) -> list[int]:
     with client_errors():
-        # Fresh metadata: the consumer's cached cluster knows only topics it has used.
-        cluster = await consumer._client.fetch_all_metadata()
+        # Fresh metadata: a client's cached cluster knows only topics it has used.
+        cluster = await client.fetch_all_metadata()
     partitions = cluster.partitions_for_topic(topic)
     if not partitions:
         raise MissingTopicError(f"topic {topic} does not exist (is `goaicore dev` running?)")
-    return [TopicPartition(topic, p) for p in sorted(partitions)]
+    return sorted(partitions)
 
 
 async def stop_all(*clients: Any) -> None:

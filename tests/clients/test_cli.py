@@ -6,6 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import time
+
+import pytest
 
 from goaicore.config import Settings
 from goaicore.kafka.connection import make_producer
@@ -133,10 +136,13 @@ def test_bad_arguments_give_one_line_errors(topics: Settings) -> None:
     assert "must be more than 0" in bad_timeout.stderr
 
 
-def test_missing_topics_are_a_clear_error(settings: Settings) -> None:
-    result = goaicore(settings, "history", "c")
+@pytest.mark.parametrize("args", [["history", "c"], ["publish-event", "c", "x"]])
+def test_missing_topics_are_a_clear_error(settings: Settings, args: list[str]) -> None:
+    started = time.monotonic()
+    result = goaicore(settings, *args)
     assert result.returncode == 3  # topics not created: configuration
     assert result.stderr == (
         f"goaicore: topic {settings.topic_prefix}.events does not exist "
         "(is `goaicore dev` running?)\n"
     )
+    assert time.monotonic() - started < 20  # said at once, not after the producer's timeouts

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
 from goaicore.errors import client_errors
-from goaicore.kafka.aio_connection import start_producer
+from goaicore.kafka.aio_connection import require_topic, start_producer
 from goaicore.kafka.partitioner import partition_for_key
 from goaicore.kafka.record_batches import positions, send_batches
 from goaicore.lifecycle import AsyncRunning
@@ -52,7 +52,13 @@ class AsyncEventPublisher(AsyncRunning):
             # A record batch can hold a group of events up to the record limit (with the
             # max request size's headroom left for its framing and compression).
             batch_size = self.settings.max_record_bytes
-            self._producer = await start_producer(self.settings, max_batch_size=batch_size)
+            producer = await start_producer(self.settings, max_batch_size=batch_size)
+            try:
+                await require_topic(producer, self.topic)
+            except BaseException:
+                await producer.stop()
+                raise
+            self._producer = producer
         return self
 
     async def publish(
