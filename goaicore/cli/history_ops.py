@@ -204,7 +204,12 @@ def handle_delete(args: argparse.Namespace) -> int:
 def handle_erase(args: argparse.Namespace) -> int:
     from goaicore.store.history_operations import HistoryOperations
 
-    if (args.conversation is None) == (args.idle_days is None):
+    if args.conversation is None and args.idle_days is None:
+        raise InvalidInputError(
+            "erase needs what to erase: a conversation (CONV), or --idle-days DAYS for "
+            "every conversation idle that long"
+        )
+    if args.conversation is not None and args.idle_days is not None:
         raise InvalidInputError("name one conversation (CONV) or --idle-days DAYS, not both")
     if args.yes and args.idle_days is None:
         raise InvalidInputError("--yes goes with --idle-days")
@@ -214,6 +219,11 @@ def handle_erase(args: argparse.Namespace) -> int:
         erased = ops.erase(args.conversation, args.reason, timeout=args.timeout)
     if args.json:
         print_json({"conversation_id": args.conversation, **jsonable(erased)})
+    elif erased.already_erased:
+        print(
+            f"{args.conversation} was already erased, with no event since: nothing was left "
+            f"to erase (this erasure is recorded at {erased.position})"
+        )
     elif erased.key_destroyed:
         print(f"erased {args.conversation} at {erased.position}: its data key is destroyed")
     else:

@@ -305,15 +305,16 @@ class StoreApplication:
         name_forks: bool = True,
     ) -> Erased:
         policy = await self._policy(conversation_id)
-        await self._scan(conversation_id, policy, allow_deleted=True)
+        found = await self._scan(conversation_id, policy, allow_deleted=True)
         snapshots = await self.backend.snapshots() if name_forks else {}
         forks = history.forks_of(conversation_id, snapshots)
         had_key = await self.backend.has_key(conversation_id)
+        already = history.erased_since_last_event(found.latest)
         erasure = ConversationErased(reason=reason)
         position = await self._operate(conversation_id, erasure, policy, wait=timeout)
         if had_key:
             await self.backend.key_destroyed(conversation_id, position, timeout)
-        return Erased(position, key_destroyed=had_key, forks=forks)
+        return Erased(position, key_destroyed=had_key, forks=forks, already_erased=already)
 
     # -- lifecycle
 

@@ -83,6 +83,9 @@ class Erased:
     position: TopicPosition
     key_destroyed: bool
     forks: tuple[str, ...] = ()
+    already_erased: bool = False
+    """The conversation was erased already, with no event since: this erasure is in the
+    log, but there was nothing left to erase (and no key left to destroy)."""
 
 
 Stop = Callable[[Applied], bool]
@@ -417,7 +420,7 @@ def idle(snapshots: Mapping[str, ConversationSnapshot], days: float, now: dateti
         for conversation_id, snapshot in snapshots.items()
         if snapshot.updated_at is not None
         and snapshot.updated_at < before
-        and not _erased_since_last_event(snapshot)
+        and not erased_since_last_event(snapshot)
     )
 
 
@@ -439,6 +442,7 @@ def _refuse_unopened(conversation_id: str, found: Scan) -> None:
         )
 
 
-def _erased_since_last_event(snapshot: ConversationSnapshot) -> bool:
+def erased_since_last_event(snapshot: ConversationSnapshot) -> bool:
+    """The conversation's last event is an erasure: erasing it again would change nothing."""
     erased, last = snapshot.erased_before, snapshot.last_position
     return erased is not None and last is not None and erased.offset >= last.offset

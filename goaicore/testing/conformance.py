@@ -615,8 +615,11 @@ async def _erase(store: ConversationStore) -> None:
     if erased.key_destroyed:
         leaked = [b.text for b in bodies(read) if isinstance(b, UserMessage) and "Leeds" in b.text]
         expect(not leaked, f"content readable after its key was destroyed: {leaked}")
+    expect(not erased.already_erased, "a first erasure says the conversation was erased already")
     again = await store.erase(cid)
     expect(again.position.offset > erased.position.offset, "erasing twice appended nothing")
+    expect(again.already_erased, "erasing twice does not say it was erased already")
+    expect(not again.key_destroyed, "erasing twice destroyed a key again")
     await ask_ok(store, cid, "a new start")
     later = await settled(store, cid)
     assert later.snapshot is not None

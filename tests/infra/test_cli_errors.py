@@ -157,3 +157,43 @@ def test_a_byte_that_is_not_utf8_is_one_line(args: list[str], tmp_path: Path) ->
     [line] = done.stderr.strip().splitlines()
     assert "is not valid UTF-8 text: character" in line
     assert "not UTF-8, as a command line passes it" in line
+
+
+def test_erase_without_a_conversation_says_what_is_missing(tmp_path: Path) -> None:
+    done = _run(["erase"], tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "goaicore: erase needs what to erase: a conversation (CONV), or --idle-days DAYS "
+        "for every conversation idle that long\n"
+    )
+    both = _run(["erase", "p1", "--idle-days", "3"], tmp_path)
+    assert both.returncode == 2
+    assert "not both" in both.stderr
+
+
+def test_erasing_an_erased_conversation_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from goaicore.records import TopicPosition
+    from goaicore.store import history_operations
+    from goaicore.store.history import Erased
+
+    class Operations:
+        def __enter__(self) -> Operations:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def erase(self, conversation_id: str, reason: str, timeout: float) -> Erased:
+            position = TopicPosition("goaicore.events", 0, 12)
+            return Erased(position, key_destroyed=False, already_erased=True)
+
+    monkeypatch.setattr(history_operations, "HistoryOperations", Operations)
+    assert cli.main(["erase", "p1"]) == 0
+    out = capsys.readouterr().out
+    assert out == (
+        "p1 was already erased, with no event since: nothing was left to erase "
+        "(this erasure is recorded at goaicore.events[0]@12)\n"
+    )
+    assert "never sealed" not in out
