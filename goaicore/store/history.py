@@ -175,6 +175,7 @@ def rewound(
     conversation_id: str, found: Scan, until_offset: int, reason: str
 ) -> ConversationRewound:
     """The event that makes the history what it was after ``until_offset``."""
+    refuse_past_the_end(conversation_id, found, until_offset)
     then = valid_at(conversation_id, found, until_offset)
     ids = found.latest.recent_event_ids
     return ConversationRewound(
@@ -308,6 +309,7 @@ def refuse_fork_into(new_id: str, has_events: bool) -> None:
 def forked(source_id: str, found: Scan, before_offset: int | None) -> ConversationForked:
     """The event that starts a fork with ``source_id``'s history as ``found`` kept it."""
     until = before_offset - 1 if before_offset is not None else found.kept_until
+    refuse_past_the_end(source_id, found, until, shift=1, option="before_offset")
     then = valid_at(source_id, found, until, shift=1, option="before_offset")
     return ConversationForked(
         source_conversation_id=source_id,
@@ -338,6 +340,24 @@ def metadata_change(
     if problem is not None:
         raise InvalidInputError(f"metadata not set: {problem}")
     return change
+
+
+def refuse_past_the_end(
+    conversation_id: str,
+    found: Scan,
+    until_offset: int,
+    shift: int = 0,
+    option: str = "until_offset",
+) -> None:
+    """An offset past the conversation's last event names a history it never had (it
+    would take the conversation's future events as they come): refused, naming the
+    last offset (as the caller's ``option`` counts it: ``shift`` 1 for an exclusive one)."""
+    if until_offset > found.last_offset:
+        raise InvalidInputError(
+            f"{option} {until_offset + shift} is past the end of {conversation_id!r}: its "
+            f"last event is at offset {found.last_offset}, so {option} can be at most "
+            f"{found.last_offset + shift}"
+        )
 
 
 def valid_at(

@@ -409,6 +409,11 @@ async def _rewind(store: ConversationStore) -> None:
     emptied = await store.rewind(cid, -1)
     expect(emptied.messages == 0, "rewind to -1 left messages")
     await expect_error(InvalidInputError, store.rewind(cid, -2), "rewind to -2")
+    last = (await settled(store, cid)).events[-1].offset
+    past = await expect_error(
+        InvalidInputError, store.rewind(cid, last + 1), "a rewind past the last event"
+    )
+    expect(f"last event is at offset {last}" in str(past), f"it does not name {last}: {past}")
 
 
 async def _a_tool_chain(store: ConversationStore, conversation_id: str) -> None:
@@ -565,6 +570,13 @@ async def _fork_refusals(store: ConversationStore) -> None:
     await expect_error(
         InvalidInputError, store.fork(source, new_id("y"), before_offset=-1), "before_offset -1"
     )
+    last = (await settled(store, source)).events[-1].offset
+    past = await expect_error(
+        InvalidInputError,
+        store.fork(source, new_id("y"), before_offset=last + 2),
+        "a fork past the last event",
+    )
+    expect(f"at most {last + 1}" in str(past), f"it does not name {last + 1}: {past}")
 
 
 async def _metadata(store: ConversationStore) -> None:
