@@ -352,8 +352,8 @@ def refuse_past_the_end(
     """An offset past the conversation's last event names a history it never had (it
     would take the conversation's future events as they come): refused, naming the
     last offset (as the caller's ``option`` counts it: ``shift`` 1 for an exclusive one)."""
-    if until_offset > found.last_offset:
-        raise InvalidInputError(
+    if until_offset > found.last_offset:  # the log's state refuses it, as a conflict
+        raise OperationRefused(
             f"{option} {until_offset + shift} is past the end of {conversation_id!r}: its "
             f"last event is at offset {found.last_offset}, so {option} can be at most "
             f"{found.last_offset + shift}"

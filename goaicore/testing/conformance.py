@@ -411,7 +411,7 @@ async def _rewind(store: ConversationStore) -> None:
     await expect_error(InvalidInputError, store.rewind(cid, -2), "rewind to -2")
     last = (await settled(store, cid)).events[-1].offset
     past = await expect_error(
-        InvalidInputError, store.rewind(cid, last + 1), "a rewind past the last event"
+        OperationRefused, store.rewind(cid, last + 1), "a rewind past the last event"
     )
     expect(f"last event is at offset {last}" in str(past), f"it does not name {last}: {past}")
 
@@ -572,7 +572,7 @@ async def _fork_refusals(store: ConversationStore) -> None:
     )
     last = (await settled(store, source)).events[-1].offset
     past = await expect_error(
-        InvalidInputError,
+        OperationRefused,
         store.fork(source, new_id("y"), before_offset=last + 2),
         "a fork past the last event",
     )
