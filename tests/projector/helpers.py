@@ -15,6 +15,8 @@ from goaicore.config import Settings
 from goaicore.devstack.worker_process import settings_env
 from goaicore.fold import fold
 from goaicore.kafka.connection import make_consumer, make_producer
+from goaicore.kafka.dead_letters import DeadLetter
+from goaicore.kafka.partition_reader import read_to_end
 from goaicore.projection.db import connect
 from goaicore.projection.projector import Projector
 from goaicore.records import ChatReply, ConversationEvent, ConversationSnapshot, LogPosition
@@ -194,3 +196,18 @@ class ProjectorProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def all_dead_letters(settings: Settings) -> list[DeadLetter]:
+    """Every record of the dead-letter topic, read to its end."""
+    from goaicore.kafka.connection import make_consumer, topic_partitions
+
+    consumer = make_consumer(settings)
+    try:
+        return [
+            DeadLetter.from_record(record)
+            for partition in topic_partitions(consumer, settings.topic("dead-letters"))
+            for record in read_to_end(consumer, partition, settings=settings)
+        ]
+    finally:
+        consumer.close()

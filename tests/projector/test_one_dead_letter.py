@@ -6,25 +6,9 @@ from __future__ import annotations
 import time
 
 from goaicore.config import Settings
-from goaicore.kafka.dead_letters import DeadLetter
-from goaicore.kafka.partition_reader import read_to_end
 from goaicore.records import UserMessage, new_event
 from tests.chat_agent.helpers import a_deployment, snapshot_when
-from tests.projector.helpers import produce, project, publish, query
-
-
-def _dead_letters(settings: Settings) -> list[DeadLetter]:
-    from goaicore.kafka.connection import make_consumer, topic_partitions
-
-    consumer = make_consumer(settings)
-    try:
-        return [
-            DeadLetter.from_record(record)
-            for partition in topic_partitions(consumer, settings.topic("dead-letters"))
-            for record in read_to_end(consumer, partition, settings=settings)
-        ]
-    finally:
-        consumer.close()
+from tests.projector.helpers import all_dead_letters, produce, project, publish, query
 
 
 def test_an_undecodable_event_is_one_dead_letter_with_a_worker_and_a_projector(
@@ -39,10 +23,10 @@ def test_an_undecodable_event_is_one_dead_letter_with_a_worker_and_a_projector(
         projector = project(projection)  # and the projector, once caught up
         assert query(projection, "SELECT count(*) FROM conversation_events") == [(2,)]
         deadline = time.monotonic() + 30
-        letters = _dead_letters(projection)
+        letters = all_dead_letters(projection)
         while not letters and time.monotonic() < deadline:
             time.sleep(0.2)
-            letters = _dead_letters(projection)
+            letters = all_dead_letters(projection)
 
     assert projector.skipped == {"bad-magic": 1}
     assert projector.dead_lettered == 0

@@ -8,8 +8,6 @@ import psycopg
 import pytest
 
 from goaicore.config import Settings
-from goaicore.kafka.dead_letters import DeadLetter
-from goaicore.kafka.partition_reader import read_to_end
 from goaicore.projection import LATEST_VERSION, MIGRATIONS, connect, migrate
 from goaicore.projection.db import ForeignProjectionError, PositionConflictError
 from goaicore.projection.projector import Projector
@@ -17,6 +15,7 @@ from goaicore.records import ConversationDeleted, UserMessage, new_event
 from goaicore.records.avro.api import encode_event
 from tests.projector.helpers import (
     ProjectorProcess,
+    all_dead_letters,
     fold_logged,
     produce,
     project,
@@ -149,24 +148,10 @@ def test_bad_records_are_skipped_once_dead_lettered_and_the_projection_goes_on(
     assert query(projection, "SELECT event_count FROM conversations") == [(9,)]
     assert query(projection, "SELECT event_count FROM conversation_snapshots") == [(9,)]
 
-    letters = _dead_letters(projection)
+    letters = all_dead_letters(projection)
     assert [(letter.reason, letter.topic, letter.consumer) for letter in letters] == [
         ("unknown-fingerprint", projection.topic("snapshots"), "goaicore-projector")
     ]
-
-
-def _dead_letters(settings: Settings) -> list[DeadLetter]:
-    from goaicore.kafka.connection import make_consumer, topic_partitions
-
-    consumer = make_consumer(settings)
-    try:
-        return [
-            DeadLetter.from_record(record)
-            for partition in topic_partitions(consumer, settings.topic("dead-letters"))
-            for record in read_to_end(consumer, partition, settings=settings)
-        ]
-    finally:
-        consumer.close()
 
 
 def test_migrations_run_twice_and_concurrently_apply_once(projection: Settings) -> None:
@@ -310,7 +295,7 @@ def test_a_row_postgresql_refuses_is_set_aside_and_the_batch_goes_on(
     )
     projector = project(projection)
     assert projector.dead_lettered == 1
-    assert [letter.reason for letter in _dead_letters(projection)] == ["refused-by-database"]
+    assert [letter.reason for letter in all_dead_letters(projection)] == ["refused-by-database"]
     rows = query(projection, "SELECT message_text FROM conversation_events ORDER BY log_offset")
     assert rows == [("before",), ("after",)]
     assert query(projection, "SELECT event_count FROM conversations") == [(2,)]
