@@ -288,8 +288,11 @@ class StoreApplication:
         tags: Iterable[str] | None = None,
         attributes: Mapping[str, str | None] | None = None,
     ) -> TopicPosition:
-        policy = await self._policy(conversation_id)
-        change = history.metadata_change(conversation_id, title, owner, tags, attributes, policy)
+        stored = await self._stored(conversation_id)
+        policy = history.policy_for(stored, self.backend.record_limit)
+        change = history.metadata_change(
+            conversation_id, title, owner, tags, attributes, policy, stored
+        )
         return await self._operate(conversation_id, change, policy)
 
     async def delete(self, conversation_id: str, reason: str = "") -> TopicPosition:
@@ -349,10 +352,14 @@ class StoreApplication:
         """The bounds the worker folded this conversation under (its stored snapshot's),
         once this store's own earlier writes of it are folded (every operation starts
         here)."""
+        return history.policy_for(await self._stored(conversation_id), self.backend.record_limit)
+
+    async def _stored(self, conversation_id: str) -> ConversationSnapshot | None:
+        """The conversation's stored snapshot, once this store's own earlier writes of it
+        are folded (the id checked first)."""
         check_conversation_id(conversation_id)
         await self._own_writes_sealed(conversation_id)
-        stored = await self.backend.snapshot(conversation_id)
-        return history.policy_for(stored, self.backend.record_limit)
+        return await self.backend.snapshot(conversation_id)
 
     async def _scan(
         self,

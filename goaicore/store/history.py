@@ -327,8 +327,11 @@ def metadata_change(
     tags: Iterable[str] | None,
     attributes: Mapping[str, str | None] | None,
     policy: PolicyTimeline,
+    stored: ConversationSnapshot | None = None,
 ) -> MetadataSet:
-    """The change asked for, refused when the fold could never take it."""
+    """The change asked for, refused before anything is appended when the fold could
+    never take it, or would not take it on the conversation as ``stored`` (a retry of
+    that cannot succeed: no "try again", and no event the fold is sure to refuse)."""
     check_conversation_id(conversation_id)
     change = MetadataSet(
         title=title,
@@ -339,6 +342,16 @@ def metadata_change(
     problem = metadata_problem(None, change, policy.latest.max_bytes)
     if problem is not None:
         raise InvalidInputError(f"metadata not set: {problem}")
+    if stored is not None and stored.deleted:
+        raise OperationRefused(
+            f"metadata not set: conversation {conversation_id!r} was deleted; nothing appended"
+        )
+    problem = None if stored is None else metadata_problem(stored, change, policy.latest.max_bytes)
+    if problem is not None:
+        raise OperationRefused(
+            f"metadata not set: the conversation would have {problem}; nothing appended "
+            "(remove some first)"
+        )
     return change
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from goaicore.conversation.progress import TextDelta
 from goaicore.errors import GoaicoreError
+from goaicore.fold.metadata import MAX_ATTRIBUTES
 from goaicore.records import (
     AssistantTurn,
     ChatReply,
@@ -598,6 +599,16 @@ async def _metadata(store: ConversationStore) -> None:
     await expect_error(
         InvalidInputError, store.set_metadata(cid, attributes=too_many), "40 attributes"
     )
+    await store.set_metadata(cid, attributes={f"b{i}": "x" for i in range(MAX_ATTRIBUTES - 1)})
+    events = len((await settled(store, cid)).events)
+    full = await expect_error(
+        OperationRefused,
+        store.set_metadata(cid, attributes={"one_more": "x"}),
+        f"attribute {MAX_ATTRIBUTES + 1} of a conversation",
+    )
+    expect("try again" not in str(full), f"a retry cannot succeed, yet: {full}")
+    after = len((await settled(store, cid)).events)
+    expect(after == events, f"a refused change appended {after - events} events")
 
 
 async def _delete(store: ConversationStore) -> None:
@@ -611,6 +622,11 @@ async def _delete(store: ConversationStore) -> None:
     expect(len(read.events) == 3, "deleting removed events from the log")
     await expect_error(OperationRefused, store.delete(cid), "deleting twice")
     await expect_error(OperationRefused, store.undo(cid), "undo of a deleted conversation")
+    await expect_error(
+        OperationRefused, store.set_metadata(cid, title="t"), "metadata of a deleted one"
+    )
+    after = len((await settled(store, cid)).events)
+    expect(after == 3, f"refused changes of a deleted conversation appended {after - 3} events")
     await expect_error(ConversationNotFound, store.delete(new_id("none")), "delete of nothing")
 
 
