@@ -97,7 +97,9 @@ def test_after_an_erasure_and_its_window_no_topic_file_holds_the_content(
             }
 
             status, erased = http("POST", f"{worker.url}/v1/conversations/gone/erase", {})
-            assert (status, erased["key_destroyed"]) == (200, True)
+            assert (status, erased["key_destroyed"], erased["already_erased"]) == (200, True, False)
+            status, again = http("POST", f"{worker.url}/v1/conversations/gone/erase", {})
+            assert (status, again["key_destroyed"], again["already_erased"]) == (200, False, True)
             time.sleep(WINDOW + 1)
             # Records after the window in every partition: Kafka rolls the segments the
             # erased content sits in on such an append, and then compacts or deletes them.

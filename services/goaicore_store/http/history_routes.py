@@ -142,6 +142,7 @@ def register_history_views(store: StoreApp, port: ConversationStore) -> None:
                     "partition": position.partition,
                     "offset": position.offset,
                     "key_destroyed": erased.key_destroyed,
+                    "already_erased": erased.already_erased,
                     "forks": list(erased.forks),
                 }
             )
