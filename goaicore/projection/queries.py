@@ -176,7 +176,8 @@ class UsagePeriod:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """An event whose text matches, with a snippet showing the match in [brackets]."""
+    """An event whose text matches, with a snippet of its text (every character of the
+    words shown kept) showing the match in [brackets]."""
 
     conversation_id: str
     partition: int

@@ -103,6 +103,22 @@ def test_full_text_search_stems_ranks_and_filters(projected: Settings) -> None:
         assert search(conn, "zeppelin") == []
 
 
+def test_search_snippets_keep_every_character_of_the_text(projection: Settings) -> None:
+    texts = {
+        "brackets": "[stage] [door] is here",
+        "lead": "[stage] left, then the door",
+        "twice": "the doorway, and then the (door) at last",
+    }
+    publish(projection, [new_event(cid, UserMessage(text=text)) for cid, text in texts.items()])
+    project(projection)
+    with connect(projection) as conn:
+        found = {h.conversation_id: h.snippet for h in search(conn, "door")}
+        lead = search(conn, "stage", conversation_id="lead")
+    assert found["brackets"] == "[stage] [[door]] is here"
+    assert "the ([door]) at" in found["twice"]  # the word, not the doorway before it
+    assert [h.snippet for h in lead] == ["[[stage]] left, then the door"]
+
+
 def test_ledger_of_tokens_and_cost(projected: Settings) -> None:
     with connect(projected) as conn:
         book = ledger(conn, "p1")

@@ -14,7 +14,15 @@ from goaicore.errors import raises_ours
 from goaicore.projection.db import Connection
 from goaicore.projection.queries import SearchHit
 
-HIGHLIGHT = "MaxFragments=2, MaxWords=18, MinWords=6, StartSel=[, StopSel=], FragmentDelimiter= … "
+# PostgreSQL marks matches and joins fragments with private-use characters taken out of
+# the text first, so the text's own brackets never read as marks; the snippet is then
+# rebuilt from the text itself (see :func:`snippet`).
+START, STOP, JOIN = "\ue000", "\ue001", "\ue002"
+MARKS = START + STOP + JOIN
+HIGHLIGHT = (
+    f"MaxFragments=2, MaxWords=18, MinWords=6, StartSel={START}, StopSel={STOP}, "
+    f"FragmentDelimiter={JOIN}"
+)
 
 
 @raises_ours
@@ -36,8 +44,51 @@ def search(
         f" FROM conversation_events e, q WHERE {where}"
         " ORDER BY rank DESC, e.occurred_at DESC, e.topic_partition, e.log_offset LIMIT %s)"
         " SELECT h.conversation_id, h.topic_partition, h.log_offset, h.body_type, h.occurred_at,"
-        " h.rank, ts_headline('english', h.message_text, q.query, %s)"
+        " h.rank, ts_headline('english', translate(h.message_text, %s, ''), q.query, %s),"
+        " translate(h.message_text, %s, '')"
         " FROM hits h, q ORDER BY h.rank DESC, h.occurred_at DESC, h.topic_partition, h.log_offset"
     )
-    params.append(HIGHLIGHT)
-    return [SearchHit(*row) for row in conn.execute(query, params)]
+    params += [MARKS, HIGHLIGHT, MARKS]
+    return [
+        SearchHit(cid, partition, offset, body_type, at, rank, snippet(text, headline))
+        for cid, partition, offset, body_type, at, rank, headline, text in conn.execute(
+            query, params
+        )
+    ]
+
+
+def snippet(text: str, headline: str) -> str:
+    """The fragments of ``headline`` as they stand in ``text``, matches in [brackets].
+
+    ts_headline starts and ends a fragment at a word, dropping what touches it (the
+    ``[`` of ``[stage]``, the ``(`` of ``(door)``): each fragment is found in the text
+    and widened to the whole of its first and last token, so no character is lost."""
+    shown = []
+    for fragment in headline.split(JOIN):
+        plain = fragment.replace(START, "").replace(STOP, "")
+        at = _place(text, plain)
+        if at < 0:  # not found as it stands: shown as PostgreSQL made it
+            shown.append(fragment)
+            continue
+        start, end = at, at + len(plain)
+        while start > 0 and not text[start - 1].isspace():
+            start -= 1
+        while end < len(text) and not text[end].isspace():
+            end += 1
+        shown.append(text[start:at] + fragment + text[at + len(plain) : end])
+    return " … ".join(shown).replace(START, "[").replace(STOP, "]")
+
+
+def _place(text: str, plain: str) -> int:
+    """Where ``plain`` stands in ``text`` as whole words (else anywhere; -1: nowhere)."""
+    if not plain:
+        return -1
+    first = at = text.find(plain)
+    while at >= 0:
+        end = at + len(plain)
+        if (at == 0 or not text[at - 1].isalnum()) and (
+            end == len(text) or not text[end].isalnum()
+        ):
+            return at
+        at = text.find(plain, at + 1)
+    return first
