@@ -22,6 +22,7 @@ def test_the_kafka_client_examples_run_as_written(
     assert "ok echo: Plan my route" in printed
     assert "ok echo: What did I just find?" in printed
     assert "GameEvent" in printed
+    assert "reply to " in printed  # a new group from the beginning sees earlier replies
     assert "ok echo: What is my quest?" in printed  # the store over Kafka
     assert "['GameEvent', 'UserMessage', 'AssistantTurn']" in printed
 
