@@ -11,19 +11,26 @@ ROOT = Path(__file__).resolve().parents[2]
 PROSE = [ROOT / "README.md", ROOT / "services" / "README.md", ROOT / "schemas" / "README.md"]
 PROSE += sorted((ROOT / "docs").glob("*.md"))
 CODE = sorted((ROOT / "goaicore").rglob("*.py")) + sorted((ROOT / "services").rglob("*.py"))
-CODE += sorted((ROOT / "tests").rglob("*.py"))
+CODE += sorted((ROOT / "tests").rglob("*.py")) + sorted((ROOT / "examples").rglob("*.py"))
 
 # A repository path: a top-level folder of this repository, then a file or folder.
-PATH = re.compile(r"(?<![\w/.~-])((?:goaicore|services|tests|docs|deploy|schemas)/[\w./-]*\w/?)")
+PATH = re.compile(
+    r"(?<![\w/.~-])((?:goaicore|services|tests|docs|deploy|schemas|examples)/[\w./-]*\w/?)"
+)
 # A dotted name of this project in backticks (prose and docstrings quote code so):
 # a module, maybe followed by an attribute.
 DOTTED = re.compile(r"`((?:goaicore|goaicore_store|goaicore_projector)(?:\.\w+)+)")
 # Paths in another repository: the OpenAI Agents SDK's own tests (in its sdist), which
 # goaicore/testing/agents_sdk_suite.py runs.
 ELSEWHERE = ("tests/memory/",)
-# Dotted names that are not Python: the services' entry point group, an Avro full name,
+# Dotted names that are not Python: the services' entry point group, Avro full names,
 # a record header's name (goaicore.forwarded-from, up to its dash).
-NOT_MODULES = {"goaicore.services", "goaicore.UserMessage", "goaicore.forwarded"}
+NOT_MODULES = {
+    "goaicore.services",
+    "goaicore.UserMessage",
+    "goaicore.GameEvent",
+    "goaicore.forwarded",
+}
 
 
 def _texts() -> list[tuple[Path, str]]:
