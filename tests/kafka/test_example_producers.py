@@ -4,9 +4,10 @@ Each example (Python on confluent-kafka and fastavro; Java on kafka-clients and 
 ``BinaryMessageEncoder``, its jars fetched with Maven into goaicore's cache) runs as a
 service would run it, in a process of its own and without goaicore, and publishes one
 game event to a deployment that seals (to ``intake``) and to one that does not (to
-``events``), as README, "Publishing from another language", says. Then the event is
-in the conversation's history and snapshot, in its key's partition, with no dead
-letter, and a question to the chat worker brings it to the model.
+``events``, and to ``intake``, which works there too), as README, "Publishing from
+another language", says. Then the event is in the conversation's history and snapshot,
+in its key's partition, with no dead letter, and a question to the chat worker brings
+it to the model.
 
 The conversation ids have a non-ASCII character, and librdkafka's default partitioner
 (CRC32) would put them in another partition than murmur2 does: a key sent in another
@@ -66,17 +67,16 @@ class Deployment:
     def __init__(self, settings: Settings, llm: OpenAIServer) -> None:
         self.settings = settings
         self.llm = llm
-        self.topic = settings.topic("intake" if settings.intake else "events")
 
 
-@pytest.fixture(scope="module", params=["sealed", "clear"])
+@pytest.fixture(scope="module")
 def deployment(
     request: pytest.FixtureRequest,
     kafka_broker: SessionBroker,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Deployment]:
-    """A deployment whose workers seal (master keys set: producers write to ``intake``)
-    or do not (producers write to ``events``)."""
+    """A deployment whose workers seal (``sealed``: master keys set) or do not
+    (``clear``)."""
     folder = tmp_path_factory.mktemp(f"examples-{request.param}")
     keys = {"master_keys": MasterKeys.generate("k1").to_text()} if request.param == "sealed" else {}
     settings = kafka_broker.settings(folder, "x", **keys).with_overrides(partitions=PARTITIONS)
@@ -124,16 +124,16 @@ def java_jars_dir() -> Path:
 
 
 def run_python(
-    deployment: Deployment, conversation: str, kind: str, text: str, attributes: dict[str, str]
+    deployment: Deployment, topic: str, conversation: str, text: str, attributes: dict[str, str]
 ) -> dict[str, Any]:
     """The Python example, as its own process, without goaicore on its path."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     command = [sys.executable, "-I", str(PYTHON_EXAMPLE)]  # -I: goaicore's checkout not on path
-    return run(command, deployment, conversation, kind, text, attributes, env)
+    return run(command, deployment, topic, conversation, text, attributes, env)
 
 
 def run_java(
-    deployment: Deployment, conversation: str, kind: str, text: str, attributes: dict[str, str]
+    deployment: Deployment, topic: str, conversation: str, text: str, attributes: dict[str, str]
 ) -> dict[str, Any]:
     """The Java example as a single source file on kafka-clients' and Avro's jars."""
     reason = java_unavailable()
@@ -148,22 +148,22 @@ def run_java(
     # The JVM decodes its arguments in the locale's charset: a UTF-8 one for the id.
     env = {**os.environ, "LC_ALL": "C.UTF-8"}
     command = [java, "-cp", os.pathsep.join(map(str, jars)), str(JAVA_EXAMPLE)]
-    return run(command, deployment, conversation, kind, text, attributes, env)
+    return run(command, deployment, topic, conversation, text, attributes, env)
 
 
 def run(
     command: list[str],
     deployment: Deployment,
+    topic: str,
     conversation: str,
-    kind: str,
     text: str,
     attributes: dict[str, str],
     env: dict[str, str],
 ) -> dict[str, Any]:
     arguments = [
         *("--bootstrap-servers", deployment.settings.require_bootstrap()),
-        *("--topic", deployment.topic, "--conversation", conversation),
-        *("--kind", kind, "--text", text, "--source", "game:harrogate"),
+        *("--topic", deployment.settings.topic(topic), "--conversation", conversation),
+        *("--kind", "check-in", "--text", text, "--source", "game:harrogate"),
         *(a for key, value in attributes.items() for a in ("--attr", f"{key}={value}")),
         *("--schema", str(SCHEMA)),
     ]
@@ -202,22 +202,27 @@ def records_under(settings: Settings, name: str, key: str) -> list[Any]:
         consumer.close()
 
 
-@pytest.mark.parametrize(("example", "stem"), [("python", "ref-ü"), ("java", "ref-ö")])
+@pytest.mark.parametrize("example", ["python", "java"])
+@pytest.mark.parametrize(
+    ("deployment", "topic"),
+    [("sealed", "intake"), ("clear", "events"), ("clear", "intake")],
+    indirect=["deployment"],
+)
 def test_an_example_producers_game_event_is_in_the_history_and_the_models_context(
-    deployment: Deployment, example: str, stem: str
+    deployment: Deployment, topic: str, example: str
 ) -> None:
     settings = deployment.settings
-    conversation = misplaced_id(stem)
+    conversation = misplaced_id(f"ref-{'ü' if example == 'python' else 'ö'}-{topic}")
     owner = partition_for(conversation, PARTITIONS)
-    text = f"Checked in at Harrogate Theatre ({example}, Bühne 2)"
+    text = f"Checked in at Harrogate Theatre ({example} to {topic}, Bühne 2)"
     attributes = {"venue": "Harrogate Theatre", "städte": "Harrogate"}
     publish = run_python if example == "python" else run_java
-    printed = publish(deployment, conversation, "check-in", text, attributes)
+    printed = publish(deployment, topic, conversation, text, attributes)
 
     # Where the producer put it: the topic asked for, its key's partition (murmur2 of the
     # UTF-8 key), as one record under the key, not forwarded.
-    assert (printed["topic"], printed["partition"]) == (deployment.topic, owner)
-    [sent] = records_under(settings, "intake" if settings.intake else "events", conversation)
+    assert (printed["topic"], printed["partition"]) == (settings.topic(topic), owner)
+    [sent] = records_under(settings, topic, conversation)
     assert (sent.partition, sent.offset, sent.headers or []) == (owner, printed["offset"], [])
     # Avro's single-object encoding with the vendored release's fingerprint, as recorded.
     fingerprint = bytes.fromhex(load_manifest()["ConversationEvent"]["v5"])
@@ -257,9 +262,16 @@ def telling(body: dict[str, Any], text: str) -> bool:
     return text in json.dumps(body.get("messages"), ensure_ascii=False)
 
 
-def test_the_python_example_encodes_without_goaicore() -> None:
-    """What another service does: nothing of goaicore imported, its schema file read."""
+def test_the_examples_vendor_the_release_the_readme_names_without_goaicore() -> None:
+    """What another service does: nothing of goaicore imported, a released schema file
+    read, the one (and the fingerprint) the README's contract names."""
     source = PYTHON_EXAMPLE.read_text(encoding="utf-8")
     assert not re.search(r"^\s*(from|import)\s+goaicore", source, re.MULTILINE)
-    assert "schemas/released/ConversationEvent/v5.avsc" in source
-    assert "schemas/released/ConversationEvent/v5.avsc" in JAVA_EXAMPLE.read_text(encoding="utf-8")
+    vendored = str(SCHEMA.relative_to(ROOT))
+    assert vendored in source
+    assert vendored in JAVA_EXAMPLE.read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    contract = readme[readme.index("### Publishing from another language") :]
+    contract = contract[: contract.index("\n## ")]
+    assert f"`{vendored}`" in contract
+    assert f"`{load_manifest()['ConversationEvent']['v5']}`" in contract
