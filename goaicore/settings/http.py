@@ -13,7 +13,9 @@ HTTP_TOKENS = Setting(
     "GOAICORE_HTTP_TOKENS",
     "unset: no authentication",
     "Bearer tokens the worker's HTTP API accepts, comma-separated; never shown or logged. "
-    "`/health` and `/ready` stay open. Unset, a worker binds loopback only unless "
+    "Each is at least 16 printable characters with no spaces (`python -c 'import secrets; "
+    "print(secrets.token_urlsafe(32))'` makes one); anything else is a configuration error "
+    "(exit 3). `/health` and `/ready` stay open. Unset, a worker binds loopback only unless "
     "started with `--insecure-http`.",
     secret=True,
 )
