@@ -5,6 +5,9 @@ when it has one (its own tracing), else a new trace. The worker continues that
 trace through the read-your-writes wait, each LLM and tool call, the event appends
 and the reply, and puts its own context on the records it writes.
 
+A request to the worker's HTTP API continues its caller's ``traceparent`` the same
+way (a new trace when it has none, or an invalid one).
+
 Only ``opentelemetry-api`` is needed for this; spans are recorded and exported
 when a process sets up the SDK (:func:`setup_from_environment`, driven by the
 standard ``OTEL_*`` variables, off by default).
@@ -25,9 +28,10 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 TRACEPARENT = "traceparent"
+_TRACE_HEADERS = (TRACEPARENT, "tracestate")
 _W3C = TraceContextTextMapPropagator()
 
-Headers = Iterable[tuple[str, bytes]] | Mapping[str, bytes] | None
+Headers = Iterable[tuple[str, bytes | str]] | Mapping[str, bytes | str] | None
 
 
 def tracer(name: str) -> trace.Tracer:
@@ -48,31 +52,49 @@ def ask_span(conversation_id: object, request_id: str) -> AbstractContextManager
 
 def record_headers() -> list[tuple[str, bytes]]:
     """Headers carrying the current trace context, or a new trace's when none is active."""
-    context = otel_context.get_current()
-    if not trace.get_current_span(context).get_span_context().is_valid:
-        fresh = SpanContext(
-            trace_id=random.getrandbits(128) or 1,
-            span_id=random.getrandbits(64) or 1,
-            is_remote=False,
-            trace_flags=TraceFlags(TraceFlags.SAMPLED),
-        )
-        context = trace.set_span_in_context(NonRecordingSpan(fresh), context)
     carrier: dict[str, str] = {}
-    _W3C.inject(carrier, context=context)
+    _W3C.inject(carrier, context=_traced(otel_context.get_current()))
     return [(key, value.encode()) for key, value in carrier.items()]
+
+
+def _traced(context: otel_context.Context) -> otel_context.Context:
+    """``context``, or a new trace's in it when it holds no valid span."""
+    if trace.get_current_span(context).get_span_context().is_valid:
+        return context
+    fresh = SpanContext(
+        trace_id=random.getrandbits(128) or 1,
+        span_id=random.getrandbits(64) or 1,
+        is_remote=False,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+    )
+    return trace.set_span_in_context(NonRecordingSpan(fresh), context)
+
+
+def _trace_items(headers: Headers) -> list[tuple[str, bytes | str]]:
+    """The trace context headers among ``headers`` (names lowercase), in their order."""
+    items = headers.items() if isinstance(headers, Mapping) else (headers or ())
+    found: list[tuple[str, bytes | str]] = []
+    for key, value in items:
+        name = (key.decode(errors="replace") if isinstance(key, bytes) else str(key)).lower()
+        if name in _TRACE_HEADERS:
+            found.append((name, value))
+    return found
 
 
 def context_of(headers: Headers) -> otel_context.Context:
     """The trace context a record's headers carry (an empty one when they carry none)."""
-    items = headers.items() if isinstance(headers, Mapping) else (headers or ())
-    carrier: dict[str, str] = {}
-    for key, value in items:
-        name = key.decode() if isinstance(key, bytes) else str(key)
-        if name.lower() == TRACEPARENT or name.lower() == "tracestate":
-            carrier[name.lower()] = (
-                value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-            )
+    carrier = {
+        name: value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+        for name, value in _trace_items(headers)
+    }
     return _W3C.extract(carrier)
+
+
+def continued(headers: Headers) -> otel_context.Context:
+    """The context a caller's headers carry when they hold a valid ``traceparent`` (an
+    invalid one is ignored, as the W3C propagator does), else a new trace's: everything
+    done for one HTTP request is then one trace, whether or not its caller traces."""
+    return _traced(context_of(headers))
 
 
 def setup_from_environment(service: str) -> bool:

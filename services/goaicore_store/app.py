@@ -52,6 +52,7 @@ from goaicore_store.http import (
     json_errors,
     register_history_views,
     register_views,
+    trace_context,
 )
 from goaicore_store.http.server import ApiApp
 from goaicore_store.intake_agent import INTAKE_BATCH, seal_batch
@@ -160,7 +161,11 @@ def create_app(
         web_graph_enabled=False,
         web_metrics_enabled=False,
         web_application_options={
-            "middlewares": [json_errors, bearer_auth(BearerTokens(settings.http_tokens))],
+            "middlewares": [
+                json_errors,
+                trace_context,  # inside json_errors: every answer is made in the request's trace
+                bearer_auth(BearerTokens(settings.http_tokens)),
+            ],
             "client_max_size": settings.max_record_bytes + 64 * 1024,
         },
         datadir=str(datadir),

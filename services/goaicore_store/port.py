@@ -117,7 +117,10 @@ class WorkerBackend(KafkaBackend):
         try:
             if not streams.running(conversation_id, request_id):
                 sent = await self.store.requests.send(
-                    key=conversation_id.encode(), value=encode_chat_request(request), force=True
+                    key=conversation_id.encode(),
+                    value=encode_chat_request(request),
+                    headers=record_headers(),  # the HTTP request's trace, for the turn
+                    force=True,
                 )
                 await sent
         except BaseException:

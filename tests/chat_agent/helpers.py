@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -185,10 +185,11 @@ def http(
     raw: bytes | None = None,
     timeout: float = 60.0,
     token: str | None = None,
+    extra_headers: Mapping[str, str] | None = None,
 ) -> tuple[int, Any]:
     """A real HTTP request; returns the status and the decoded JSON answer."""
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-    headers = {"Content-Type": "application/json"}
+    headers = {"Content-Type": "application/json", **(extra_headers or {})}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(url, data=data, method=method, headers=headers)

@@ -1,9 +1,11 @@
 """One ask is one trace: the client's span, then the worker's turn with its read-your-writes
 wait, LLM calls, tool call, event appends and reply, exported over OTLP as the standard
-OTEL_* variables say; every record written carries the trace's traceparent."""
+OTEL_* variables say; every record written carries the trace's traceparent. The same over
+the HTTP API (the caller's traceparent continued, else a new trace)."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -20,12 +22,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from goaicore.clients import ChatClient, EventPublisher
 from goaicore.config import Settings
+from goaicore.devstack.demo import wait_ready
 from goaicore.kafka.partitioner import partition_for
 from goaicore.records import ReplyStatus
 from goaicore.testing import OpenAIServer
 from goaicore.tracing import context_of
-from tests.chat_agent.helpers import ChatWorker, llm_env, wait_http
-from tests.tracing import recorded_spans
+from tests.chat_agent.helpers import ChatWorker, http, llm_env, wait_http
+from tests.tracing import new_traceparent, recorded_spans, records_of, records_when, trace_of
 
 Span = dict[str, Any]
 
@@ -158,3 +161,101 @@ def test_one_ask_is_one_connected_trace(
         for carried in headers:
             span_context = trace.get_current_span(context_of(carried)).get_span_context()
             assert format(span_context.trace_id, "032x") == trace_id, topic
+
+
+@pytest.fixture(scope="module")
+def served(worker: ChatWorker) -> ChatWorker:
+    """The module's worker, once it owns its partitions (an ask is answered by the owner)."""
+    wait_ready(worker.url)
+    return worker
+
+
+def _post(url: str, body: Any, traceparent: str | None = None) -> tuple[int, Any]:
+    headers = {"traceparent": traceparent} if traceparent is not None else None
+    return http("POST", url, body, extra_headers=headers)
+
+
+def test_an_http_event_carries_the_callers_trace(topics: Settings, served: ChatWorker) -> None:
+    traceparent, trace_id = new_traceparent()
+    url = f"{served.url}/v1/conversations/http-traced-event/events"
+    status, answer = _post(url, {"text": "The player reached York"}, traceparent)
+    assert status == 201, answer
+    [event] = records_of(topics, topics.topic("events"), "http-traced-event")
+    assert event.offset == answer["offset"]
+    assert trace_of(event) == trace_id
+
+
+def test_an_http_ask_is_one_trace_from_request_to_reply(
+    topics: Settings, served: ChatWorker
+) -> None:
+    traceparent, trace_id = new_traceparent()
+    url = f"{served.url}/v1/conversations/http-traced-ask/messages"
+    status, reply = _post(url, {"text": "hello over http", "timeout": 30}, traceparent)
+    assert status == 200, reply
+    assert reply["text"] == "echo: hello over http"
+    written = {
+        topic: records_when(topics, topics.topic(topic), "http-traced-ask", count)
+        for topic, count in (("requests", 1), ("events", 2), ("replies", 1))
+    }
+    # The request, the turn's user message and assistant turn, and the reply.
+    for topic, records in written.items():
+        assert [trace_of(r) for r in records] == [trace_id] * len(records), topic
+
+
+def test_without_a_traceparent_an_http_request_is_a_new_trace_of_its_own(
+    topics: Settings, served: ChatWorker
+) -> None:
+    url = f"{served.url}/v1/conversations/http-untraced/messages"
+    status, reply = _post(url, {"text": "untraced", "timeout": 30})
+    assert status == 200, reply
+    status, answer = _post(
+        f"{served.url}/v1/conversations/http-untraced/events", {"text": "The player left"}
+    )
+    assert status == 201, answer
+    [request] = records_when(topics, topics.topic("requests"), "http-untraced", 1)
+    [reply_record] = records_when(topics, topics.topic("replies"), "http-untraced", 1)
+    *turn, event = records_when(topics, topics.topic("events"), "http-untraced", 3)
+    asked = trace_of(request)
+    assert asked is not None
+    assert [trace_of(r) for r in [*turn, reply_record]] == [asked] * 3
+    assert trace_of(event) not in (None, asked)  # the second request, a trace of its own
+
+
+@pytest.mark.parametrize(
+    "invalid",
+    [
+        "not a traceparent",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  # the invalid trace id
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",  # the invalid span id
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  # the forbidden version
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01",  # upper case
+        "00-4bf92f3577b34da6a3ce929d0e0e473\xe9-00f067aa0ba902b7-01",
+    ],
+)
+def test_an_invalid_traceparent_is_ignored(
+    topics: Settings, served: ChatWorker, invalid: str
+) -> None:
+    conversation = f"http-invalid-trace-{random.getrandbits(32):08x}"
+    url = f"{served.url}/v1/conversations/{conversation}/events"
+    status, answer = _post(url, {"text": "The player waved"}, invalid)
+    assert status == 201, answer
+    [event] = records_of(topics, topics.topic("events"), conversation)
+    assert trace_of(event) not in (None, "4bf92f3577b34da6a3ce929d0e0e4736")
+
+
+def test_history_operations_over_http_carry_the_callers_trace(
+    topics: Settings, served: ChatWorker
+) -> None:
+    base = f"{served.url}/v1/conversations/http-traced-history"
+    status, reply = _post(f"{base}/messages", {"text": "to be undone", "timeout": 30})
+    assert status == 200, reply
+    records_when(topics, topics.topic("events"), "http-traced-history", 2)
+    tagged, tagged_trace = new_traceparent()
+    headers = {"traceparent": tagged}
+    status, answer = http("PATCH", f"{base}/metadata", {"title": "Traced"}, extra_headers=headers)
+    assert status == 200, answer
+    undone, undone_trace = new_traceparent()
+    status, answer = _post(f"{base}/undo", {}, undone)
+    assert status == 200, answer
+    *_, metadata, undo = records_when(topics, topics.topic("events"), "http-traced-history", 4)
+    assert (trace_of(metadata), trace_of(undo)) == (tagged_trace, undone_trace)

@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 
 from goaicore.config import Settings
+from goaicore.records.avro.api import decode_chat_reply, decode_chat_request
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, http
 from tests.http.conftest import TOKENS
+from tests.tracing import new_traceparent, records_when, trace_of
 
 CONVERSATIONS = [f"web-{n}" for n in range(8)]
 Pair = tuple[ChatWorker, ChatWorker]
@@ -77,6 +79,26 @@ def test_a_retry_with_the_same_request_id_gets_the_same_reply(
     assert first == second
     assert first[0] == 200
     assert len([b for b in llm.bodies if b["messages"][-1].get("content") == "once over http"]) == 1
+
+
+def test_an_ask_keeps_its_callers_trace_through_the_worker_that_forwards_it(
+    pair: Pair, topics: Settings
+) -> None:
+    """Asked through both workers, so one of them forwards it to the owner."""
+    traces = {}
+    for n, worker in enumerate(pair):
+        traceparent, traces[f"traced-fwd-{n}"] = new_traceparent()
+        status, reply = call(
+            "POST",
+            f"{worker.url}/v1/conversations/web-traced/messages",
+            {"text": f"traced {n}", "request_id": f"traced-fwd-{n}"},
+            extra_headers={"traceparent": traceparent},
+        )
+        assert status == 200, reply
+    requests = records_when(topics, topics.topic("requests"), "web-traced", 2)
+    replies = records_when(topics, topics.topic("replies"), "web-traced", 2)
+    assert {decode_chat_request(r.value).request_id: trace_of(r) for r in requests} == traces
+    assert {decode_chat_reply(r.value).request_id: trace_of(r) for r in replies} == traces
 
 
 @pytest.mark.parametrize(

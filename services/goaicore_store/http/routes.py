@@ -51,6 +51,7 @@ from goaicore.records.types import EventBody
 from goaicore.records.validation import check_conversation_id, check_request_id
 from goaicore.store.errors import ReplyTimeout
 from goaicore.store.reply_streams import StreamedReply
+from goaicore.tracing import record_headers
 from goaicore_store.http import bodies
 from goaicore_store.http.auth import HEALTH_PATH, READY_PATH
 from goaicore_store.http.errors import ERROR_TYPES, ApiError, error_body
@@ -326,11 +327,13 @@ def url_at(store: StoreApp, request: web.Request, worker: yarl.URL) -> yarl.URL 
 
 def forwarded_headers(request: web.Request) -> dict[str, str]:
     """The headers a request takes to another worker: marked forwarded (served where it
-    lands), with the caller's token and what it sends and accepts."""
+    lands), with the caller's token, what it sends and accepts, and the trace it is
+    served in (the caller's, else the one this worker began)."""
     headers = {FORWARDED: "1"}
     for name in ("Authorization", "Content-Type", "Accept"):
         if name in request.headers:
             headers[name] = request.headers[name]
+    headers.update((name, value.decode()) for name, value in record_headers())
     return headers
 
 
