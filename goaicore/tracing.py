@@ -6,7 +6,8 @@ trace through the read-your-writes wait, each LLM and tool call, the event appen
 and the reply, and puts its own context on the records it writes.
 
 A request to the worker's HTTP API continues its caller's ``traceparent`` the same
-way (a new trace when it has none, or an invalid one).
+way (a new trace when it has none, or an invalid one), and a snapshot carries the
+context of the last event folded into it.
 
 Only ``opentelemetry-api`` is needed for this; spans are recorded and exported
 when a process sets up the SDK (:func:`setup_from_environment`, driven by the
@@ -95,6 +96,14 @@ def continued(headers: Headers) -> otel_context.Context:
     invalid one is ignored, as the W3C propagator does), else a new trace's: everything
     done for one HTTP request is then one trace, whether or not its caller traces."""
     return _traced(context_of(headers))
+
+
+def trace_headers(headers: Headers) -> list[tuple[str, bytes]]:
+    """A record's trace context headers, to carry over to a record written from it."""
+    return [
+        (name, value if isinstance(value, bytes) else str(value).encode())
+        for name, value in _trace_items(headers)
+    ]
 
 
 def setup_from_environment(service: str) -> bool:

@@ -6,6 +6,9 @@ id too long for a snapshot, or a fold that raised): no record's content stops
 the agent, and nothing is skipped without a trace. A record in another partition
 than its key's is neither: it is its key's partition's to fold, and is forwarded
 there (:mod:`goaicore_store.forwarding`), never folded where it landed.
+
+A snapshot record carries the trace context of the last event folded into it, so a
+snapshot leads back to the request that last changed it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from goaicore.fold.records import Applied, LogRecord, Rejected, fold_records
 from goaicore.records import ConversationErased, ConversationSnapshot, LogPosition
+from goaicore.tracing import trace_headers
 from goaicore_store.forwarding import forward
 
 if TYPE_CHECKING:
@@ -44,6 +48,7 @@ async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> None:
         records.append(LogRecord(message.key, message.value, position, message, partitions))
     started = time.perf_counter()
     touched: dict[bytes, ConversationSnapshot] = {}
+    traced: dict[bytes, list[tuple[str, bytes]]] = {}  # each snapshot's last event's trace
     erasures: list[tuple[str, int]] = []
     forwarded: list[Any] = []
     folded = 0
@@ -59,10 +64,12 @@ async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> None:
             continue
         folded += 1
         if outcome.changed:
-            touched[outcome.event.conversation_id.encode()] = outcome.snapshot
+            key = outcome.event.conversation_id.encode()
+            touched[key] = outcome.snapshot
+            traced[key] = trace_headers(outcome.record.origin.headers)
         if erasure_applied(outcome):
             erasures.append((outcome.event.conversation_id, outcome.record.position.offset))
-    sent = await store.table.send(touched)
+    sent = await store.table.send(touched, traced)
     if erasures:  # the erased snapshots are on the broker before the keys are destroyed
         await store.table.delivered(sent)
         sent = []  # delivered: nothing left to wait for below

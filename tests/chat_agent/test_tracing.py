@@ -1,7 +1,8 @@
 """One ask is one trace: the client's span, then the worker's turn with its read-your-writes
 wait, LLM calls, tool call, event appends and reply, exported over OTLP as the standard
 OTEL_* variables say; every record written carries the trace's traceparent. The same over
-the HTTP API (the caller's traceparent continued, else a new trace)."""
+the HTTP API (the caller's traceparent continued, else a new trace), and a snapshot
+carries its last folded event's."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from goaicore.config import Settings
 from goaicore.devstack.demo import wait_ready
 from goaicore.kafka.partitioner import partition_for
 from goaicore.records import ReplyStatus
+from goaicore.records.avro.api import decode_snapshot
 from goaicore.testing import OpenAIServer
 from goaicore.tracing import context_of
 from tests.chat_agent.helpers import ChatWorker, http, llm_env, wait_http
@@ -259,3 +261,32 @@ def test_history_operations_over_http_carry_the_callers_trace(
     assert status == 200, answer
     *_, metadata, undo = records_when(topics, topics.topic("events"), "http-traced-history", 4)
     assert (trace_of(metadata), trace_of(undo)) == (tagged_trace, undone_trace)
+
+
+def test_a_snapshot_carries_the_trace_of_its_last_folded_event(
+    topics: Settings, served: ChatWorker
+) -> None:
+    url = f"{served.url}/v1/conversations/http-traced-snapshot/events"
+    traces = []
+    for n in range(3):
+        traceparent, trace_id = new_traceparent()
+        traces.append(trace_id)
+        status, answer = _post(url, {"text": f"Step {n}"}, traceparent)
+        assert status == 201, answer
+    events = records_of(topics, topics.topic("events"), "http-traced-snapshot")
+    assert [trace_of(e) for e in events] == traces
+    snapshots_topic = topics.topic("snapshots")
+    deadline = time.monotonic() + 30
+    while True:
+        snapshots = records_of(topics, snapshots_topic, "http-traced-snapshot")
+        last = decode_snapshot(snapshots[-1].value).last_position if snapshots else None
+        if last is not None and last.offset == events[-1].offset:
+            break
+        assert time.monotonic() < deadline, last
+        time.sleep(0.2)
+    by_offset = {e.offset: e for e in events}
+    for record in snapshots:  # each snapshot written, however the events were batched
+        position = decode_snapshot(record.value).last_position
+        assert position is not None
+        assert dict(record.headers) == dict(by_offset[position.offset].headers)
+    assert trace_of(snapshots[-1]) == traces[-1]

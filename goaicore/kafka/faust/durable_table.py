@@ -21,7 +21,7 @@ could reach the changelog after a later one sent here.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 import faust
@@ -29,6 +29,7 @@ from faust.serializers import codecs
 
 from goaicore.kafka.faust.transport import steady_producer
 from goaicore.kafka.partitioner import partition_for_key
+from goaicore.kafka.record_batches import Record
 
 Sent = list[list[Awaitable[Any]]]
 """The delivery futures of a write, per partition and in order: see :meth:`DurableTable.send`."""
@@ -46,10 +47,14 @@ class DurableTable(faust.Table[Any, Any]):
         if key in self:
             await self.delivered(await self.send({key: None}))
 
-    async def send(self, values: Mapping[bytes, Any]) -> Sent:
+    async def send(
+        self,
+        values: Mapping[bytes, Any],
+        headers: Mapping[bytes, Sequence[tuple[str, bytes]]] | None = None,
+    ) -> Sent:
         """Send the changelog records of ``values`` (None: delete the key), each
         partition's in as few record batches as the batch size allows, then set them in
-        the table.
+        the table. ``headers`` gives a key's record its headers (a snapshot's trace).
 
         The table changes only once every record is queued in the producer (which sends
         what it holds before it stops): an interrupted write never leaves the table,
@@ -58,11 +63,12 @@ class DurableTable(faust.Table[Any, Any]):
         """
         partitions = self.partitions
         assert partitions, "a durable table is built with its partition count"
-        by_partition: dict[int, list[tuple[bytes, bytes | None, None]]] = {}
+        by_partition: dict[int, list[Record]] = {}
         for key, value in values.items():
             encoded = None if value is None else codecs.dumps(self.value_serializer, value)
             partition = partition_for_key(key, partitions)
-            by_partition.setdefault(partition, []).append((key, encoded, None))
+            carried = headers.get(key) if headers else None
+            by_partition.setdefault(partition, []).append((key, encoded, carried))
         producer = steady_producer(self.app)
         topic = self.changelog_topic.get_topic_name()
         # Concurrently: where a batch holds one record (the embedded profile), each
