@@ -74,3 +74,14 @@ def test_the_worker_answers_as_its_document_says(case: schemathesis.Case[Any], p
     assert response.status_code != 500, response.text
     if case.meta is not None and case.meta.generation.mode.is_positive:
         assert response.status_code not in (400, 413), response.text
+
+
+def test_every_operation_that_writes_documents_the_traceparent_it_continues() -> None:
+    document = json.loads(DOCUMENT.read_text())
+    assert document["components"]["parameters"]["traceparent"]["in"] == "header"
+    traced = {"$ref": "#/components/parameters/traceparent"}
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method in ("parameters", "get"):
+                continue
+            assert traced in operation.get("parameters", []), (method, path)
