@@ -1,6 +1,6 @@
 """The trace context middleware on a real aiohttp server: a request is served in a span of
 its caller's trace (a child of the caller's span), else of a new trace; an invalid
-traceparent is ignored, never an error."""
+traceparent is ignored, never an error; probes make no spans."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ async def client() -> AsyncIterator[Client]:
     app = web.Application(middlewares=[json_errors, trace_context])
     app.router.add_post("/v1/conversations/{conversation_id}/events", carried)
     app.router.add_post("/refuse", refuse)
+    app.router.add_get("/health", carried)
     async with TestClient(TestServer(app)) as test_client:
         yield test_client
 
@@ -95,3 +96,12 @@ async def test_a_refusal_is_still_a_json_answer(client: Client) -> None:
     answer = await client.post("/refuse", headers={"traceparent": traceparent})
     assert answer.status == 409
     assert await answer.json() == {"error": {"type": "conflict", "message": "not now"}}
+
+
+async def test_a_probe_makes_no_span(client: Client) -> None:
+    spans = recorded_spans()
+    traceparent, trace_id = new_traceparent()
+    answer = await client.get("/health", headers={"traceparent": traceparent})
+    assert answer.status == 200
+    finished = spans.get_finished_spans()
+    assert not [s for s in finished if format(s.context.trace_id, "032x") == trace_id]

@@ -2,11 +2,11 @@
 
 A request's valid W3C ``traceparent`` (and ``tracestate``) header is continued, as
 OpenTelemetry's propagator does; without one, or with an invalid one (ignored, never
-an error), the request is a new trace. Its ``http.server`` span is current while the
+an error), the request is a new trace. Its server span is current while the
 views run, so the events, chat request and history operations they publish carry it
 in their ``traceparent``, and the chat worker's turn and reply continue it from the
 request record. A request forwarded to the conversation's owner takes it along
-(``routes.forwarded_headers``).
+(``routes.forwarded_headers``). Probes and metric scrapes are not traced.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from aiohttp import web
 from opentelemetry.trace import SpanKind
 
 from goaicore.tracing import continued, tracer
+from goaicore_store.http.auth import HEALTH_PATH, READY_PATH
 from goaicore_store.http.errors import Handler
+from goaicore_store.http.routes import METRICS_PATH
 
 
 def route_of(request: web.Request) -> str:
@@ -25,9 +27,15 @@ def route_of(request: web.Request) -> str:
     return f"{request.method} {template}".rstrip()
 
 
+UNTRACED = frozenset({HEALTH_PATH, READY_PATH, METRICS_PATH})
+"""Probes and scrapes: they write nothing, and a span each would flood the exporter."""
+
+
 @web.middleware
 async def trace_context(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Serve ``request`` in a span of its caller's trace, or of a new one."""
+    if request.path in UNTRACED:
+        return await handler(request)
     with tracer("goaicore.http").start_as_current_span(
         route_of(request),
         context=continued(request.headers),
