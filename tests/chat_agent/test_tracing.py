@@ -6,9 +6,11 @@ carries its last folded event's."""
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -201,6 +203,27 @@ def test_an_http_ask_is_one_trace_from_request_to_reply(
     }
     # The request, the turn's user message and assistant turn, and the reply.
     for topic, records in written.items():
+        assert [trace_of(r) for r in records] == [trace_id] * len(records), topic
+
+
+def test_a_streamed_http_ask_is_one_trace_too(topics: Settings, served: ChatWorker) -> None:
+    traceparent, trace_id = new_traceparent()
+    request = urllib.request.Request(
+        f"{served.url}/v1/conversations/http-traced-stream/messages",
+        data=json.dumps({"text": "streamed over http", "timeout": 30}).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+            "traceparent": traceparent,
+        },
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        assert response.status == 200
+        stream = response.read().decode()
+    assert "event: done" in stream, stream
+    for topic, count in (("requests", 1), ("events", 2), ("replies", 1)):
+        records = records_when(topics, topics.topic(topic), "http-traced-stream", count)
         assert [trace_of(r) for r in records] == [trace_id] * len(records), topic
 
 

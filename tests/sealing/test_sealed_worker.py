@@ -44,6 +44,7 @@ from tests.kafka.helpers import wait_until
 from tests.readme import run_blocks
 from tests.sealing.helpers import start_worker, topic_records
 from tests.store.workers import worker_env
+from tests.tracing import new_traceparent, records_when, trace_of
 
 SECRET_TEXT = "the dragon under the mill is called Quetzalfire"
 
@@ -289,3 +290,32 @@ def test_a_rotated_master_key_wraps_every_key_again_and_the_old_one_can_go(
     written = [decode_key(r.value) for r in topic_records(settings, "keys", conversation)]  # type: ignore[attr-defined]
     assert [k.master_key_id for k in written] == ["old", "new"]
     assert len({k.key_id for k in written}) == 1  # the same data key, wrapped again
+
+
+def test_a_sealing_worker_keeps_each_http_requests_trace_through_the_intake(
+    sealed: Settings, llm: OpenAIServer
+) -> None:
+    """Sealed, an event is sealed by the owner and history operations reach ``events``
+    through the intake: every record still carries its HTTP request's trace."""
+    conversation = f"traced-{uuid.uuid4().hex[:8]}"
+    worker = start_worker(sealed, llm, "tracing")
+    url = f"{worker.url}/v1/conversations/{conversation}"
+    try:
+        traces = []
+        for method, path, body in (
+            ("POST", "events", {"text": "Quetzalfire stirs"}),
+            ("POST", "messages", {"text": "hello sealed", "timeout": 30}),
+            ("PATCH", "metadata", {"title": "Sealed and traced"}),
+            ("POST", "erase", {"reason": "GDPR"}),
+        ):
+            traceparent, trace_id = new_traceparent()
+            headers = {"traceparent": traceparent}
+            status, answer = http(method, f"{url}/{path}", body, extra_headers=headers)
+            assert status in (200, 201), answer
+            traces.append(trace_id)
+        # The event, the ask's user message and assistant turn, the metadata, the erasure.
+        expected = [traces[0], traces[1], traces[1], traces[2], traces[3]]
+        events = records_when(sealed, sealed.topic("events"), conversation, 5)
+        assert [trace_of(r) for r in events] == expected
+    finally:
+        worker.stop()
