@@ -10,12 +10,20 @@ Either way a partition that keeps growing cannot keep the reader going forever.
 with an aiokafka one, and :func:`read_partitions_async` several partitions at once
 with an aiokafka one (its C record parser reads a whole log about three times as
 fast as kafka-python); all follow one :class:`PartitionEnd` per partition.
+
+An aiokafka consumer fetches in the background whatever is assigned and not paused,
+and a broker answers the requests of one connection in order: a fetch left waiting at
+the end of a partition (up to the consumer's ``fetch_max_wait_ms``) would hold up the
+next read's offset questions behind it. So the asyncio readers fetch a partition only
+while records are wanted from it: paused from its assignment until its end is known
+to lie ahead (or is asked of a fetch), and again as soon as its end is read.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from goaicore.errors import BrokerError, client_errors
@@ -24,10 +32,25 @@ from goaicore.settings import Settings
 
 POLL_MS = 200
 MAX_RECORDS = 2000
+END_POLL_MS = 5
+"""How long one wait for records lasts while a read's end is not known yet (a profile
+whose end offsets are not trusted learns it from the first fetch's answer, which wakes
+no wait for records when it has none): the wait is repeated until that answer came."""
 
 
 class LogReadTimeout(BrokerError, TimeoutError):
     """The broker did not answer fetches for a partition in time."""
+
+
+@dataclass
+class ReadSpan:
+    """Where one read of a partition began and where it stopped: every record of the
+    partition from ``start`` up to (not including) ``end`` was read. An ``end`` below
+    ``start`` means the partition's log ends before the offset the read was asked to
+    start at."""
+
+    start: int = 0
+    end: int = 0
 
 
 class PartitionEnd:
@@ -117,25 +140,48 @@ async def read_batches_async(
     start: int | None = None,
     settings: Settings | None = None,
     idle_timeout: float = 10.0,
+    span: ReadSpan | None = None,
+    end_at: int | None = None,
 ) -> AsyncIterator[list[Any]]:
     """:func:`read_to_end_async` a fetch at a time (none empty): for a reader on another
-    thread, one hand-over per batch rather than per record."""
+    thread, one hand-over per batch rather than per record. ``span``, when given, is
+    set to where the read began and stopped once it has read to the end. ``end_at``:
+    read to there instead, an end the partition is known to have reached (a fetch's high
+    watermark seen before), and ask the broker for none."""
     with client_errors():
         consumer.assign([partition])
-        if start is None:
-            await consumer.seek_to_beginning(partition)
-            start = await consumer.position(partition)
-        else:
-            consumer.seek(partition, start)
-        hint = int((await consumer.end_offsets([partition]))[partition] or 0)
-        end = PartitionEnd(partition, start, hint, settings, idle_timeout)
-        while not end.reached:
-            fetched = await consumer.getmany(partition, timeout_ms=POLL_MS, max_records=MAX_RECORDS)
-            batch = fetched.get(partition, [])
-            taken = list(end.take(batch))
-            if taken:
-                yield taken
-            end.after_fetch(len(batch), consumer.highwater(partition))
+        consumer.pause(partition)  # no fetch before the end is known (see the module)
+        try:
+            if start is None:
+                await consumer.seek_to_beginning(partition)
+                start = await consumer.position(partition)
+            else:
+                consumer.seek(partition, start)
+            if end_at is None:
+                hint = int((await consumer.end_offsets([partition]))[partition] or 0)
+                end = PartitionEnd(partition, start, hint, settings, idle_timeout)
+            else:  # a known end is trusted on every profile
+                end = PartitionEnd(partition, start, end_at, None, idle_timeout)
+            if not end.reached:
+                consumer.resume(partition)
+            while not end.reached:
+                wait_ms = POLL_MS if end.target is not None else END_POLL_MS
+                fetched = await consumer.getmany(
+                    partition, timeout_ms=wait_ms, max_records=MAX_RECORDS
+                )
+                batch = fetched.get(partition, [])
+                taken = list(end.take(batch))
+                end.after_fetch(len(batch), consumer.highwater(partition))
+                if end.reached:  # before anything awaits: the consumer fetches no further
+                    consumer.pause(partition)
+                if taken:
+                    yield taken
+            if span is not None:
+                assert end.target is not None  # reached
+                span.start, span.end = start, end.target
+        finally:
+            if partition in consumer.assignment():
+                consumer.pause(partition)
 
 
 async def read_partitions_async(
@@ -148,6 +194,7 @@ async def read_partitions_async(
     all fetched at once: each partition's records come in order, partitions interleave."""
     with client_errors():
         consumer.assign(list(partitions))
+        consumer.pause(*partitions)  # no fetch before the ends are known (see the module)
         await consumer.seek_to_beginning(*partitions)
         hints = await consumer.end_offsets(list(partitions))
         ends = {}
@@ -157,6 +204,7 @@ async def read_partitions_async(
                 partition, start, int(hints[partition] or 0), settings, idle_timeout
             )
         reading = [partition for partition in partitions if not ends[partition].reached]
+        consumer.resume(*reading)
         # Nothing is yielded before every partition's end is known (on a profile whose end
         # offsets are not trusted, after its first fetch): a record written while the
         # caller works on a first batch must not extend another partition's read.

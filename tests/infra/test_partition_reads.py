@@ -104,6 +104,9 @@ class _OnePartitionSilent:
     def pause(self, *partitions: Any) -> None:
         self.paused.update(p.partition for p in partitions)
 
+    def resume(self, *partitions: Any) -> None:
+        self.paused.difference_update(p.partition for p in partitions)
+
 
 async def _read_with_one_silent(settings: Settings) -> list[Any]:
     partitions = [TopicPartition("t", 0), TopicPartition("t", 1)]
