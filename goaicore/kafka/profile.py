@@ -37,7 +37,11 @@ broker is in use:
   the clients' (the sync ones are facades over the asyncio ones) are not idempotent
   there (``goaicore.kafka.faust.embedded``);
 - a group join takes about half the session timeout: short session, heartbeat
-  and rebalance timeouts (Apache Kafka rejects sessions under 6 s by default).
+  and rebalance timeouts (Apache Kafka rejects sessions under 6 s by default);
+- a fetch that finds no records waits its whole max wait even when records arrive
+  meanwhile: a wait for new records (``goaicore.kafka.partition_watch``) fetches
+  with a short max wait there (``watch_wait_ms``), a short poll, where Apache Kafka
+  answers a longer fetch as soon as records arrive.
 """
 
 from __future__ import annotations
@@ -59,6 +63,10 @@ class ClientProfile:
     aiokafka_producer: dict[str, Any] = field(default_factory=dict)
     trust_end_offsets: bool = True
     faust_scheme: str = "goaicore-kafka"
+    watch_wait_ms: int = 100
+    """The max wait of a fetch that waits for new records: the broker answers it as
+    soon as records arrive (but on the embedded broker), else when this runs out. A wait
+    for another partition waits at most this long for the fetch the broker holds."""
 
 
 _PRODUCER = {"acks": "all", "enable_idempotence": True, "linger_ms": 5, "compression_type": "lz4"}
@@ -87,6 +95,7 @@ EMBEDDED = ClientProfile(
     aiokafka_producer={**_PRODUCER, "enable_idempotence": False},
     trust_end_offsets=False,
     faust_scheme="goaicore-embedded",
+    watch_wait_ms=10,
 )
 
 

@@ -1,9 +1,11 @@
 """The snapshot reader remembers where it read each partition to and the latest snapshot
 of the conversations it was asked for: a conversation it remembers costs only the
-records written since, one it does not the partition from its beginning."""
+records written since, one it does not the partition from its beginning; and the watch
+that waits for new records of a partition wakes its waiters when they come."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from itertools import count
 
@@ -13,6 +15,7 @@ from goaicore.clients.aio import snapshots as snapshot_reads
 from goaicore.clients.aio.snapshots import AsyncSnapshotReader
 from goaicore.config import Settings
 from goaicore.kafka.aio_connection import start_producer
+from goaicore.kafka.partition_watch import AsyncPartitionWatch
 from goaicore.kafka.partitioner import partition_for
 from goaicore.records import ConversationSnapshot
 from goaicore.records.avro.api import encode_snapshot
@@ -173,3 +176,23 @@ async def test_what_a_reader_remembers_is_read_on_from_where_it_ended(
         assert _events((await reader.read(conversation, end_at=end - 1)).snapshot) == 2
         assert _events((await reader.read(conversation, end_at=end)).snapshot) == 3
         assert reader.records_read == 3
+
+
+async def test_a_watch_wakes_each_waiter_when_records_come_to_its_partition(
+    topics: Settings, written: _Snapshots
+) -> None:
+    first, second = next(_in_partition(topics, 0)), next(_in_partition(topics, 1))
+    ends = [await written.write(first, 1) + 1, await written.write(second, 1) + 1]
+    async with AsyncPartitionWatch(topics, "snapshots") as watch:
+        assert await watch.wait_past(0, ends[0], 0.2) is None  # nothing came
+        waiting = asyncio.ensure_future(watch.wait_past(0, ends[0], 30))
+        await asyncio.sleep(0.2)  # the watch fetches partition 0 now
+        joining = asyncio.ensure_future(watch.wait_past(1, ends[1], 30))
+        behind = asyncio.ensure_future(watch.wait_past(0, ends[0] - 1, 30))
+        assert await behind == ends[0]  # a record past its offset was there already
+        assert not waiting.done()
+        offsets = [await written.write(second, 2), await written.write(first, 2)]
+        assert (await joining or 0) > offsets[0]
+        assert (await waiting or 0) > offsets[1]
+        # A wait that comes after the watch stopped starts it again.
+        assert await watch.wait_past(1, offsets[0], 30) == offsets[0] + 1
