@@ -50,7 +50,9 @@ from goaicore.store.read_your_writes import applied
 from goaicore.store.reply_streams import StreamedReply
 
 POLL_SECONDS = 0.1
-"""How often a wait for the workers (a snapshot, a sealed event) looks again."""
+"""How often a wait for the workers looks again where nothing tells it of a change: an
+operation's event sealed through the intake (the log read again), and a data key an
+erasure destroys (the keys topic). A wait for a snapshot asks its backend instead."""
 
 UNSEALED_KEPT = 10_000
 """Conversations whose latest intake write a store remembers, to read it back."""
@@ -87,9 +89,10 @@ class StoreApplication:
         check_conversation_id(conversation_id)
         deadline = time.monotonic() + timeout
         after = after or self._unsealed.get(conversation_id)
+        folded: ConversationSnapshot | None = None
         if after is not None and (snapshot or history):  # a write through intake reaches
             # events once sealed: its snapshot says when
-            await self._snapshot_applying(conversation_id, after, None, deadline, timeout)
+            folded = await self._snapshot_applying(conversation_id, after, None, deadline, timeout)
             self._sealed(conversation_id, after)
         events: list[LoggedEvent] = []
         skipped = 0
@@ -97,8 +100,9 @@ class StoreApplication:
             events, skipped = await self._logged(conversation_id)
         if not snapshot:
             return Conversation(conversation_id, None, tuple(events), skipped)
-        last = events[-1].offset if events else None
-        folded = await self._snapshot_applying(conversation_id, after, last, deadline, timeout)
+        if history or after is None:  # else the snapshot that applied ``after`` is the answer
+            last = events[-1].offset if events else None
+            folded = await self._snapshot_applying(conversation_id, after, last, deadline, timeout)
         return Conversation(conversation_id, folded, tuple(events), skipped)
 
     async def conversations(self) -> list[str]:
@@ -472,18 +476,21 @@ class StoreApplication:
         deadline: float,
         timeout: float,  # noqa: ASYNC109 - the whole read's, for the message
     ) -> ConversationSnapshot | None:
-        """The snapshot once it has applied ``after`` and the event at ``last_offset``."""
-        while True:
-            snapshot = await self.backend.snapshot(conversation_id)
-            behind = _behind(snapshot, after, last_offset, self.backend.events_topic)
-            if behind is None:
-                return snapshot
-            if time.monotonic() > deadline:
-                raise WriteNotApplied(
-                    f"the snapshot of {conversation_id!r} has not applied {behind} after "
-                    f"{timeout:g} s: is a store worker running?"
-                )
-            await asyncio.sleep(POLL_SECONDS)
+        """The snapshot once it has applied ``after`` and the event at ``last_offset``
+        (the backend looks again as soon as the snapshot may have changed)."""
+        topic = self.backend.events_topic
+        snapshot = await self.backend.snapshot_when(
+            conversation_id,
+            lambda snapshot: _behind(snapshot, after, last_offset, topic) is None,
+            max(deadline - time.monotonic(), 0.0),
+        )
+        behind = _behind(snapshot, after, last_offset, topic)
+        if behind is not None:
+            raise WriteNotApplied(
+                f"the snapshot of {conversation_id!r} has not applied {behind} after "
+                f"{timeout:g} s: is a store worker running?"
+            )
+        return snapshot
 
 
 def _behind(

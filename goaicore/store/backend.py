@@ -10,7 +10,7 @@ inside the store worker) is thin and all of them behave alike.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Protocol
 
 from goaicore.fold.records import LogRecord
@@ -57,6 +57,17 @@ class StoreBackend(Protocol):
 
     async def snapshot(self, conversation_id: str) -> ConversationSnapshot | None:
         """The conversation's latest stored snapshot."""
+        ...
+
+    async def snapshot_when(
+        self,
+        conversation_id: str,
+        ready: Callable[[ConversationSnapshot | None], bool],
+        timeout: float,  # noqa: ASYNC109 - how long the workers may be waited for
+    ) -> ConversationSnapshot | None:
+        """The conversation's latest stored snapshot once ``ready`` holds for it (read at
+        least once, looked at again as soon as it may have changed: no fixed sleep), or
+        the latest one when ``timeout`` seconds pass first."""
         ...
 
     async def snapshots(self) -> Mapping[str, ConversationSnapshot]:

@@ -7,20 +7,29 @@ conversation runs the turn), reads the conversation's partition of ``events``, t
 snapshots topic and the keys topic; everything else is
 :class:`~goaicore.store.application.StoreApplication`'s. Every client opens on first
 use and closes with the store.
+
+A snapshot read reads only what the snapshots topic gained since this store last read
+the conversation (:class:`~goaicore.clients.aio.snapshots.AsyncSnapshotReader`); a wait
+for the snapshot to apply a write waits, on a connection of its own, for a fetch of new
+records of the snapshot's partition
+(:class:`~goaicore.kafka.partition_watch.AsyncPartitionWatch`), then reads again. Reads
+that share a reader take turns, each for as long as its read takes; a wait holds no
+reader, so reads of other conversations go on meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from goaicore.clients.aio.chat_client import AsyncChatClient
 from goaicore.clients.aio.keys import AsyncTopicKeys
 from goaicore.clients.aio.publisher import AsyncEventPublisher
-from goaicore.clients.aio.snapshots import AsyncSnapshotReader
+from goaicore.clients.aio.snapshots import AsyncSnapshotReader, SnapshotRead
 from goaicore.fold.records import LogRecord
+from goaicore.kafka.partition_watch import AsyncPartitionWatch
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import (
     ChatReply,
@@ -56,6 +65,7 @@ class KafkaBackend:
         self._chat = AsyncChatClient(settings, source=source)
         self._reader = AsyncHistoryReader(settings)
         self._snapshots = AsyncSnapshotReader(settings)
+        self._snapshot_writes = AsyncPartitionWatch(settings, "snapshots")
         self._keys = AsyncTopicKeys(settings)
         self._open: list[AsyncRunning] = []
         self._opening = asyncio.Lock()
@@ -80,9 +90,39 @@ class KafkaBackend:
         return records
 
     async def snapshot(self, conversation_id: str) -> ConversationSnapshot | None:
+        return (await self._snapshot_read(conversation_id)).snapshot
+
+    async def snapshot_when(
+        self,
+        conversation_id: str,
+        ready: Callable[[ConversationSnapshot | None], bool],
+        timeout: float,  # noqa: ASYNC109 - how long the workers may be waited for
+    ) -> ConversationSnapshot | None:
+        """Read; while not ``ready``, wait (holding no reader) for records after where
+        the read ended in the snapshot's partition, and read them. When the snapshot this
+        store read last is not ``ready`` (a read right after one's own write), the wait
+        comes first: what it finds is read then."""
+        deadline = time.monotonic() + timeout
+        snapshots = await self._opened(self._snapshots)
+        found = snapshots.remembered(conversation_id)
+        fresh = found is None or ready(found.snapshot)
+        if fresh:
+            found = await self._snapshot_read(conversation_id)
+        assert found is not None
+        while not (fresh and ready(found.snapshot)):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return (found if fresh else await self._snapshot_read(conversation_id)).snapshot
+            writes = await self._opened(self._snapshot_writes)
+            end = await writes.wait_past(found.partition, found.end, remaining)
+            end_at = end if end is not None and end > found.end else None
+            found, fresh = await self._snapshot_read(conversation_id, end_at), True
+        return found.snapshot
+
+    async def _snapshot_read(self, conversation_id: str, end_at: int | None = None) -> SnapshotRead:
         snapshots = await self._opened(self._snapshots)
         async with self._reading[id(snapshots)]:
-            return await snapshots.get(conversation_id)
+            return await snapshots.read(conversation_id, end_at)
 
     async def snapshots(self) -> Mapping[str, ConversationSnapshot]:
         return await self.all_snapshots()

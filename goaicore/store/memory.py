@@ -19,7 +19,8 @@ read as erased. Everything is lost when the process ends.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from goaicore.conversation.pricing import PriceTable
@@ -91,6 +92,8 @@ class MemoryBackend:
         self._sealing = _Sealing() if sealed else None
         self.streams = ReplyStreams()
         self._asked: set[asyncio.Task[ChatReply]] = set()  # kept until done (asyncio: weak)
+        self._written: asyncio.Event | None = None
+        """Set by the next write, for the waits that want to know of it."""
 
     @property
     def keys(self) -> KeyLookup | None:
@@ -106,6 +109,26 @@ class MemoryBackend:
 
     async def snapshot(self, conversation_id: str) -> ConversationSnapshot | None:
         return self.stored.get(conversation_id)
+
+    async def snapshot_when(
+        self,
+        conversation_id: str,
+        ready: Callable[[ConversationSnapshot | None], bool],
+        timeout: float,  # noqa: ASYNC109 - the port's shape: a write folds at once here
+    ) -> ConversationSnapshot | None:
+        """A write folds as it is appended, so the snapshot changes only with one: looked
+        at again after each write, until ``timeout``."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            snapshot = self.stored.get(conversation_id)
+            remaining = deadline - asyncio.get_running_loop().time()
+            if ready(snapshot) or remaining <= 0:
+                return snapshot
+            if self._written is None:
+                self._written = asyncio.Event()
+            written = self._written
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(written.wait(), remaining)
 
     async def snapshots(self) -> Mapping[str, ConversationSnapshot]:
         return dict(self.stored)
@@ -201,6 +224,9 @@ class MemoryBackend:
             erased = outcome.snapshot.erased_before
             if self._sealing is not None and erased is not None and erased.offset == offset:
                 self._sealing.destroy(event.conversation_id)
+        woken, self._written = self._written, None
+        if woken is not None:
+            woken.set()
         return TopicPosition(EVENTS, number, offset)
 
 

@@ -71,9 +71,14 @@ class FoldProgress:
                 and last.offset >= high_watermark - 1
             )
 
+        return await self.until(caught_up, patience)
+
+    async def until(self, condition: Callable[[], bool], patience: float) -> bool:
+        """Wait until ``condition()`` holds, looked at now and after each advance of the
+        fold; False when ``patience`` ran out first."""
         try:
             async with self._changed:
-                await asyncio.wait_for(self._changed.wait_for(caught_up), patience)
+                await asyncio.wait_for(self._changed.wait_for(condition), patience)
         except TimeoutError:
             return False
         return True

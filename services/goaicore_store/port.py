@@ -2,7 +2,8 @@
 
 A :class:`~goaicore.store.application.StoreApplication` over :class:`WorkerBackend`:
 the store over Kafka, except for what the worker does itself. A snapshot of a
-conversation it owns comes from its own table; an event goes straight to ``events``
+conversation it owns comes from its own table (a wait for it to change wakes with each
+batch the fold applies); an event goes straight to ``events``
 on its producer, sealed here where content is sealed (the views forward such a write
 to the conversation's owner, the key's one writer); a chat request is answered by its
 own chat agent, whose reply wakes the waiting caller. The rest (another worker's
@@ -13,7 +14,8 @@ content is sealed) is the Kafka backend's.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Sequence
+import time
+from collections.abc import AsyncGenerator, Callable, Sequence
 
 from goaicore.kafka.faust.transport import steady_producer
 from goaicore.kafka.partitioner import partition_for
@@ -37,6 +39,11 @@ REPLY_GRACE = 1.0
 """Seconds a caller waits for a reply past its request's deadline: the turn's own
 timeout reply is worth more than a timeout here."""
 
+OWNER_CHECK_SECONDS = 1.0
+"""How often a wait on this worker's table looks whether the worker still owns the
+conversation: nothing wakes it when a rebalance takes the partition away (its fold
+stops advancing it), and then the wait goes on over Kafka."""
+
 
 class WorkerBackend(KafkaBackend):
     """The store worker's view of its store (see the module docstring)."""
@@ -57,9 +64,34 @@ class WorkerBackend(KafkaBackend):
 
     async def snapshot(self, conversation_id: str) -> ConversationSnapshot | None:
         if self.owns(conversation_id):
-            snapshot: ConversationSnapshot | None = self.store.table.get(conversation_id.encode())
-            return snapshot
+            return self._table_snapshot(conversation_id)
         return await super().snapshot(conversation_id)
+
+    async def snapshot_when(
+        self,
+        conversation_id: str,
+        ready: Callable[[ConversationSnapshot | None], bool],
+        timeout: float,  # noqa: ASYNC109 - how long the fold may be waited for
+    ) -> ConversationSnapshot | None:
+        """From the table while this worker owns the conversation, looked at again each
+        time the fold applies a batch; else (or once it no longer owns it) over Kafka."""
+        deadline = time.monotonic() + timeout
+        while self.owns(conversation_id):
+            remaining = deadline - time.monotonic()
+            await self.store.progress.until(
+                lambda: ready(self._table_snapshot(conversation_id)),
+                min(max(remaining, 0.0), OWNER_CHECK_SECONDS),
+            )
+            snapshot = self._table_snapshot(conversation_id)
+            if ready(snapshot) or time.monotonic() >= deadline:
+                return snapshot
+        return await super().snapshot_when(
+            conversation_id, ready, max(deadline - time.monotonic(), 0.0)
+        )
+
+    def _table_snapshot(self, conversation_id: str) -> ConversationSnapshot | None:
+        snapshot: ConversationSnapshot | None = self.store.table.get(conversation_id.encode())
+        return snapshot
 
     async def publish(
         self, event: ConversationEvent, related: tuple[str, ...] = (), operation: bool = False

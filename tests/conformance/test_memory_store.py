@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from goaicore.records import UserMessage
 from goaicore.store.memory import InMemoryConversationStore
 from goaicore.testing.conformance import CHECK_NAMES, check_named, check_store, run_check
 
@@ -22,3 +25,18 @@ async def test_one_call_runs_every_check_and_reports() -> None:
     report = await check_store(InMemoryConversationStore)
     assert report.ok, report.failed
     assert report.passed == list(CHECK_NAMES)
+
+
+async def test_a_wait_for_the_snapshot_wakes_with_each_write_until_it_is_ready() -> None:
+    store = InMemoryConversationStore()
+    twice = lambda s: s is not None and s.event_count == 2  # noqa: E731
+    waiting = asyncio.ensure_future(store.memory.snapshot_when("c", twice, 30))
+    await store.append("c", UserMessage(text="one"))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    await store.append("c", UserMessage(text="two"))
+    snapshot = await waiting
+    assert snapshot is not None
+    assert snapshot.event_count == 2
+    never = await store.memory.snapshot_when("c", lambda s: False, 0.01)
+    assert never == snapshot  # not ready when its time ran out: the latest, as it is
