@@ -1,7 +1,8 @@
 """The snapshot reader remembers where it read each partition to and the latest snapshot
 of the conversations it was asked for: a conversation it remembers costs only the
-records written since, one it does not the partition from its beginning; and the watch
-that waits for new records of a partition wakes its waiters when they come."""
+records written since, one it does not the partition from its beginning; the watch
+that waits for new records of a partition wakes its waiters when they come; and a
+store's read that waits for its write holds up no other read."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from goaicore.config import Settings
 from goaicore.kafka.aio_connection import start_producer
 from goaicore.kafka.partition_watch import AsyncPartitionWatch
 from goaicore.kafka.partitioner import partition_for
-from goaicore.records import ConversationSnapshot
+from goaicore.records import ConversationSnapshot, UserMessage
 from goaicore.records.avro.api import encode_snapshot
+from goaicore.store.kafka import KafkaConversationStore
 
 
 def _in_partition(settings: Settings, partition: int) -> Iterator[str]:
@@ -196,3 +198,26 @@ async def test_a_watch_wakes_each_waiter_when_records_come_to_its_partition(
         assert (await waiting or 0) > offsets[1]
         # A wait that comes after the watch stopped starts it again.
         assert await watch.wait_past(1, offsets[0], 30) == offsets[0] + 1
+
+
+async def test_a_read_waiting_for_its_write_holds_up_no_read_of_another_conversation(
+    topics: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with KafkaConversationStore(topics) as store:  # and no worker: nothing is folded
+        watch, wait_past = store.kafka._snapshot_writes, store.kafka._snapshot_writes.wait_past
+        waits = asyncio.Event()
+
+        async def waiting(partition: int, offset: int, timeout: float) -> int | None:  # noqa: ASYNC109
+            waits.set()
+            return await wait_past(partition, offset, timeout)
+
+        monkeypatch.setattr(watch, "wait_past", waiting)
+        written = await store.append("waits", UserMessage(text="never folded"))
+        read = asyncio.ensure_future(store.read("waits", after=written, timeout=60))
+        await waits.wait()  # it waits for the snapshot to apply the write now
+        other = await store.read("reads", history=False)
+        assert other.snapshot is None
+        assert not read.done()
+        read.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await read
