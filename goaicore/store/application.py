@@ -8,7 +8,9 @@ backends (in memory, over Kafka, inside the store worker) only move records.
 
 Read-your-writes: a write through an intake reaches ``events`` once a worker sealed
 it, so the store remembers its latest such write of each conversation, and the next
-read or operation on that conversation waits for it.
+read or operation on that conversation waits for it. A history operation gives its
+caller no ``Appended`` to read after, so the store remembers its latest operation on
+each conversation too, and the next read of that conversation's snapshot waits for it.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ operation's event sealed through the intake (the log read again), and a data key
 erasure destroys (the keys topic). A wait for a snapshot asks its backend instead."""
 
 UNSEALED_KEPT = 10_000
-"""Conversations whose latest intake write a store remembers, to read it back."""
+"""Conversations whose latest intake write (and, apart, latest history operation) a
+store remembers, to read it back."""
 
 
 class StoreApplication:
@@ -74,6 +77,9 @@ class StoreApplication:
         self._unsealed: OrderedDict[str, Appended] = OrderedDict()
         """Each conversation's latest write to an intake a worker may not have sealed yet
         (the newest UNSEALED_KEPT: an older one is sealed long since)."""
+        self._operated: OrderedDict[str, Appended] = OrderedDict()
+        """Each conversation's latest history operation by this store, until a read saw
+        its snapshot apply it (the newest UNSEALED_KEPT)."""
 
     # -- reading
 
@@ -92,7 +98,9 @@ class StoreApplication:
         folded: ConversationSnapshot | None = None
         if after is not None and (snapshot or history):  # a write through intake reaches
             # events once sealed: its snapshot says when
-            folded = await self._snapshot_applying(conversation_id, after, None, deadline, timeout)
+            folded = await self._snapshot_applying(
+                conversation_id, (after,), None, deadline, timeout
+            )
             self._sealed(conversation_id, after)
         events: list[LoggedEvent] = []
         skipped = 0
@@ -100,9 +108,14 @@ class StoreApplication:
             events, skipped = await self._logged(conversation_id)
         if not snapshot:
             return Conversation(conversation_id, None, tuple(events), skipped)
-        if history or after is None:  # else the snapshot that applied ``after`` is the answer
+        operated = self._operated.get(conversation_id)
+        if history or after is None or operated is not None:  # else the snapshot that
+            # applied ``after`` is the answer
+            writes = tuple(w for w in (after, operated) if w is not None)
             last = events[-1].offset if events else None
-            folded = await self._snapshot_applying(conversation_id, after, last, deadline, timeout)
+            folded = await self._snapshot_applying(conversation_id, writes, last, deadline, timeout)
+            if operated is not None and self._operated.get(conversation_id) == operated:
+                del self._operated[conversation_id]
         return Conversation(conversation_id, folded, tuple(events), skipped)
 
     async def conversations(self) -> list[str]:
@@ -150,10 +163,7 @@ class StoreApplication:
         ]
         last = appended[-1]
         if last.position.topic != self.backend.events_topic:
-            self._unsealed[conversation_id] = last
-            self._unsealed.move_to_end(conversation_id)
-            while len(self._unsealed) > UNSEALED_KEPT:
-                self._unsealed.popitem(last=False)
+            _remember(self._unsealed, conversation_id, last)
         return appended
 
     # -- chat
@@ -426,10 +436,10 @@ class StoreApplication:
             until = position.offset if direct else None
             records = await self.backend.records(conversation_id, until, related)
             found = await asyncio.to_thread(self._applied_at, records, event, policy)
-            if found is not None:
-                return found
-            if direct:
-                return position
+            if found is not None or direct:
+                applied_at = found or position
+                _remember(self._operated, conversation_id, Appended(event.event_id, applied_at))
+                return applied_at
             if time.monotonic() > deadline:
                 raise OperationPending(
                     f"appended to {position}, but no store worker sealed it into {topic} "
@@ -454,7 +464,9 @@ class StoreApplication:
             return
         deadline = time.monotonic() + self.read_wait
         try:
-            await self._snapshot_applying(conversation_id, pending, None, deadline, self.read_wait)
+            await self._snapshot_applying(
+                conversation_id, (pending,), None, deadline, self.read_wait
+            )
         except WriteNotApplied:
             raise WriteNotApplied(
                 f"this store's write at {pending.position} ({conversation_id!r}) is not "
@@ -471,20 +483,20 @@ class StoreApplication:
     async def _snapshot_applying(
         self,
         conversation_id: str,
-        after: Appended | None,
+        writes: tuple[Appended, ...],
         last_offset: int | None,
         deadline: float,
         timeout: float,  # noqa: ASYNC109 - the whole read's, for the message
     ) -> ConversationSnapshot | None:
-        """The snapshot once it has applied ``after`` and the event at ``last_offset``
+        """The snapshot once it has applied ``writes`` and the event at ``last_offset``
         (the backend looks again as soon as the snapshot may have changed)."""
         topic = self.backend.events_topic
         snapshot = await self.backend.snapshot_when(
             conversation_id,
-            lambda snapshot: _behind(snapshot, after, last_offset, topic) is None,
+            lambda snapshot: _behind(snapshot, writes, last_offset, topic) is None,
             max(deadline - time.monotonic(), 0.0),
         )
-        behind = _behind(snapshot, after, last_offset, topic)
+        behind = _behind(snapshot, writes, last_offset, topic)
         if behind is not None:
             raise WriteNotApplied(
                 f"the snapshot of {conversation_id!r} has not applied {behind} after "
@@ -493,16 +505,25 @@ class StoreApplication:
         return snapshot
 
 
+def _remember(latest: OrderedDict[str, Appended], conversation_id: str, write: Appended) -> None:
+    """``write`` is the conversation's latest of its kind (the newest UNSEALED_KEPT kept)."""
+    latest[conversation_id] = write
+    latest.move_to_end(conversation_id)
+    while len(latest) > UNSEALED_KEPT:
+        latest.popitem(last=False)
+
+
 def _behind(
     snapshot: ConversationSnapshot | None,
-    after: Appended | None,
+    writes: tuple[Appended, ...],
     last_offset: int | None,
     events_topic: str,
 ) -> str | None:
-    """What the snapshot has yet to apply (None: nothing): the caller's write ``after``,
-    and the last event read with it."""
-    if after is not None and not applied(snapshot, after, events_topic):
-        return f"the write at {after.position}"
+    """What the snapshot has yet to apply (None: nothing): the caller's ``writes``, and
+    the last event read with it."""
+    for write in writes:
+        if not applied(snapshot, write, events_topic):
+            return f"the write at {write.position}"
     if last_offset is None:
         return None
     last = snapshot.last_position if snapshot is not None else None

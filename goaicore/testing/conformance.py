@@ -580,6 +580,23 @@ async def _fork_refusals(store: ConversationStore) -> None:
     expect(f"at most {last + 1}" in str(past), f"it does not name {last + 1}: {past}")
 
 
+async def _a_snapshot_read_after_an_operation_sees_it(store: ConversationStore) -> None:
+    source, fork = new_id("seen"), new_id("seen-fork")
+    await store.append(source, UserMessage(text="shared"))
+    await store.fork(source, fork)
+    forked = (await store.read(fork, history=False, timeout=30.0)).snapshot
+    texts = [m.text for m in forked.messages] if forked is not None else None
+    expect(texts == ["shared"], f"a read right after the fork holds {texts}")
+    await store.set_metadata(source, title="seen")
+    titled = (await store.read(source, history=False, timeout=30.0)).snapshot
+    title = titled.title if titled is not None else None
+    expect(title == "seen", f"a read right after setting the title gave {title!r}")
+    await store.undo(source)
+    undone = (await store.read(source, history=False, timeout=30.0)).snapshot
+    left = [m.text for m in undone.messages] if undone is not None else None
+    expect(left == [], f"a read right after undo holds {left}")
+
+
 async def _metadata(store: ConversationStore) -> None:
     cid = new_id("meta")
     await store.set_metadata(
@@ -900,6 +917,11 @@ CHECKS: tuple[Check, ...] = (
         "fork_refusals",
         "a fork into itself, a used id or from nothing is refused",
         _fork_refusals,
+    ),
+    Check(
+        "a_snapshot_read_after_an_operation_sees_it",
+        "a read of the snapshot alone right after a history operation sees it",
+        _a_snapshot_read_after_an_operation_sees_it,
     ),
     Check(
         "metadata",
