@@ -41,7 +41,7 @@ class BearerTokens:
 
     def accepts_token(self, token: str) -> bool:
         """True when ``token`` is one of the configured tokens."""
-        given = token.strip().encode()
+        given = _utf8(token.strip())
         if not given:
             return False
         matched = False
@@ -58,12 +58,23 @@ class BearerTokens:
 
     def accepts_tag(self, tag: str, purpose: bytes) -> bool:
         """True when ``tag`` is :meth:`tag` of ``purpose`` under one of the tokens."""
-        given = tag.encode()
+        given = _utf8(tag)
+        if given is None:
+            return False
         matched = False
         for known in self._tokens:
             expected = hmac.new(known, purpose, "sha256").hexdigest().encode()
             matched |= hmac.compare_digest(given, expected)
         return matched
+
+
+def _utf8(text: str) -> bytes | None:
+    """``text`` as UTF-8, or None when it cannot be: a header or cookie byte that is not
+    UTF-8 reaches aiohttp's str as a lone surrogate, and is no token of ours."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return None
 
 
 def check_http_exposure(

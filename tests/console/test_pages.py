@@ -30,6 +30,7 @@ from tests.console.data import (
     TOOL_ARGUMENTS,
     Audited,
 )
+from tests.raw_http import raw_request
 
 HTML = {"Accept": "text/html"}
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -322,6 +323,28 @@ async def test_odd_input_is_a_4xx_never_a_500(
     wrong_method = await client.post("/conversations", headers=BEARER)
     assert wrong_method.status == 405
     assert "GET" in wrong_method.headers["Allow"]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"Authorization: Bearer \xff\xfe-not-utf8",
+        b"Authorization: Bearer " + TOKEN.encode() + b"\x80",
+        b"Cookie: " + COOKIE.encode() + b"=99999999999.\xff\xfe",
+    ],
+)
+async def test_a_header_or_cookie_that_is_not_utf8_is_a_401_not_a_crash(
+    client: TestClient,  # type: ignore[type-arg]
+    caplog: pytest.LogCaptureFixture,
+    header: bytes,
+) -> None:
+    port = client.server.port
+    assert port is not None
+    status, body = await asyncio.to_thread(raw_request, port, "GET", "/conversations", [header])
+    assert status == 401, body
+    assert b"sign in at /login" in body
+    assert "Traceback" not in caplog.text
+    assert not [r for r in caplog.records if r.exc_info]
 
 
 def test_ids_are_quoted_as_one_segment() -> None:

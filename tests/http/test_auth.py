@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -15,6 +16,7 @@ from goaicore.http_auth import check_http_exposure
 from tests.chat_agent.helpers import ChatWorker, http
 from tests.cli import run_goaicore
 from tests.http.conftest import TOKENS
+from tests.raw_http import raw_request
 from tests.store.workers import worker_env
 
 Pair = tuple[ChatWorker, ChatWorker]
@@ -41,6 +43,23 @@ def test_a_request_without_an_accepted_token_is_401_and_changes_nothing(
     assert answer["error"]["type"] == "unauthorized"
     assert "Bearer" in answer["error"]["message"]
     assert TOKENS[0] not in answer["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [b"Bearer \xff\xfe-not-utf8", b"\xc3\x28 token", b"Bearer " + TOKENS[0].encode() + b"\x80"],
+)
+def test_an_authorization_header_that_is_not_utf8_is_a_401_not_a_crash(
+    pair: Pair, authorization: bytes
+) -> None:
+    worker = pair[0]
+    before = worker.log().count("Traceback")
+    status, body = raw_request(
+        worker.web_port, "GET", "/v1/conversations/anyone", [b"Authorization: " + authorization]
+    )
+    assert status == 401, body
+    assert json.loads(body)["error"]["type"] == "unauthorized"
+    assert worker.log().count("Traceback") == before
 
 
 def test_the_challenge_header_and_other_schemes(pair: Pair) -> None:
