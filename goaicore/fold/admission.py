@@ -24,6 +24,7 @@ from goaicore.kafka.partitioner import partition_for_key
 from goaicore.records import ConversationEvent
 from goaicore.records.avro.api import decode_event
 from goaicore.records.avro.errors import DecodeError
+from goaicore.records.validation import conversation_id_problem
 
 if TYPE_CHECKING:
     from goaicore.sealing.records import KeyLookup
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
 MAX_CONVERSATION_ID_BYTES = 4096
 """Longest conversation id folded: its snapshot must fit a record beside the history."""
 
+
+INVALID_CONVERSATION_ID = "invalid-conversation-id"
+"""The reason a record whose conversation id no caller could give is not folded: a
+control character (NUL among them) or line separator in it (see
+:func:`goaicore.records.validation.conversation_id_problem`)."""
 
 ANOTHER_PARTITION = "another-partition"
 """The reason a record in another partition than its key's is not folded where it is."""
@@ -118,6 +124,9 @@ def admit_record(
             f"a conversation id of {len(key)} bytes (at most {MAX_CONVERSATION_ID_BYTES}): "
             "its snapshot could not be written",
         )
+    problem = conversation_id_problem(event.conversation_id)
+    if problem is not None:
+        return Unfoldable(INVALID_CONVERSATION_ID, problem)
     return Admitted(event, opened)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,6 +10,11 @@ from goaicore.errors import InputError
 
 MAX_CONVERSATION_ID = 256
 MAX_REQUEST_ID = 256
+
+_NOT_IN_IDS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+"""What a conversation id may not hold: control characters (C0, DEL, C1: NUL among them,
+which PostgreSQL text cannot store), line and paragraph separators, and lone surrogates
+(no UTF-8 for them). Any other Unicode character is part of the alphabet."""
 
 
 class InvalidInputError(InputError):
@@ -24,7 +30,28 @@ def check_conversation_id(value: Any) -> str:
         raise InvalidInputError(
             f"conversation_id is {len(value)} characters; at most {MAX_CONVERSATION_ID}"
         )
-    return check_utf8("conversation_id", value)
+    check_utf8("conversation_id", value)
+    problem = conversation_id_problem(value)
+    if problem is not None:
+        raise InvalidInputError(problem)
+    return value
+
+
+def conversation_id_problem(value: str) -> str | None:
+    """Why ``value`` is outside the conversation ids' alphabet (:data:`_NOT_IN_IDS`), or None.
+
+    One rule for callers and for the log's readers: two ids that differ only in such a
+    character would otherwise be one where they are stored as text (PostgreSQL turns NUL
+    into U+FFFD)."""
+    found = _NOT_IN_IDS.search(value)
+    if found is None:
+        return None
+    code = ord(found.group())
+    name = " (NUL)" if code == 0 else ""
+    return (
+        f"conversation_id holds U+{code:04X}{name} at character {found.start()}: "
+        "control characters, line separators and lone surrogates are not allowed in ids"
+    )
 
 
 def check_request_id(value: Any) -> str:

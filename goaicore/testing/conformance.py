@@ -351,6 +351,15 @@ async def _ask_is_idempotent_by_request_id(store: ConversationStore) -> None:
     expect(len(user_texts(read)) == 1 and len(turns) == 1, f"a retry ran again: {bodies(read)}")
 
 
+async def _ids_are_any_printable_text(store: ConversationStore) -> None:
+    for label in ("ref-\u00fc-1", "nulx\ufffdy", "\u4f1a\u8a71 \U0001f3b2"):
+        cid = new_id(label)
+        await store.append(cid, UserMessage(text=f"in {label}"))
+        read = await settled(store, cid)
+        expect(read.conversation_id == cid, f"{cid!r} read back as {read.conversation_id!r}")
+        expect(user_texts(read) == [f"in {label}"], f"{cid!r} holds {user_texts(read)}")
+
+
 async def _a_turn_reads_what_came_before_it(store: ConversationStore) -> None:
     story = " ".join(["The dragon circles the tower of Harrogate."] * 40)
     plain, told = new_id("plain"), new_id("told")
@@ -806,6 +815,12 @@ async def _bad_input_is_refused_clearly(store: ConversationStore) -> None:
     else:
         raise ConformanceFailure("a streamed ask with blank text was not refused as it was made")
     await expect_error(InvalidInputError, store.read("x" * 100_000), "a 100,000-character id")
+    for bad in ("nul\x00id", "tab\tid", "del\x7fid", "c1\x85id", "line\u2028id", "lone\ud800"):
+        await expect_error(InvalidInputError, store.read(bad), f"read of the id {bad!r}")
+        await expect_error(
+            InvalidInputError, store.append(bad, UserMessage(text="x")), f"the id {bad!r}"
+        )
+        await expect_error(InvalidInputError, store.ask(bad, "hi"), f"ask under the id {bad!r}")
     huge = "x" * 2_000_000
     await expect_error(InvalidInputError, store.append(cid, UserMessage(text=huge)), "2 MB event")
     read = await store.read(cid)
@@ -867,6 +882,11 @@ CHECKS: tuple[Check, ...] = (
         "ask_is_idempotent_by_request_id",
         "a retry gets the same reply and no second turn",
         _ask_is_idempotent_by_request_id,
+    ),
+    Check(
+        "ids_are_any_printable_text",
+        "a conversation id of non-ASCII letters, U+FFFD or spaces is stored and read as given",
+        _ids_are_any_printable_text,
     ),
     Check(
         "a_turn_reads_what_came_before_it",

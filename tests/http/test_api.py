@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import urllib.parse
 from typing import Any
 
 import pytest
@@ -277,3 +278,52 @@ def test_history_operations_refuse_bad_input_with_the_reason(
     answer_status, answer = call(method, f"{pair[0].url}/v1/conversations/{path}", body)
     assert answer_status == status, answer
     assert answer["error"].get("field") == field
+
+
+BAD_IDS = ["nulx%00y", "tab%09id", "del%7Fid", "c1%C2%85id", "ls%E2%80%A8id"]
+ID_ROUTES = [
+    ("GET", "", None),
+    ("DELETE", "", {}),
+    ("POST", "/events", {"text": "must not land"}),
+    ("POST", "/messages", {"text": "must not run"}),
+    ("POST", "/undo", {}),
+    ("POST", "/regenerate", {}),
+    ("POST", "/rewind", {"until_offset": 0}),
+    ("POST", "/fork", {"to": "fork-of-a-bad-id"}),
+    ("PATCH", "/metadata", {"title": "t"}),
+    ("POST", "/erase", {}),
+]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+@pytest.mark.parametrize(
+    ("method", "suffix", "body"), ID_ROUTES, ids=[f"{m} {s or '/'}" for m, s, _ in ID_ROUTES]
+)
+def test_a_conversation_id_with_a_control_character_is_a_400_on_every_route(
+    pair: Pair, bad: str, method: str, suffix: str, body: Any
+) -> None:
+    status, answer = call(method, f"{pair[0].url}/v1/conversations/{bad}{suffix}", body)
+    assert status == 400, answer
+    assert answer["error"]["type"] == "invalid_request"
+    assert "conversation_id holds U+" in answer["error"]["message"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_a_bad_conversation_id_in_a_body_or_query_is_a_400(pair: Pair, bad: str) -> None:
+    raw = urllib.parse.unquote(bad)
+    status, answer = call("POST", f"{pair[1].url}/v1/conversations/fork-src/fork", {"to": raw})
+    assert (status, answer["error"].get("field")) == (400, "to"), answer
+    status, answer = call("DELETE", f"{pair[1].url}/v1/requests/r-1?conversation_id={bad}")
+    assert status == 400, answer
+
+
+def test_ids_differing_in_nul_and_u_fffd_stay_two_conversations(pair: Pair) -> None:
+    kept = "nulx\ufffdy"
+    status, answer = call("POST", f"{pair[0].url}/v1/conversations/nulx%00y/events", {"text": "a"})
+    assert status == 400, answer
+    quoted = urllib.parse.quote(kept)
+    status, answer = call("POST", f"{pair[1].url}/v1/conversations/{quoted}/events", {"text": "b"})
+    assert status == 201, answer
+    _settled(pair, quoted)
+    status, snapshot = call("GET", f"{pair[0].url}/v1/conversations/{quoted}")
+    assert (status, snapshot["conversation_id"], snapshot["event_count"]) == (200, kept, 1)

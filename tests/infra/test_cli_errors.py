@@ -159,6 +159,27 @@ def test_a_byte_that_is_not_utf8_is_one_line(args: list[str], tmp_path: Path) ->
     assert "not UTF-8, as a command line passes it" in line
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["history", "tab\there"],
+        ["undo", "del\x7f"],
+        ["publish-event", "bell\x07", "hello"],
+        ["say", "line\u2028sep", "hello"],
+        ["erase", "esc\x1b[31m"],
+    ],
+    ids=["history", "undo", "publish-event", "say", "erase"],
+)
+def test_a_conversation_id_with_a_control_character_is_exit_2(
+    args: list[str], tmp_path: Path
+) -> None:
+    """Refused before any broker is asked, naming the character."""
+    done = _run(args, tmp_path, KAFKA_BOOTSTRAP_SERVERS=f"127.0.0.1:{_closed_port()}")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "conversation_id holds U+" in line
+
+
 def test_erase_without_a_conversation_says_what_is_missing(tmp_path: Path) -> None:
     done = _run(["erase"], tmp_path)
     assert done.returncode == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -187,8 +188,8 @@ def test_a_conversation_verifies_after_the_record_limit_changed_under_it(
 def test_oversized_and_unfoldable_records_become_dead_letters_that_fit(
     topics: Settings, worker: StoreWorker
 ) -> None:
-    from goaicore.records import new_event
-    from goaicore.records.avro.api import encode_event
+    from goaicore.records import new_chat_request, new_event
+    from goaicore.records.avro.api import encode_chat_request, encode_event
 
     events = topics.topic("events")
     producer = KafkaProducer(
@@ -201,6 +202,14 @@ def test_oversized_and_unfoldable_records_become_dead_letters_that_fit(
     long_id = "x" * 5000
     stray = encode_event(new_event(long_id, UserMessage(text="a conversation id too long")))
     too_long = producer.send(events, key=long_id.encode(), value=stray).get(30)
+    unnamed = {}  # ids no caller can give; NUL would be U+FFFD in PostgreSQL, another id's
+    for bad in ("nulx\x00y", "tab\tid", "line\u2028id"):
+        event = encode_event(new_event(bad, UserMessage(text="an id with a control")))
+        unnamed[bad] = producer.send(events, key=bad.encode(), value=event).get(30)
+    asked = dataclasses.replace(new_chat_request("placeholder", "hi"), conversation_id="nul\x00")
+    request = producer.send(
+        topics.topic("requests"), key=b"nul\x00", value=encode_chat_request(asked)
+    ).get(30)
     producer.close()
     with EventPublisher(topics) as publisher:
         last = publisher.game_event("p4", "still folding", kind="tick")
@@ -215,4 +224,17 @@ def test_oversized_and_unfoldable_records_become_dead_letters_that_fit(
     assert big.value == b"\x00" * len(big.value)
     assert f"value {topics.max_record_bytes + 30_000} bytes, kept {len(big.value)}" in big.truncated
     assert letters[(too_long.partition, too_long.offset)].reason == "conversation-id-too-long"
+    for bad, sent in unnamed.items():
+        letter = letters[(sent.partition, sent.offset)]
+        assert (letter.reason, letter.key) == ("invalid-conversation-id", bad.encode())
+        assert "conversation_id holds U+" in letter.message
+    deadline = time.monotonic() + 60
+    while (
+        refused := dead_letters(topics, "requests").get(
+            place := (request.partition, request.offset)
+        )
+    ) is None:
+        assert time.monotonic() < deadline, f"no dead letter for the request at {place}"
+        time.sleep(0.5)
+    assert refused.reason == "invalid-conversation-id"
     assert worker.alive()

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from opentelemetry.trace import SpanKind
 
 from goaicore.conversation.progress import OnProgress
-from goaicore.fold.admission import another_partition
+from goaicore.fold.admission import INVALID_CONVERSATION_ID, another_partition
 from goaicore.kafka.faust.offsets import committed_offset
 from goaicore.kafka.faust.transport import steady_producer
 from goaicore.kafka.partitioner import partition_for
@@ -59,6 +59,7 @@ from goaicore.records.avro.api import (
     encode_reply_chunk,
 )
 from goaicore.records.avro.errors import DecodeError
+from goaicore.records.validation import conversation_id_problem
 from goaicore.sealing.records import seal_event
 from goaicore.store.idempotency import RecentReplies, answer
 from goaicore.store.ordering import KeyedDispatcher
@@ -143,6 +144,10 @@ class ChatAgent:
                 )
                 await self.store.dead_letter(message, "key-mismatch", detail)
                 return
+            problem = conversation_id_problem(request.conversation_id)
+            if problem is not None:
+                await self.store.dead_letter(message, INVALID_CONVERSATION_ID, problem)
+                return
             running = self.services.streams.cancel(request.conversation_id, request.request_id)
             log.info(
                 "request %s: cancel %s",
@@ -224,6 +229,10 @@ class ChatAgent:
             # Not to the followers of the conversation's request of that id: not theirs.
             await self.publish_reply(self.services.limits.fit_reply(reply), followed=False)
             self.store.metrics.answered(reply, ())
+            return
+        problem = conversation_id_problem(request.conversation_id)
+        if problem is not None:  # a foreign producer's: no reply under a key no caller has
+            await self.store.dead_letter(message, INVALID_CONVERSATION_ID, problem)
             return
         stored = self._stored_replies(key).get(request.request_id)
         if stored is not None:
