@@ -7,7 +7,9 @@ Two stores, each for the case the other cannot cover:
   (changelog ``<app id>-replies-changelog``), with the conversation's partition,
   so the worker that owns a conversation, or takes it over, has its replies
   locally after recovery, and a lookup costs no I/O;
-- the **log** itself: a turn's events carry ids derived from the request id,
+- the **log** itself: a turn's events carry ids derived from the conversation and
+  request ids (:func:`~goaicore.store.turns.turn_event_id`; a turn logged before the
+  conversation was part of them is found by its request-only ids too),
   so after a crash between appending a turn and storing its reply, the
   redelivered request finds its own turn in the snapshot and answers from it
   (:func:`recover_from_log`) instead of calling the LLM again.
@@ -39,6 +41,7 @@ from goaicore.store.turns import (
     TurnOutcome,
     TurnSettings,
     failure,
+    request_only_event_id,
     run_request,
     turn_event_id,
 )
@@ -120,7 +123,16 @@ def recover_from_log(
     """
     if snapshot is None:
         return None
-    first = turn_event_id(request.request_id, 0)
+
+    def current(part: int | str) -> str:
+        return turn_event_id(request.conversation_id, request.request_id, part)
+
+    def earlier(part: int | str) -> str:
+        return request_only_event_id(request.request_id, part)
+
+    seen = {m.event_id for m in snapshot.messages} | set(snapshot.recent_event_ids)
+    event_id = current if current(0) in seen or earlier(0) not in seen else earlier
+    first = event_id(0)
     messages = snapshot.messages
     start = next((i for i, m in enumerate(messages) if m.event_id == first), None)
     if start is None:
@@ -134,7 +146,7 @@ def recover_from_log(
         )
     # A turn has at most one event per message after its start, plus its compactions.
     span = range(len(messages) - start + 32)
-    ids = {turn_event_id(request.request_id, i) for i in span}
+    ids = {event_id(i) for i in span}
     turn = [m for m in messages[start:] if m.event_id in ids]
     unanswered = _unanswered(turn)
     last = turn[-1]
@@ -178,5 +190,7 @@ def _interrupted_result(request: ChatRequest, call_id: str, name: str) -> Conver
         ),
         source=SOURCE,
         causation_id=request.request_id,
-        event_id=turn_event_id(request.request_id, f"interrupted/{call_id}"),
+        event_id=turn_event_id(
+            request.conversation_id, request.request_id, f"interrupted/{call_id}"
+        ),
     )

@@ -6,9 +6,10 @@ failure becomes a reply (``rejected``, ``timeout`` or ``error``) and a single
 reaches the history. A successful turn appends its timeline (the user message,
 assistant turns, tool results and compactions, in the order they happened).
 
-Event ids of a turn are derived from the request id, so a turn appended twice
-(a redelivered request after a crash) is recognised by the fold as duplicates
-and, before that, by :func:`goaicore.store.idempotency.recover_from_log`.
+Event ids of a turn are derived from its conversation id and request id, so a turn
+appended twice (a redelivered request after a crash) is recognised by the fold as
+duplicates and, before that, by :func:`goaicore.store.idempotency.recover_from_log`;
+the same request id asked in another conversation is another turn, with other ids.
 """
 
 from __future__ import annotations
@@ -76,8 +77,16 @@ MAX_TOOL_ITERATIONS = 10
 _IDS = uuid.UUID("6d1c8f5e-3b0a-4f6e-9a51-0c2f7d9b8e41")
 
 
-def turn_event_id(request_id: str, part: int | str) -> str:
-    """The id of event ``part`` of the turn for ``request_id`` (stable across retries)."""
+def turn_event_id(conversation_id: str, request_id: str, part: int | str) -> str:
+    """The id of event ``part`` of the turn for ``request_id`` in ``conversation_id``
+    (stable across retries; the conversation is its own namespace, so no separator in
+    the ids can make two pairs one)."""
+    return uuid.uuid5(uuid.uuid5(_IDS, conversation_id), f"{request_id}/{part}").hex
+
+
+def request_only_event_id(request_id: str, part: int | str) -> str:
+    """The id turns were given from the request id alone, as logs written before the
+    conversation was part of it hold: a retry of such a turn still finds it."""
     return uuid.uuid5(_IDS, f"{request_id}/{part}").hex
 
 
@@ -222,7 +231,7 @@ def _turn_events(
             body,
             source=SOURCE,
             causation_id=request.request_id,
-            event_id=turn_event_id(request.request_id, index),
+            event_id=turn_event_id(request.conversation_id, request.request_id, index),
         )
         events.append(event)
         last_event = event.event_id
@@ -290,7 +299,7 @@ def failure(
         TurnFailed(request_id=request.request_id, kind=kind, message=message[:2000]),
         source=SOURCE,
         causation_id=request.request_id,
-        event_id=turn_event_id(request.request_id, "failed"),
+        event_id=turn_event_id(request.conversation_id, request.request_id, "failed"),
     )
     return TurnOutcome(reply, [event])
 

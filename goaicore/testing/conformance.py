@@ -351,6 +351,24 @@ async def _ask_is_idempotent_by_request_id(store: ConversationStore) -> None:
     expect(len(user_texts(read)) == 1 and len(turns) == 1, f"a retry ran again: {bodies(read)}")
 
 
+async def _a_request_id_is_a_conversations_own(store: ConversationStore) -> None:
+    request_id = uuid.uuid4().hex
+    first, second = new_id("own-a"), new_id("own-b")
+    await ask_ok(store, first, "the same request id", request_id=request_id)
+    await ask_ok(store, second, "the same request id", request_id=request_id)
+
+    async def turn_ids(conversation_id: str) -> list[str]:
+        read = await settled(store, conversation_id)
+        return [e.event.event_id for e in read.events if e.event.causation_id == request_id]
+
+    ids = await turn_ids(first)
+    other = await turn_ids(second)
+    expect(ids and other, f"a turn is missing from {first!r} or {second!r}: {ids} {other}")
+    expect(not set(ids) & set(other), f"two conversations' turns share event ids: {ids} {other}")
+    await ask_ok(store, first, "the same request id", request_id=request_id)
+    expect(await turn_ids(first) == ids, f"a retry in {first!r} changed its turn's ids")
+
+
 async def _ids_are_any_printable_text(store: ConversationStore) -> None:
     for label in ("ref-\u00fc-1", "nulx\ufffdy", "\u4f1a\u8a71 \U0001f3b2"):
         cid = new_id(label)
@@ -882,6 +900,12 @@ CHECKS: tuple[Check, ...] = (
         "ask_is_idempotent_by_request_id",
         "a retry gets the same reply and no second turn",
         _ask_is_idempotent_by_request_id,
+    ),
+    Check(
+        "a_request_id_is_a_conversations_own",
+        "the same request id in two conversations is two turns with their own event ids, "
+        "and a retry in one keeps its ids",
+        _a_request_id_is_a_conversations_own,
     ),
     Check(
         "ids_are_any_printable_text",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 from datetime import timedelta
 
@@ -33,7 +34,7 @@ from goaicore.records import (
 from goaicore.store.idempotency import KEEP_REPLIES, RecentReplies, recover_from_log
 from goaicore.store.limits import OutputLimits
 from goaicore.store.ordering import KeyedDispatcher
-from goaicore.store.turns import TurnSettings, run_request, turn_event_id
+from goaicore.store.turns import TurnSettings, request_only_event_id, run_request, turn_event_id
 from goaicore.testing import OpenAIServer
 from goaicore_store.chat import game_tools
 from goaicore_store.chat.tools import DEFAULT_TOOLS, ToolsConfigError, as_registry, load_tools
@@ -136,7 +137,7 @@ def test_a_turn_becomes_events_with_stable_ids_usage_and_the_request_as_cause() 
     bodies = [e.body for e in outcome.events]
     assert [type(b) for b in bodies] == [UserMessage, AssistantTurn, ToolResult, AssistantTurn]
     assert [e.event_id for e in outcome.events] == [
-        turn_event_id(request.request_id, i) for i in range(4)
+        turn_event_id("c", request.request_id, i) for i in range(4)
     ]
     assert {e.causation_id for e in outcome.events} == {request.request_id}
     result, final = bodies[2], bodies[3]
@@ -210,6 +211,25 @@ def test_recovery_answers_a_complete_turn_from_the_log() -> None:
     assert recovered.reply.text == outcome.reply.text
     assert recovered.events == []
     assert recover_from_log(new_chat_request("c", "other"), snapshot) is None
+
+
+def test_a_turn_logged_with_request_only_ids_is_still_recovered() -> None:
+    request = new_chat_request("c", "What's the score_lookup for Leeds?")
+    outcome = asyncio.run(run_request(request, None, OfflineProvider(), REGISTRY, SETTINGS))
+    parts = range(len(outcome.events))
+    assert [e.event_id for e in outcome.events] == [
+        turn_event_id("c", request.request_id, i) for i in parts
+    ]
+    earlier = [  # as a release that derived ids from the request id alone logged it
+        dataclasses.replace(e, event_id=request_only_event_id(request.request_id, i))
+        for i, e in zip(parts, outcome.events, strict=True)
+    ]
+    recovered = recover_from_log(request, _folded(earlier))
+    assert recovered is not None
+    assert recovered.reply.text == outcome.reply.text
+    assert recovered.events == []
+    elsewhere = {turn_event_id("d", request.request_id, i) for i in parts}
+    assert not elsewhere & {e.event_id for e in outcome.events}
 
 
 def test_recovery_closes_a_turn_cut_short_so_history_stays_valid() -> None:
