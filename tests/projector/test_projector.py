@@ -154,6 +154,21 @@ def test_bad_records_are_skipped_once_dead_lettered_and_the_projection_goes_on(
     ]
 
 
+def test_ids_that_differ_only_in_nul_and_u_fffd_are_never_one_conversation(
+    projection: Settings,
+) -> None:
+    # PostgreSQL stores NUL as U+FFFD: a record under an id holding NUL, which another
+    # producer can write but no caller can give, is set aside instead of merging.
+    unnamed = new_event("nulx\x00y", UserMessage(text="under an id with NUL"))
+    produce(projection, "events", [(b"nulx\x00y", encode_event(unnamed))])
+    publish(projection, [new_event("nulx\ufffdy", UserMessage(text="under U+FFFD"))])
+    projector = project(projection)
+    assert projector.skipped == {"invalid-conversation-id": 1}
+    assert query(projection, "SELECT conversation_id, event_count FROM conversations") == [
+        ("nulx\ufffdy", 1)
+    ]
+
+
 def test_migrations_run_twice_and_concurrently_apply_once(projection: Settings) -> None:
     with connect(projection) as conn:
         assert migrate(conn, projection.db_schema) == [m.version for m in MIGRATIONS]
