@@ -1,4 +1,5 @@
-"""The HTTP API's settings: the bearer tokens it accepts, from a variable and a file."""
+"""The HTTP API's settings: the bearer tokens it accepts, from a variable and a file, and
+the secret workers prove a forwarded request with."""
 
 from __future__ import annotations
 
@@ -25,7 +26,18 @@ HTTP_TOKENS_FILE = Setting(
     "unset",
     "A file of more bearer tokens, one per line (or comma-separated): a mounted secret.",
 )
-HTTP: tuple[Setting, ...] = (HTTP_TOKENS, HTTP_TOKENS_FILE)
+WORKER_SECRET = Setting(
+    "worker_secret",
+    "GOAICORE_WORKER_SECRET",
+    "unset: derived from all of GOAICORE_HTTP_TOKENS together",
+    "The secret the workers of a deployment share to sign a request one forwards to "
+    "another (the owner of its conversation); a forwarding header without a valid "
+    "signature is ignored. Never shown or logged. Set it, the same on every worker, "
+    "where a client may hold every bearer token (a deployment of one token).",
+    lambda name, raw: raw.strip() or None,
+    secret=True,
+)
+HTTP: tuple[Setting, ...] = (HTTP_TOKENS, HTTP_TOKENS_FILE, WORKER_SECRET)
 
 
 def read_http_tokens(env: Mapping[str, str]) -> tuple[str, ...]:

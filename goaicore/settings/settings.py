@@ -102,6 +102,7 @@ class Settings:
     prices: Path | None = None
     log_format: LogFormat = FROM_ENVIRONMENT
     http_tokens: tuple[str, ...] = FROM_ENVIRONMENT
+    worker_secret: str | None = None
     master_keys: str | None = None
     intake_override: bool | None = None
     """GOAICORE_INTAKE; None: :attr:`intake` follows the master keys."""

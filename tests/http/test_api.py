@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from typing import Any
 
 import pytest
@@ -327,3 +330,42 @@ def test_ids_differing_in_nul_and_u_fffd_stay_two_conversations(pair: Pair) -> N
     _settled(pair, quoted)
     status, snapshot = call("GET", f"{pair[0].url}/v1/conversations/{quoted}")
     assert (status, snapshot["conversation_id"], snapshot["event_count"]) == (200, kept, 1)
+
+
+def _with_header(method: str, url: str, body: Any, header: str) -> tuple[int, Any]:
+    """``call``, with a forwarding header as a client might send it."""
+    data = None if body is None else json.dumps(body).encode()
+    headers = {
+        "Authorization": f"Bearer {TOKENS[0]}",
+        "Content-Type": "application/json",
+        "X-Goaicore-Forwarded": header,
+    }
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+@pytest.mark.parametrize("header", ["1", "1700000000.0123abcd", f"{2**40}.x"])
+def test_a_clients_forwarding_header_is_ignored(pair: Pair, header: str) -> None:
+    conversations = [f"forged-{n}" for n in range(6)]
+    for conversation in conversations:
+        status, answer = call(
+            "POST", f"{pair[0].url}/v1/conversations/{conversation}/events", {"text": "here"}
+        )
+        assert status == 201, answer
+    for conversation in conversations:
+        _settled(pair, conversation)
+    # Each conversation through both workers: one of them is not its owner, and must
+    # forward it as any request instead of serving it where the client's header lands.
+    for worker in pair:
+        for conversation in conversations:
+            url = f"{worker.url}/v1/conversations/{conversation}"
+            status, snapshot = _with_header("GET", url, None, header)
+            assert (status, snapshot.get("conversation_id")) == (200, conversation), snapshot
+            asked = {"text": f"forged {header} {conversation}", "timeout": 30}
+            status, reply = _with_header("POST", f"{url}/messages", asked, header)
+            assert status == 200, reply
+            assert reply["text"] == f"echo: forged {header} {conversation}"

@@ -68,6 +68,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "KAFKA_SSL_KEY_PASSWORD": "k3y",
         "GOAICORE_HTTP_TOKENS": " token-one-0123456789abcdef ,token-two-0123456789abcdef",
         "GOAICORE_HTTP_TOKENS_FILE": str(tokens_file),
+        "GOAICORE_WORKER_SECRET": " worker-secret-0123456789 ",
         "GOAICORE_PRICES": str(tokens_file),  # read by the worker, not here
         "GOAICORE_LOG_FORMAT": "json",
         "GOAICORE_MASTER_KEYS": f"k2:{MASTER_KEY_TEXT}, k1:{MASTER_KEY_TEXT}",
@@ -101,6 +102,8 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "token-three-0123456789abcdef",
     )
     assert "token-" not in repr(s)
+    assert s.worker_secret == "worker-secret-0123456789"
+    assert "worker-secret" not in repr(s)
     assert s.prices == tokens_file
     assert s.log_format == "json"
     assert s.master_keys == env["GOAICORE_MASTER_KEYS"]

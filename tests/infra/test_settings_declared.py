@@ -35,6 +35,7 @@ def test_no_secret_setting_is_shown() -> None:
         "openai_api_key": "secret-openai-key",
         "anthropic_api_key": "secret-anthropic-key",
         "http_tokens": ("secret-token-0123456789",),
+        "worker_secret": "secret-worker-0123456789",
         "master_keys": f"k1:{MASTER_KEY_TEXT}",
     }
     assert set(secrets) == SECRET_FIELDS

@@ -50,6 +50,7 @@ def _every_variable(tmp_path: Path) -> dict[str, str]:
         "GOAICORE_CONTEXT_TOKENS": "4000",
         "GOAICORE_HTTP_TOKENS": "token-one-0123456789abcdef",
         "GOAICORE_HTTP_TOKENS_FILE": str(tokens),
+        "GOAICORE_WORKER_SECRET": "worker-secret-0123456789",
         "GOAICORE_PRICES": str(tokens),  # any file: the worker reads it, not Settings
         "GOAICORE_LOG_FORMAT": "json",
         "GOAICORE_TABLE_STORE": "rocksdb",

@@ -34,13 +34,22 @@ ERROR_TYPES: Mapping[int, str] = {
 
 
 class ApiError(Exception):
-    """An answer with an error status: ``extra`` goes into the error object beside the message."""
+    """An answer with an error status: ``extra`` goes into the error object beside the
+    message, ``headers`` (such as ``Retry-After``) into the answer."""
 
-    def __init__(self, status: int, message: str, error_type: str | None = None, **extra: Any):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        error_type: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        **extra: Any,
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
         self.error_type = error_type or ERROR_TYPES.get(status, "error")
+        self.headers = headers
         self.extra = extra
 
 
@@ -72,7 +81,9 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
     try:
         return await handler(request)
     except ApiError as err:
-        return error_response(err.status, err.message, err.error_type, **err.extra)
+        return error_response(
+            err.status, err.message, err.error_type, headers=err.headers, **err.extra
+        )
     except web.HTTPException as err:
         if err.status < 400:
             raise

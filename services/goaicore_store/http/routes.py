@@ -19,14 +19,17 @@
 
 Every view is a thin adapter over the worker's conversation store
 (``goaicore_store.port``). The snapshot and the ask are served by the worker that owns
-the conversation; any worker forwards to it (once: a forwarded request is never
-forwarded again).
+the conversation; any worker forwards to it (once: a request signed as forwarded by a
+worker, see ``goaicore_store.http.peers``, is never forwarded again; a client's
+forwarding header is ignored). An owner that cannot be reached is a 503 with
+``Retry-After``, until its partitions are assigned to a worker that answers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from functools import cache
 from importlib.resources import files
@@ -56,6 +59,7 @@ from goaicore_store.http import bodies
 from goaicore_store.http.auth import HEALTH_PATH, READY_PATH
 from goaicore_store.http.errors import ERROR_TYPES, ApiError, error_body
 from goaicore_store.http.operations import store_errors
+from goaicore_store.http.peers import FORWARDED, ForwardSigner
 from goaicore_store.http.streaming import (
     EVENT_STREAM,
     STREAM_HEADERS,
@@ -68,12 +72,16 @@ if TYPE_CHECKING:
     from goaicore.store.port import ConversationStore
     from goaicore_store.topology import StoreApp
 
+log = logging.getLogger(__name__)
+
 API = "/v1"
 OPENAPI_PATH = f"{API}/openapi.json"
 METRICS_PATH = "/metrics"
 CONVERSATION_PATH = f"{API}/conversations/{{conversation_id}}"
 REQUEST_PATH = f"{API}/requests/{{request_id}}"
-FORWARDED = "X-Goaicore-Forwarded"
+FORWARD_RETRY_AFTER = 5
+"""Seconds a caller is told to wait when the owner of its conversation cannot be reached:
+its partitions go to another worker once the group notices it is gone."""
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 600.0
 HTTP_STATUS = {
@@ -300,14 +308,14 @@ async def store_errors_of(items: AsyncIterator[StreamedReply]) -> AsyncIterator[
 async def cancel_on_peers(store: StoreApp, request: web.Request) -> bool:
     """Send a cancel the worker cannot place to every other worker once (each knows the
     requests asked through it); True when one of them took it."""
-    if request.headers.get(FORWARDED):
+    if forwarded_by_a_worker(store, request):
         return False
     app = store.app
-    headers = forwarded_headers(request)
     for host in app.router.tables_metadata():
         url = url_at(store, request, yarl.URL(host))
         if url is None:
             continue
+        headers = forwarded_headers(store, request, url)
         try:
             async with app.http_client.delete(url, headers=headers) as answer:
                 if answer.status == 202:
@@ -325,16 +333,27 @@ def url_at(store: StoreApp, request: web.Request, worker: yarl.URL) -> yarl.URL 
     return request.url.with_host(worker.host or "127.0.0.1").with_port(worker.port)
 
 
-def forwarded_headers(request: web.Request) -> dict[str, str]:
-    """The headers a request takes to another worker: marked forwarded (served where it
-    lands), with the caller's token, what it sends and accepts, and the trace it is
-    served in (the caller's, else the one this worker began)."""
-    headers = {FORWARDED: "1"}
+def forwarded_headers(store: StoreApp, request: web.Request, url: yarl.URL) -> dict[str, str]:
+    """The headers a request takes to another worker at ``url``: signed as forwarded by
+    a worker (served where it lands), with the caller's token, what it sends and
+    accepts, and the trace it is served in (the caller's, else the one this worker
+    began); nothing else the caller sent goes along."""
+    headers = {FORWARDED: ForwardSigner(store.settings).sign(request.method, url.path)}
     for name in ("Authorization", "Content-Type", "Accept"):
         if name in request.headers:
             headers[name] = request.headers[name]
     headers.update((name, value.decode()) for name, value in record_headers())
     return headers
+
+
+def forwarded_by_a_worker(store: StoreApp, request: web.Request) -> bool:
+    """True when another worker forwarded ``request`` (its signature holds); a client's
+    forwarding header, signed by no worker, is ignored."""
+    value = request.headers.get(FORWARDED)
+    if value is None:
+        return False
+    path = cast(aioweb.Request, request).path
+    return ForwardSigner(store.settings).verifies(value, request.method, path)
 
 
 def valid_request_id(raw: str) -> str:
@@ -364,8 +383,9 @@ def valid_conversation(raw: str, field: str | None = None) -> str:
     try:
         return check_conversation_id(raw)
     except InputError as err:
-        extra = {"field": field} if field else {}
-        raise ApiError(400, str(err), **extra) from None
+        if field:
+            raise ApiError(400, str(err), field=field) from None
+        raise ApiError(400, str(err)) from None
 
 
 def ask_timeout(body: dict[str, Any]) -> float:
@@ -427,20 +447,59 @@ async def forward_to_owner(
 ) -> web.Response | None:
     """The owner's answer when another worker owns the conversation, else None.
 
-    The caller's Authorization goes along; a request that was forwarded once is
-    served where it lands (during a rebalance two workers may disagree).
+    The caller's Authorization goes along; a request a worker forwarded is served where
+    it lands (during a rebalance two workers may disagree). An owner that cannot be
+    reached (it stopped, and its partitions are not yet another worker's) is a 503 with
+    ``Retry-After``: nothing was sent, so the caller may send the request again.
     """
-    if request.headers.get(FORWARDED):
+    if forwarded_by_a_worker(store, request):
         return None
     app = store.app
     try:
         owner = app.router.key_store(store.table.name, conversation_id)
     except KeyError:
-        raise ApiError(503, "partitions are not assigned yet; retry") from None
+        raise ApiError(
+            503,
+            f"partitions are not assigned yet: retry in {FORWARD_RETRY_AFTER} s",
+            headers={"Retry-After": str(FORWARD_RETRY_AFTER)},
+            retry=True,
+        ) from None
     url = url_at(store, request, owner)
     if url is None:
         return None
-    headers = forwarded_headers(request)
+    headers = forwarded_headers(store, request, url)
+    try:
+        return await _forwarded(store, request, url, body, headers)
+    except aiohttp.ClientConnectorError as err:
+        log.warning(
+            "%s for %r: the worker that owns it at %s:%s cannot be reached (%s)",
+            request.method,
+            conversation_id,
+            url.host,
+            url.port,
+            err.os_error.strerror or type(err.os_error).__name__,
+        )
+        raise ApiError(
+            503,
+            f"the worker that owns conversation {conversation_id!r} cannot be reached; "
+            f"its partitions move to another worker shortly: retry in {FORWARD_RETRY_AFTER} s",
+            headers={"Retry-After": str(FORWARD_RETRY_AFTER)},
+            retry=True,
+        ) from None
+    except aiohttp.ClientError as err:  # it went away while answering: the request may be in
+        raise ApiError(
+            502,
+            f"the worker that owns conversation {conversation_id!r} stopped answering "
+            f"({type(err).__name__}); the request may have been taken: ask again with the "
+            "same request_id to get its answer",
+        ) from None
+
+
+async def _forwarded(
+    store: StoreApp, request: web.Request, url: yarl.URL, body: bytes, headers: dict[str, str]
+) -> web.Response:
+    """``request`` sent on to ``url``, and its answer passed back as it comes."""
+    app = store.app
     async with app.http_client.request(request.method, url, data=body, headers=headers) as answer:
         if answer.content_type == EVENT_STREAM:  # passed on as it comes
             passed = {
@@ -448,7 +507,8 @@ async def forward_to_owner(
             }
             streamed = aioweb.StreamResponse(status=answer.status, headers=passed)
             await streamed.prepare(cast(aioweb.Request, request))
-            with contextlib.suppress(ConnectionError):  # the caller left: the turn goes on
+            # The caller left (the turn goes on), or the owner did (the stream ends early).
+            with contextlib.suppress(ConnectionError, aiohttp.ClientError):
                 async for data in answer.content.iter_any():
                     await streamed.write(data)
                 await streamed.write_eof()
