@@ -43,3 +43,29 @@ def test_a_lone_surrogate_is_refused_everywhere(check: object, says: str) -> Non
 def test_text_outside_the_basic_plane_is_fine() -> None:
     assert check_text("text", "hi 🎭 \U0010ffff") == "hi 🎭 \U0010ffff"
     assert check_conversation_id("théâtre-🎭") == "théâtre-🎭"
+
+
+@pytest.mark.parametrize(
+    "kept",
+    ["ref-\u00fc-1", "nulx\ufffdy", "a b", "\u4f1a\u8a71-3", "zero\u200dwidth-joiner", "x" * 256],
+)
+def test_a_conversation_id_may_be_any_printable_text(kept: str) -> None:
+    assert check_conversation_id(kept) == kept
+
+
+@pytest.mark.parametrize(
+    ("refused", "code"),
+    [
+        ("nulx\x00y", "U+0000 (NUL)"),
+        ("tab\tid", "U+0009"),
+        ("line\nid", "U+000A"),
+        ("del\x7fid", "U+007F"),
+        ("c1\x85id", "U+0085"),
+        ("sep\u2028id", "U+2028"),
+        ("par\u2029id", "U+2029"),
+    ],
+)
+def test_a_conversation_id_with_a_control_character_is_refused(refused: str, code: str) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        check_conversation_id(refused)
+    assert str(raised.value).startswith(f"conversation_id holds {code} at character ")
