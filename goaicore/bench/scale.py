@@ -120,7 +120,7 @@ def _wait_committed(settings: Settings, worker: subprocess.Popen[bytes]) -> None
 def _start(settings: Settings, log: Path) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
         return subprocess.Popen(
-            WORKER_PROCESS.command(0),
+            WORKER_PROCESS.command(settings, 0),
             env=settings_env(settings),
             stdout=out,
             stderr=out,

@@ -110,11 +110,12 @@ VERIFY_SHAPE = Shape(10_000, 10)
 EMBEDDED_VERIFY_SHAPE = Shape(1_000, 10)
 
 
-def _events(shape: Shape, first: int = 0) -> list[ConversationEvent]:
-    """The events of ``shape``, round-robin over its conversations, numbered from ``first``."""
+def _events(shape: Shape, first: int = 0, prefix: str = "conv") -> list[ConversationEvent]:
+    """The events of ``shape``, round-robin over its conversations (``prefix-N``),
+    numbered from ``first``."""
     out = []
     for n in range(first, first + shape.events):
-        conv = f"conv-{n % shape.conversations}"
+        conv = f"{prefix}-{n % shape.conversations}"
         body = GameEvent(kind="tick", text=f"event {n}") if n % 3 else UserMessage(text=f"q {n}")
         out.append(new_event(conv, body, source="bench"))
     return out
@@ -143,14 +144,24 @@ def _partitions_once_known(consumer: Any, topic: str, deadline: float) -> list[A
             time.sleep(0.2)
 
 
+@dataclass(frozen=True)
+class Outputs:
+    """What a timed process wrote: the seconds it is timed over, how many records."""
+
+    seconds: float
+    records: int
+
+
 def _outputs(
     settings: Settings,
     topic: str,
     done: Done,
     timeout: float,
     counted: Callable[[Any], bool] = lambda record: True,
-) -> float:
-    """Seconds between the first and last counted output timestamps once ``done(records)``.
+    since_ms: float | None = None,
+) -> Outputs:
+    """Seconds between the first and last counted output timestamps once ``done(records)``
+    (from ``since_ms`` to the last, when given), and how many outputs were counted.
 
     The outputs are read (and ``done`` decodes them) only once the topic has stopped
     growing for a moment: on a small machine, a reader decoding snapshots while the
@@ -171,8 +182,8 @@ def _outputs(
                     ends[partition] = record.offset + 1
             if done(records):
                 stamps = [r.timestamp for r in records if counted(r)]
-                span: float = (max(stamps) - min(stamps)) / 1000
-                return span
+                first = min(stamps) if since_ms is None else since_ms
+                return Outputs((max(stamps) - first) / 1000, len(stamps))
             time.sleep(0.5)
     finally:
         consumer.close()
@@ -231,17 +242,18 @@ def _publish(settings: Settings, events: Sequence[ConversationEvent]) -> dict[by
 
 @dataclass(frozen=True)
 class Process:
-    """A Faust process to time: its command line, its output topic and when it is done."""
+    """A process to time: its command line, its output topic and when it is done."""
 
-    command: Callable[[int], list[str]]
-    """Given how many events it will see in all (warm-up and history included)."""
+    command: Callable[[Settings, int], list[str]]
+    """Given its settings and how many events it will see in all (warm-up and history
+    included)."""
     output: str
     done: Callable[[dict[bytes, int], int], Done]
     """Given the last offset of each conversation and how many events were published."""
 
 
 WORKER_PROCESS = Process(
-    lambda total: [sys.executable, "-m", "goaicore", "worker"],
+    lambda settings, total: [sys.executable, "-m", "goaicore", "worker"],
     "snapshots",
     lambda last, published: _all_folded(last),
 )
@@ -249,7 +261,7 @@ WORKER_PROCESS = Process(
 
 def _baseline(mode: str) -> Process:
     return Process(
-        lambda total: [
+        lambda settings, total: [
             *(sys.executable, "-m", "goaicore.bench.counting_app"),
             *("--mode", mode, "--expect", str(total)),
         ],
@@ -264,25 +276,85 @@ def _timed(
     events: Sequence[ConversationEvent],
     history: Sequence[ConversationEvent] = (),
 ) -> float:
-    """Seconds ``process`` takes over ``events``, once warmed up and past ``history``."""
+    """Seconds ``process`` takes over ``events``, once warmed up and past ``history``:
+    from its first output for them to its last."""
+    return timed_run(process, settings, events, history).seconds
+
+
+@dataclass(frozen=True)
+class Run:
+    """One timed run of a process over some events."""
+
+    seconds: float
+    cpu_seconds: float
+    """The process's user and system CPU time from the publishing to its last output."""
+    outputs: int
+    """The records it wrote for the timed events."""
+
+
+def timed_run(
+    process: Process,
+    settings: Settings,
+    events: Sequence[ConversationEvent],
+    history: Sequence[ConversationEvent] = (),
+    from_publish: bool = False,
+) -> Run:
+    """``process`` over ``events``, once warmed up (one event) and past ``history``.
+
+    Timed from its first output for them to its last, or with ``from_publish`` from the
+    moment the events are published (the outputs' topic then needs the broker's append
+    times: ``message.timestamp.type=LogAppendTime``).
+    """
+    import psutil
+
     output = settings.topic(process.output)
-    command = process.command(1 + len(history) + len(events))
-    with open(settings.data_dir / "worker.log", "ab") as log:
+    command = process.command(settings, 1 + len(history) + len(events))
+    log_path = settings.data_dir / "worker.log"
+    with open(log_path, "ab") as log:
         child = subprocess.Popen(command, env=settings_env(settings), stdout=log, stderr=log)
+
+    def alive(done: Done) -> Done:
+        """``done``, once the process is found still running: one that stopped fails the
+        run at once instead of at the timeout."""
+
+        def check(records: list[Any]) -> bool:
+            if child.poll() is not None:
+                raise RuntimeError(
+                    f"the timed process exited with {child.returncode} before its outputs "
+                    f"were complete (its output is in {log_path})"
+                )
+            return done(records)
+
+        return check
+
     try:
+        measured = psutil.Process(child.pid)
         warm_up = new_event(WARM_UP.decode(), UserMessage(text="warm up"), source="bench")
         before = _publish(settings, [warm_up, *history])
-        _outputs(settings, output, process.done(before, 1 + len(history)), 600)
+        _outputs(settings, output, alive(process.done(before, 1 + len(history))), 600)
         time.sleep(SETTLE_SECONDS)
         start_ms = time.time() * 1000 - 1
+        cpu = measured.cpu_times()
         last = _publish(settings, events)
-        return _outputs(
+        done = alive(process.done(last, 1 + len(history) + len(events)))
+        spent: list[Any] = []
+
+        def finished(records: list[Any]) -> bool:
+            if not done(records):
+                return False
+            spent.append(measured.cpu_times())  # once it is done, not after the reading
+            return True
+
+        out = _outputs(
             settings,
             output,
-            process.done(last, 1 + len(history) + len(events)),
+            finished,
             600,
             lambda record: record.timestamp >= start_ms,
+            since_ms=start_ms if from_publish else None,
         )
+        cpu_seconds = spent[0].user + spent[0].system - cpu.user - cpu.system
+        return Run(out.seconds, cpu_seconds, out.records)
     finally:
         child.terminate()
         child.wait(60)
