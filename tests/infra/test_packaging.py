@@ -78,6 +78,9 @@ def test_the_wheel_holds_every_schema_file(wheel: Path) -> None:
     missing = [s for s in sources if f"{PACKAGED_SCHEMAS}/{s}" not in names]
     assert missing == []
     assert "goaicore/kafka/apache/pom.xml" in names
+    # The peers suite's Kafka Streams app and the pom of its jars.
+    assert "goaicore/bench/java/pom.xml" in names
+    assert "goaicore/bench/java/KafkaStreamsFold.java" in names
     # The console's pages and style ship with it.
     assert "goaicore_console/templates/conversation.html" in names
     assert "goaicore_console/templates/events/UserMessage.html" in names
