@@ -48,6 +48,8 @@ class Measurement:
 
 SUITES: dict[str, SuiteFn] = {}
 BROKER_SUITES: dict[str, BrokerSuiteFn] = {}
+ONLY_ON: dict[str, tuple[str, str]] = {}
+"""Broker suites that run on one kind of broker: (that kind, why), the others skipped."""
 
 
 def _check_new(name: str) -> None:
@@ -66,12 +68,20 @@ def suite(name: str) -> Callable[[SuiteFn], SuiteFn]:
     return register
 
 
-def broker_suite(name: str) -> Callable[[BrokerSuiteFn], BrokerSuiteFn]:
-    """Register a suite that runs on each benchmarked broker, given it started."""
+def broker_suite(
+    name: str, only_on: tuple[str, str] | None = None
+) -> Callable[[BrokerSuiteFn], BrokerSuiteFn]:
+    """Register a suite that runs on each benchmarked broker, given it started.
+
+    ``only_on`` is (a broker kind, why): the suite runs on that broker only, and its run
+    on any other is skipped with the reason.
+    """
 
     def register(fn: BrokerSuiteFn) -> BrokerSuiteFn:
         _check_new(name)
         BROKER_SUITES[name] = fn
+        if only_on is not None:
+            ONLY_ON[name] = only_on
         return fn
 
     return register

@@ -23,7 +23,7 @@ from typing import Literal
 from rich.console import Console
 from rich.table import Table
 
-from goaicore.bench.registry import BROKER_SUITES, SUITES, BrokerSuiteFn, Measurement
+from goaicore.bench.registry import BROKER_SUITES, ONLY_ON, SUITES, BrokerSuiteFn, Measurement
 from goaicore.errors import GoaicoreError
 from goaicore.kafka.apache import KafkaUnavailable, prepared_or_reason
 from goaicore.kafka.local import LocalBroker, broker_name, broker_profile, broker_slug
@@ -42,6 +42,7 @@ SUITE_MODULES: tuple[str, ...] = (
     "goaicore.bench.streaming",
     "goaicore.bench.agents_session",
     "goaicore.bench.scale",
+    "goaicore.bench.peers",
 )
 
 BrokerChoice = Literal["both", "kafka", "embedded"]
@@ -79,7 +80,9 @@ def run(
 
     Broker suites run on each of ``brokers``. Where Apache Kafka cannot run, its
     rows are skipped with the reason printed (and kept in the JSON), unless
-    ``require_kafka``, which raises KafkaUnavailable instead. A suite that fails
+    ``require_kafka``, which raises KafkaUnavailable instead. A suite registered for one
+    broker only has its runs on the others skipped with its reason, kept in the JSON too.
+    A suite that fails
     costs its own rows only: the error is printed and kept in the JSON, the other
     suites run, and :class:`BenchFailed` is raised once everything is written.
     """
@@ -102,13 +105,20 @@ def run(
             kinds.remove("kafka")
     results: list[Measurement] = []
     failed: dict[str, str] = {}
+    skipped_runs: list[dict[str, str]] = []  # a suite's run on a broker it does not run on
     for name in selected:
         runs: list[tuple[str, Callable[[], list[Measurement]]]] = []
         if name in SUITES:
             runs.append((name, SUITES[name]))
         for kind in kinds if name in BROKER_SUITES else ():
             fn = BROKER_SUITES[name]
-            runs.append((f"{name} on {broker_name(kind)}", partial(run_on_broker, fn, kind)))
+            label = f"{name} on {broker_name(kind)}"
+            only, why = ONLY_ON.get(name, (kind, ""))
+            if kind != only:
+                console.print(f"[yellow]skipping {label}[/yellow]: {why}")
+                skipped_runs.append({"broker": broker_slug(kind), "suite": name, "reason": why})
+                continue
+            runs.append((label, partial(run_on_broker, fn, kind)))
         for label, measure in runs:
             console.print(f"[bold]bench[/bold] {label} ...")
             started = time.perf_counter()
@@ -139,7 +149,10 @@ def run(
                     }
                     for kind in kinds
                 ],
-                "skipped": [{"broker": slug, "reason": reason} for slug, reason in skipped.items()],
+                "skipped": [
+                    *({"broker": slug, "reason": reason} for slug, reason in skipped.items()),
+                    *skipped_runs,
+                ],
                 "failed": [{"run": label, "error": error} for label, error in failed.items()],
                 "measurements": [m.as_dict() for m in results],
             },

@@ -16,7 +16,8 @@ def register(subparsers: Any) -> None:
         description="Run benchmark suites, print a table and write JSON. Suites that go "
         "through Kafka (store, chat, clients, projection) run on Apache Kafka and on the "
         "embedded broker, each row naming its broker; without Java 17+ and Maven the "
-        "Apache Kafka rows are skipped, with the reason.",
+        "Apache Kafka rows are skipped, with the reason. peers (the store worker beside "
+        "Kafka Streams and Quix Streams) runs on Apache Kafka only.",
     )
     parser.add_argument("suites", nargs="*", metavar="SUITE", help="suites to run (default: all)")
     parser.add_argument(
