@@ -66,7 +66,7 @@ SHAPES = (Shape(200, 100), Shape(10_000, 10))
 REPEATS = 3  # interleaved runs of each system, whose median is reported
 WARM_UP = Shape(50, 40)  # folded before timing, on conversations of their own
 OUTPUT = "snapshots"
-NOTE = "loopback, one process each, median of {repeats} interleaved runs"
+NOTE = "loopback, one process each"
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,8 @@ def _rows(shape: Shape, runs: dict[str, list[Run]], repeats: int) -> list[Measur
             (statistics.median(r.cpu_seconds for r in done) / shape.events * 1e6, "µs/event"),
             (statistics.median(r.outputs for r in done), "snapshots"),
         )
-        note = f"{NOTE.format(repeats=repeats)}; {peer.guarantee}; {peer.work}"
+        runs_note = f"median of {repeats} interleaved runs" if repeats > 1 else "one run"
+        note = f"{NOTE}, {runs_note}; {peer.guarantee}; {peer.work}"
         for what, (value, unit) in zip(NAMES, figures, strict=True):
             baseline = None if peer is WORKER else f"{WORKER.name} {what}"
             rows.append(
