@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from goaicore.bench import kafka_streams
+from goaicore.bench import kafka_streams, quix_app
 from goaicore.bench.brokers import broker_settings
 from goaicore.bench.registry import Measurement, broker_suite
 from goaicore.bench.store import (
@@ -105,7 +105,7 @@ QUIX = Peer(
         OUTPUT,
         _folded,
     ),
-    "at-least-once (Quix's default)",
+    quix_app.GUARANTEE,
     "goaicore's fold and encoder in a stateful dataframe, the same work as the store worker",
 )
 PEERS = (WORKER, KAFKA_STREAMS, QUIX)

@@ -13,7 +13,8 @@ does not decode its conversation's snapshot again. At-least-once, Quix's default
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from goaicore.extras import needs
 from goaicore.fold import fold
@@ -21,19 +22,20 @@ from goaicore.records import ConversationSnapshot, LogPosition
 from goaicore.records.avro.api import DecodeError, decode_event, decode_snapshot, encode_snapshot
 from goaicore.settings import Settings
 
-with needs("peers"):
-    from quixstreams import Application, State
-    from quixstreams.context import message_context
-    from quixstreams.state.rocksdb import RocksDBOptions
-    from quixstreams.utils import json as quix_json
+if TYPE_CHECKING:
+    from quixstreams import State
 
 GUARANTEE = "at-least-once (Quix's default)"
 
 
-def _dumps(value: Any) -> bytes:
+def _dumps(json_dumps: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
     """Values are the snapshots' Avro bytes already, stored as they are; keys (also
-    serialized with it) are JSON, as Quix's default makes them."""
-    return value if isinstance(value, bytes) else quix_json.dumps(value)
+    serialized with it) are JSON, as Quix's default (``json_dumps``) makes them."""
+
+    def dumps(value: Any) -> bytes:
+        return value if isinstance(value, bytes) else json_dumps(value)
+
+    return dumps
 
 
 def _loads(value: bytes) -> bytes:
@@ -45,7 +47,10 @@ class Folder:
     """Folds each conversation's events onto its snapshot, kept in Quix's state."""
 
     def __init__(self) -> None:
+        from quixstreams.context import message_context
+
         self.decoded: dict[str, ConversationSnapshot] = {}
+        self.context = message_context
 
     def __call__(
         self, value: bytes, key: str, timestamp: int, headers: Any, state: State[str, bytes]
@@ -55,7 +60,7 @@ class Folder:
         except DecodeError as err:
             print(f"skipped an undecodable event: {err}", flush=True)
             return None
-        context = message_context()
+        context = self.context()
         snapshot = self.decoded.get(key)
         if snapshot is None:
             stored = state.get("snapshot")
@@ -73,6 +78,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", default="snapshots", help="the output topic's short name")
     args = parser.parse_args()
+    with needs("peers"):
+        from quixstreams import Application
+        from quixstreams.state.rocksdb import RocksDBOptions
+        from quixstreams.utils.json import dumps as json_dumps
     settings = Settings()
     app = Application(
         broker_address=settings.bootstrap_servers,
@@ -80,7 +89,7 @@ def main() -> None:
         auto_offset_reset="earliest",
         processing_guarantee="at-least-once",
         state_dir=settings.data_dir / "quix-state",
-        rocksdb_options=RocksDBOptions(dumps=_dumps, loads=_loads),
+        rocksdb_options=RocksDBOptions(dumps=_dumps(json_dumps), loads=_loads),
         loglevel="WARNING",
     )
     events = app.topic(settings.topic("events"), key_deserializer="str", value_deserializer="bytes")
