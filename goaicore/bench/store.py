@@ -353,7 +353,9 @@ def timed_run(
             lambda record: record.timestamp >= start_ms,
             since_ms=start_ms if from_publish else None,
         )
-        cpu_seconds = spent[0].user + spent[0].system - cpu.user - cpu.system
+        # Linux may read a many-threaded process's time a tick lower than a moment
+        # before (its threads' times are scaled when summed): none spent, not negative.
+        cpu_seconds = max(0.0, spent[0].user + spent[0].system - cpu.user - cpu.system)
         return Run(out.seconds, cpu_seconds, out.records)
     finally:
         child.terminate()

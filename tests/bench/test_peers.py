@@ -43,6 +43,21 @@ def test_peers_is_a_broker_suite_of_apache_kafka_only(tmp_path: Path) -> None:
     ]
 
 
+def _published(settings: Settings) -> list[bytes]:
+    """The values on the run's events topic but its one warm-up event's (each run makes
+    its own), in topic order."""
+    consumer = make_consumer(settings)
+    try:
+        return [
+            record.value
+            for partition in topic_partitions(consumer, settings.topic("events"))
+            for record in read_to_end(consumer, partition, 0, settings)
+            if record.key != b"warm-up"
+        ]
+    finally:
+        consumer.close()
+
+
 def _last_snapshots(settings: Settings) -> dict[str, ConversationSnapshot]:
     """The last snapshot of each conversation on the run's output topic."""
     consumer = make_consumer(settings)
@@ -73,8 +88,12 @@ def test_each_peer_folds_every_event_and_is_reported_beside_the_store_worker(
         peers.measure(make_settings, tmp_path, shapes=(TINY,), repeats=1, warm_up=Shape(2, 3))
     )
 
-    # One run of each, in turn, each on topics of its own.
+    # One run of each, in turn, each on topics of its own, given the same bytes.
     assert len(given) == len(peers.PEERS)
+    published = [_published(settings) for settings in given]
+    assert len(published[0]) == TINY.events + 2 * 3  # and the warm-up batch
+    assert published[1] == published[0]
+    assert published[2] == published[0]
     for settings in given:
         snapshots = _last_snapshots(settings)
         assert set(snapshots) >= {f"conv-{c}" for c in range(TINY.conversations)}
