@@ -1,8 +1,9 @@
 """The dev stack's settings: where its data is, and what a running stack tells others.
 
-``goaicore dev`` writes its endpoints to ``<data dir>/dev.json``; while it runs,
-every process started in the checkout finds its broker and database there when the
-environment names none, and with its broker its own master key.
+``goaicore dev`` writes its endpoints to ``<data dir>/dev.json`` once it is ready;
+while it runs, every process started in the checkout finds its broker and database
+there when the environment names none or names the same ones, and with its broker
+its own master key.
 """
 
 from __future__ import annotations
@@ -108,28 +109,30 @@ def _dev_stack_owns_broker(dev: Mapping[str, Any]) -> bool:
 def fill_from_dev_stack(values: dict[str, Any]) -> bool:
     """Fill what neither the arguments nor the environment gave from a running dev stack.
 
-    ``values`` holds the fields resolved so far (None where nothing gave one). Its
-    broker brings its profile and its master keys; its database the schema it
+    ``values`` holds the fields resolved so far (None where nothing gave one). The
+    stack's broker applies when none is given or the one given is the same (what its
+    banner says to export): it brings its profile and its master keys, so one stack is
+    read alike whether found or exported. Its database, likewise, brings the schema it
     projects into. True when the broker is one the stack started (it speaks plaintext).
     """
     if values["data_dir"] is None:
         values["data_dir"] = find_data_dir(Path.cwd())
-    dev_broker = False
-    if values["bootstrap_servers"] is not None and values["database_url"] is not None:
-        return dev_broker
     dev = read_dev_file(values["data_dir"])
     if dev is None:
-        return dev_broker
-    if values["bootstrap_servers"] is None and isinstance(dev.get("bootstrap_servers"), str):
-        values["bootstrap_servers"] = dev["bootstrap_servers"]
+        return False
+    dev_broker = False
+    servers = dev.get("bootstrap_servers")
+    if isinstance(servers, str) and values["bootstrap_servers"] in (None, servers):
+        values["bootstrap_servers"] = servers
         dev_broker = _dev_stack_owns_broker(dev)
         if values["master_keys"] is None:  # the stack's own log: its own key
             values["master_keys"] = read_local_master_keys(values["data_dir"])
         profile = dev.get("broker_profile")
         if values["broker_profile"] is None and profile in get_args(BrokerProfile):
             values["broker_profile"] = profile
-    if values["database_url"] is None and isinstance(dev.get("database_url"), str):
-        values["database_url"] = dev["database_url"]
+    url = dev.get("database_url")
+    if isinstance(url, str) and values["database_url"] in (None, url):
+        values["database_url"] = url
         if values["db_schema"] is None and isinstance(dev.get("db_schema"), str):
             values["db_schema"] = dev["db_schema"]  # the schema the stack projects into
     return dev_broker

@@ -221,7 +221,7 @@ def resolve_security(
 
     ``given`` holds the fields passed as keyword arguments (None where not given);
     ``dev_broker`` is true when the broker is one the dev stack started, which speaks
-    plaintext whatever the environment says.
+    plaintext: KAFKA_SECURITY_PROTOCOL is still checked, and anything else is refused.
     """
     credentials = {**_SASL, **_SSL}
     out: dict[str, Any] = {}
@@ -235,9 +235,15 @@ def resolve_security(
         else:
             out[name] = read_env(env, setting.variable)
     protocol: SecurityProtocol | None = given["security_protocol"]
-    if protocol is None and not dev_broker:
+    if protocol is None:
         raw = read_env(env, SECURITY_PROTOCOL.variable)
         protocol = _parse_security_protocol(SECURITY_PROTOCOL.variable, raw) if raw else None
+    if dev_broker and protocol not in (None, "PLAINTEXT"):
+        raise ConfigError(
+            f"KAFKA_SECURITY_PROTOCOL={protocol}, but the broker is the dev stack's own "
+            "(dev.json), which speaks PLAINTEXT on loopback: unset KAFKA_SECURITY_PROTOCOL, "
+            "or set KAFKA_BOOTSTRAP_SERVERS to another broker"
+        )
     if protocol is None and not dev_broker:
         # Credentials without a protocol would silently connect in plaintext.
         for name, setting in credentials.items():

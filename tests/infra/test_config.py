@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from goaicore.config import LOADER_VARIABLES, VARIABLES, Settings
+from goaicore.devstack.stack import ensure_local_master_keys
 from goaicore.errors import ConfigError
 
 
@@ -201,6 +202,42 @@ def test_environment_wins_over_dev_file(tmp_path: Path) -> None:
     assert not s.embedded_broker  # the dev stack's profile goes with its broker only
     assert s.database_url == "postgresql://postgres@127.0.0.1:2222/goaicore"
     assert Settings(env={}, data_dir=tmp_path, partitions=2).partitions == 2
+
+
+def test_a_stack_exported_as_its_banner_says_is_the_stack_found_in_dev_file(
+    tmp_path: Path,
+) -> None:
+    """Exporting the broker and database dev.json names gives the same settings as finding
+    them there: the stack's master keys (else its sealed content reads as unreadable), its
+    broker profile and its projection schema."""
+    _write_dev_file(tmp_path, os.getpid())
+    info = json.loads((tmp_path / "dev.json").read_text())
+    (tmp_path / "dev.json").write_text(json.dumps({**info, "db_schema": "public_log_1234abcd"}))
+    keys = ensure_local_master_keys(tmp_path)
+    found = Settings(env={"GOAICORE_DATA_DIR": str(tmp_path)})
+    exported = Settings(
+        env={
+            "GOAICORE_DATA_DIR": str(tmp_path),
+            "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1111",
+            "DATABASE_URL": "postgresql://postgres@127.0.0.1:2222/goaicore",
+        }
+    )
+    assert found.master_keys == keys
+    assert exported.master_keys == keys
+    assert exported.embedded_broker
+    assert exported.db_schema == found.db_schema == "public_log_1234abcd"
+    assert exported == found
+    # Another broker or database is not the stack's: nothing of the stack goes with it.
+    elsewhere = Settings(
+        env={
+            "GOAICORE_DATA_DIR": str(tmp_path),
+            "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:3333",
+            "DATABASE_URL": "postgresql://postgres@127.0.0.1:4444/goaicore",
+        }
+    )
+    assert elsewhere.master_keys is None
+    assert not elsewhere.embedded_broker
+    assert elsewhere.db_schema == "public"
 
 
 def test_dev_file_of_a_dead_stack_is_ignored(tmp_path: Path) -> None:

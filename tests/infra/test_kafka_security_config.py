@@ -295,9 +295,52 @@ def _write_dev_file(data_dir: Path, **fields: object) -> None:
 
 def test_the_dev_stacks_own_broker_is_plaintext(tmp_path: Path) -> None:
     _write_dev_file(tmp_path, broker_kind="embedded", broker_profile="embedded")
-    settings = Settings(env={**sasl_env(), "GOAICORE_DATA_DIR": str(tmp_path)})
+    credentials = {k: v for k, v in sasl_env().items() if k != "KAFKA_SECURITY_PROTOCOL"}
+    settings = Settings(env={**credentials, "GOAICORE_DATA_DIR": str(tmp_path)})
     assert settings.bootstrap_servers == "127.0.0.1:1111"
     assert settings.security_protocol == "PLAINTEXT"
+    plain = {"KAFKA_SECURITY_PROTOCOL": "plaintext", "GOAICORE_DATA_DIR": str(tmp_path)}
+    assert Settings(env=plain).security_protocol == "PLAINTEXT"
+
+
+@pytest.mark.parametrize("exported", [False, True])
+def test_a_security_protocol_is_checked_against_the_dev_stacks_broker_alike(
+    tmp_path: Path, exported: bool
+) -> None:
+    """Found in dev.json or exported as its banner says, the stack's broker is one broker:
+    a bad KAFKA_SECURITY_PROTOCOL is refused, and so is one it does not speak."""
+    _write_dev_file(tmp_path, broker_kind="kafka", broker_profile="standard")
+    env = {"GOAICORE_DATA_DIR": str(tmp_path)}
+    if exported:
+        env["KAFKA_BOOTSTRAP_SERVERS"] = "127.0.0.1:1111"
+    with pytest.raises(ConfigError) as bogus:
+        Settings(env={**env, "KAFKA_SECURITY_PROTOCOL": "BOGUS"})
+    assert str(bogus.value).startswith("KAFKA_SECURITY_PROTOCOL='BOGUS': must be one of")
+    with pytest.raises(ConfigError) as other:
+        Settings(env={**env, **sasl_env()})
+    assert str(other.value).startswith(
+        "KAFKA_SECURITY_PROTOCOL=SASL_PLAINTEXT, but the broker is the dev stack's own"
+    )
+    assert PASSWORD not in str(other.value)
+
+
+def test_the_cli_stops_on_a_bad_security_protocol_beside_a_dev_stack(tmp_path: Path) -> None:
+    _write_dev_file(tmp_path, broker_kind="embedded", broker_profile="embedded")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")},
+        "GOAICORE_DATA_DIR": str(tmp_path),
+        "KAFKA_SECURITY_PROTOCOL": "BOGUS",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "goaicore", "create-topics"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 3
+    assert result.stderr.startswith("goaicore: KAFKA_SECURITY_PROTOCOL='BOGUS': must be one of")
+    assert result.stderr.count("\n") == 1
 
 
 def test_an_external_broker_of_the_dev_stack_keeps_the_security_settings(tmp_path: Path) -> None:
