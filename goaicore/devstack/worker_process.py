@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Self
 
+from goaicore.parent_death import end_with_parent
 from goaicore.settings import FIELD_VARIABLES, LOADER_VARIABLES, Settings
 
 SETTINGS_VARIABLES = frozenset(FIELD_VARIABLES.values())
@@ -61,6 +62,7 @@ class WorkerProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                preexec_fn=end_with_parent(),  # gone with the stack, even if it is killed
             )
         return self
 

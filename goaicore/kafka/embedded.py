@@ -55,7 +55,11 @@ class EmbeddedBroker(Running):
     ``stop()`` terminates the process group it started (and only that).
     """
 
-    def __init__(self, port: int | None = None, log_path: Path | None = None) -> None:
+    def __init__(
+        self, port: int | None = None, log_path: Path | None = None, with_parent: bool = False
+    ) -> None:
+        """``with_parent``: the broker stops when this process dies, even by SIGKILL (Linux)."""
+        self.with_parent = with_parent
         self.port = port or free_loopback_port()
         self.host = "127.0.0.1"
         self.log_path = log_path
@@ -70,13 +74,17 @@ class EmbeddedBroker(Running):
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
+    def running(self) -> bool:
+        """True while the broker process runs."""
+        return self._process is not None and self._process.running()
+
     def start(self, timeout: float = 20.0) -> Self:
         if self._process is not None:
             return self
         url = f"tcp://{self.host}:{self.port}"
         command = [broker_binary(), "broker", "--listener-url", url]
         command += ["--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
-        self._process = BrokerProcess(command, self.log_path)
+        self._process = BrokerProcess(command, self.log_path, with_parent=self.with_parent)
         self._process.start()
         try:
             self._wait_ready(self._process, timeout)

@@ -26,6 +26,7 @@ from typing import Self
 from goaicore.kafka.apache import KAFKA_VERSION, LocalKafka
 from goaicore.kafka.embedded import EmbeddedBroker, broker_version
 from goaicore.lifecycle import Running
+from goaicore.processes import pid_alive
 from goaicore.settings.kafka import BrokerProfile, LocalBrokerKind
 
 # Server settings of a one-node local Apache Kafka: with a single broker there are no
@@ -69,6 +70,7 @@ class LocalBroker(Running):
         folder: Path | None = None,
         log_path: Path | None = None,
         overrides: Mapping[str, str] | None = None,
+        with_parent: bool = False,
     ) -> None:
         if kind == "kafka" and folder is None:
             raise ValueError("a local Apache Kafka needs a folder for its data")
@@ -81,6 +83,7 @@ class LocalBroker(Running):
         self.kafka: LocalKafka | None = None
         self.new_storage = False
         self._run_id = uuid.uuid4().hex
+        self.with_parent = with_parent  # the broker stops when its owner dies (Linux)
 
     @property
     def name(self) -> str:
@@ -138,13 +141,23 @@ class LocalBroker(Running):
         if self.kind == "kafka":
             if self.folder is None:
                 raise ValueError("a local Apache Kafka needs a folder for its data")
-            kafka = LocalKafka(self.folder, nodes=1, overrides=self.overrides)
+            kafka = LocalKafka(
+                self.folder, nodes=1, overrides=self.overrides, with_parent=self.with_parent
+            )
             self.new_storage = not all(node.formatted() for node in kafka.nodes)
             self.kafka = kafka.start(timeout=timeout)
         else:
-            self.embedded = EmbeddedBroker(log_path=self.log_path).start()
+            self.embedded = EmbeddedBroker(
+                log_path=self.log_path, with_parent=self.with_parent
+            ).start()
             self.new_storage = True
         return self
+
+    def running(self) -> bool:
+        """True while the started broker's process runs."""
+        if self.kafka is not None:
+            return self.kafka.nodes[0].running()
+        return self.embedded is not None and self.embedded.running()
 
     def stop(self) -> None:
         """Stop what ``start`` started (Apache Kafka: controlled shutdown); data stays."""
@@ -170,14 +183,14 @@ def stop_orphaned_kafka(pid: int, folder: Path, grace: float = 30.0) -> bool:
             os.killpg(pid, sig)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if not _alive(pid):
+            if not pid_alive(pid):
                 return True
             time.sleep(0.1)
-    return not _alive(pid)
+    return not pid_alive(pid)
 
 
 def _serves_folder(pid: int, folder: Path) -> bool:
-    if pid <= 0 or not _alive(pid):
+    if pid <= 0 or not pid_alive(pid):
         return False
     proc = Path(f"/proc/{pid}/cmdline")
     try:
@@ -194,18 +207,3 @@ def _serves_folder(pid: int, folder: Path) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return "kafka.Kafka" in command and f"{folder.resolve()}/node-" in command
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs; an exited process not yet reaped (a zombie) is not alive."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc here: the signal check above is all there is
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]

@@ -18,6 +18,7 @@ from typing import IO
 
 from goaicore.errors import BrokerError
 from goaicore.kafka.probe import kafka_api_versions_error
+from goaicore.parent_death import end_with_parent
 
 
 class BrokerStartError(BrokerError, RuntimeError):
@@ -27,10 +28,19 @@ class BrokerStartError(BrokerError, RuntimeError):
 class BrokerProcess:
     """One command run as its own process group, its output appended to ``log_path``."""
 
-    def __init__(self, command: Sequence[str], log_path: Path | None, cwd: Path | None = None):
+    def __init__(
+        self,
+        command: Sequence[str],
+        log_path: Path | None,
+        cwd: Path | None = None,
+        with_parent: bool = False,
+    ):
+        """``with_parent``: the process gets SIGTERM when its parent dies (Linux), so an
+        owner that is killed leaves nothing running."""
         self.command = list(command)
         self.log_path = log_path
         self.cwd = cwd
+        self.with_parent = with_parent
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -50,6 +60,7 @@ class BrokerProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=end_with_parent() if self.with_parent else None,
                 cwd=self.cwd,
                 env=dict(env) if env is not None else None,
             )

@@ -152,7 +152,9 @@ class KafkaNode:
         self.write_config()
         command = self._java("kafka.Kafka", heap=self.cluster.heap)
         command.append(str(self.folder / "server.properties"))
-        self._process = BrokerProcess(command, self.log_path, cwd=self.folder)
+        self._process = BrokerProcess(
+            command, self.log_path, cwd=self.folder, with_parent=self.cluster.with_parent
+        )
         self._process.start()
 
     def wait_ready(self, deadline: float) -> None:
@@ -228,6 +230,7 @@ class LocalKafka(Running):
         listeners: Sequence[Listener] = (),
         scram_users: Mapping[str, Mapping[str, str]] | None = None,
         heap: str = "512m",
+        with_parent: bool = False,
     ) -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
@@ -236,6 +239,7 @@ class LocalKafka(Running):
         self.listeners = tuple(listeners)
         self.scram_users = {m: dict(u) for m, u in (scram_users or {}).items()}
         self.heap = heap
+        self.with_parent = with_parent  # nodes stop when this process dies (Linux)
         self.version = KAFKA_VERSION
         self.java = ""
         self.jars: list[Path] = []

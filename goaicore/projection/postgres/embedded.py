@@ -19,6 +19,7 @@ from typing import Self
 from goaicore.errors import DatabaseError
 from goaicore.lifecycle import Running
 from goaicore.net import free_loopback_port, port_open
+from goaicore.processes import pid_alive
 
 _SYSTEM_USER = "embedded_postgres"  # PostgreSQL refuses to run as root.
 
@@ -72,6 +73,7 @@ class EmbeddedPostgres(Running):
             self.port = running
             self._started_here = self._adopt
             return self
+        self._remove_stale_pid_file()
         if not (self.pgdata / "PG_VERSION").exists():
             self._run(
                 [
@@ -122,6 +124,21 @@ class EmbeddedPostgres(Running):
             timeout,
             check=False,
         )
+
+    def running(self) -> bool:
+        """True while a server answers on this data folder."""
+        return self._running_port() is not None
+
+    def _remove_stale_pid_file(self) -> None:
+        """Remove the lock files of a server that has exited: PostgreSQL takes a zombie
+        (a server killed whose parent never reaped it) for a live server and would not start."""
+        for lock in (self.pgdata / "postmaster.pid", *self.socket_dir.glob(".s.PGSQL.*.lock")):
+            try:
+                pid = int(lock.read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+            if not pid_alive(pid):
+                lock.unlink(missing_ok=True)
 
     def _running_port(self) -> int | None:
         """The port of a live server on this data folder, if one is running."""
