@@ -14,6 +14,7 @@ from typing import Any
 
 from goaicore.cli.args import PORT, POSITIVE, integer
 from goaicore.errors import ConfigError
+from goaicore.settings.postgres import parse_db_schema
 
 GROUP = "goaicore.services"
 # The extra whose packages each service needs, for the message when one is missing.
@@ -115,6 +116,12 @@ def register(subparsers: Any) -> None:
         help="serve the console without tokens on an address other machines reach "
         "(refused otherwise when GOAICORE_HTTP_TOKENS is unset)",
     )
+    console.add_argument(
+        "--schema",
+        type=_schema,
+        help="the projection schema to show instead of GOAICORE_DB_SCHEMA's (or the dev "
+        "stack's): e.g. one an earlier log's rows stay in",
+    )
     console.set_defaults(handler=handle_console)
 
 
@@ -137,5 +144,14 @@ def handle_projector(args: argparse.Namespace) -> int:
     )
 
 
+def _schema(raw: str) -> str:
+    try:
+        return parse_db_schema("--schema", raw)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--schema=")) from None
+
+
 def handle_console(args: argparse.Namespace) -> int:
-    return load_service("console")(port=args.port, host=args.host, insecure_http=args.insecure_http)
+    return load_service("console")(
+        port=args.port, host=args.host, insecure_http=args.insecure_http, schema=args.schema
+    )

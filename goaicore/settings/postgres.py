@@ -18,7 +18,7 @@ def _parse_database_url(name: str, raw: str) -> str:
     return raw
 
 
-def _parse_db_schema(name: str, raw: str) -> str:
+def parse_db_schema(name: str, raw: str) -> str:
     if not _DB_SCHEMA_RE.match(raw):
         raise ConfigError(f"{name}={raw!r}: use 1 to 63 of a-z 0-9 _, not starting with a digit")
     return raw
@@ -38,7 +38,7 @@ DATABASE: tuple[Setting, ...] = (
         "GOAICORE_DB_SCHEMA",
         "`public`",
         "PostgreSQL schema of the projection (tables of one topic prefix); created if missing.",
-        _parse_db_schema,
+        parse_db_schema,
         "public",
     ),
 )

@@ -16,11 +16,19 @@ log = logging.getLogger(__name__)
 DEFAULT_PORT = 8470
 
 
-def main(port: int = DEFAULT_PORT, host: str = "127.0.0.1", insecure_http: bool = False) -> int:
-    """Serve the console for the configured topic prefix and schema; the exit code."""
+def main(
+    port: int = DEFAULT_PORT,
+    host: str = "127.0.0.1",
+    insecure_http: bool = False,
+    schema: str | None = None,
+) -> int:
+    """Serve the console for the configured topic prefix and schema (``schema``: another
+    one, such as a schema the dev stack left an earlier log's rows in); the exit code."""
     from goaicore_console.app import create_console
 
     settings = Settings()
+    if schema is not None:
+        settings = settings.with_overrides(db_schema=schema)
     logs.configure(logging.INFO, settings.log_format)
     check_http_exposure(settings, host, insecure_http, what="the console", option="--host")
     with connect(settings) as conn:  # a database that does not answer: one line, exit 4
