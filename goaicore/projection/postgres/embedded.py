@@ -126,8 +126,12 @@ class EmbeddedPostgres(Running):
         )
 
     def running(self) -> bool:
-        """True while a server answers on this data folder."""
-        return self._running_port() is not None
+        """True while the server process of this data folder lives (its postmaster.pid)."""
+        try:
+            pid = int((self.pgdata / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return False
+        return pid_alive(pid)
 
     def _remove_stale_pid_file(self) -> None:
         """Remove the lock files of a server that has exited: PostgreSQL takes a zombie
