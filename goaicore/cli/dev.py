@@ -1,19 +1,26 @@
-"""``goaicore dev``: run the whole local stack until Ctrl-C or SIGTERM."""
+"""``goaicore dev``: run the whole local stack until Ctrl-C or SIGTERM.
+
+A signal stops it at any point, its start included; while it runs, a process of the
+stack that stops is started again (``LocalStack.watch``) and the stack gives up,
+exiting 1, on one that keeps stopping.
+"""
 
 from __future__ import annotations
 
 import argparse
 import signal
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from goaicore.settings import Settings, mask_password
 
 if TYPE_CHECKING:
-    from goaicore.devstack.stack import LocalStack
+    from goaicore.devstack.stack import LocalStack, StackInfo
 
 
 def register(subparsers: Any) -> None:
@@ -33,112 +40,144 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=handle)
 
 
+class _Stopped(BaseException):
+    """SIGINT or SIGTERM: the stack stops wherever it is, its start included."""
+
+
 def handle(args: argparse.Namespace) -> int:
     from goaicore.devstack.stack import LocalStack
 
     console = Console()
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stopping = threading.Event()
 
+    def on_signal(signum: int, frame: object) -> None:
+        if stopping.is_set():
+            return  # already stopping: let that finish
+        stopping.set()
+        raise _Stopped
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
     stack = LocalStack(Settings())
     starting = "starting the local stack ..."
     if stack.settings.bootstrap_servers is None and stack.settings.local_broker == "kafka":
         starting = "starting the local stack (Apache Kafka takes a few seconds) ..."
-    with console.status(starting):
-        info = stack.start()
     try:
-        table = Table(title="goaicore dev stack", show_header=False)
-        table.add_row("Kafka", f"{info.bootstrap_servers} — {info.broker}")
-        table.add_row("PostgreSQL", f"{mask_password(info.database_url)} ({info.database_source})")
-        topics = ", ".join(f"{t.name} ({t.action})" for t in stack.topics)
-        table.add_row("topics", f"{topics} — {info.partitions} partitions each")
-        table.add_row(
-            "store worker",
-            f"pid {info.worker_pid}, log {stack.settings.data_dir / 'worker.log'}, "
-            f"metrics {info.http_url}/metrics",
-        )
-        table.add_row(
-            "projector",
-            f"pid {info.projector_pid}, schema {stack.settings.db_schema}, "
-            f"log {stack.settings.data_dir / 'projector.log'}, "
-            f"metrics {info.projector_url}/metrics",
-        )
-        signing_in = (
-            "sign in with a GOAICORE_HTTP_TOKENS token"
-            if stack.settings.http_tokens
-            else "[yellow]unauthenticated[/yellow], 127.0.0.1 only"
-        )
-        table.add_row(
-            "console",
-            f"{info.console_url} — {signing_in}; pid {info.console_pid}, "
-            f"log {stack.settings.data_dir / 'console.log'}",
-        )
-        table.add_row("dev.json", str(stack.dev_file))
-        console.print(table)
-        choice = stack.schema_choice
-        if choice is not None and choice.earlier:
-            reason = (
-                "the broker holds a new log (the embedded broker keeps nothing between runs)"
-                if choice.moved
-                else "this log's projection has a schema of its own"
-            )
-            console.print(
-                f"[yellow]![/yellow] {reason}: projecting into schema {choice.schema}; "
-                f"earlier logs' rows stay untouched in schema(s) {', '.join(choice.earlier)} "
-                f"(`goaicore projection clear --schema SCHEMA --prefix {info.topic_prefix}` "
-                "removes one)"
-            )
-
-        check = stack.check()
-        console.print(
-            f"[green]✓[/green] record through the broker: {check.topic} "
-            f"partition {check.partition} offset {check.offset} ({check.record_ms:.1f} ms)"
-        )
-        console.print(
-            f"[green]✓[/green] row through PostgreSQL: {check.table} id {check.row_id} "
-            f"({check.row_ms:.1f} ms)"
-        )
-        with console.status("waiting for the store worker to fold a first event ..."):
-            folded = stack.check_fold()
-        console.print(
-            f"[green]✓[/green] event folded by the store worker: {folded.conversation_id} "
-            f"offset {folded.offset} → snapshot with {folded.messages} messages "
-            f"({folded.seconds:.1f} s)"
-        )
-        with console.status("waiting for the projector to write it to PostgreSQL ..."):
-            projected = stack.check_projection(folded)
-        console.print(
-            f"[green]✓[/green] event projected to PostgreSQL: {projected.table} "
-            f"offset {projected.offset} ({projected.seconds:.1f} s)"
-        )
-        with console.status("waiting for the console to show it ..."):
-            shown = stack.check_console(folded)
-        console.print(f"[green]✓[/green] conversation shown by the console: {shown.url}")
-        console.print(
-            "Connect with:\n"
-            f"  export KAFKA_BOOTSTRAP_SERVERS={info.bootstrap_servers}\n"
-            f"  export GOAICORE_BROKER_PROFILE={info.broker_profile}\n"
-            f"  export DATABASE_URL={mask_password(info.database_url)}\n"
-            "(goaicore commands run in this folder, or any folder inside it, find them in "
-            "dev.json by themselves)"
-        )
-        _show_chat_session(console, stack)
-        if not args.check_only:
-            console.print("[bold]running[/bold] — Ctrl-C to stop")
-            while not stop.wait(0.5):
-                pass
+        with console.status(starting):
+            info = stack.start()  # stops what it started on any exception
+    except _Stopped:
+        console.print("stopped while starting; stopped everything the dev stack started")
+        return 0
+    try:
+        _run(args, console, stack, info)
+    except _Stopped:
+        pass
     finally:
+        stopping.set()
         with console.status("stopping ..."):
             stack.stop()
         console.print("stopped everything the dev stack started")
     return 0
 
 
+def _run(args: argparse.Namespace, console: Console, stack: LocalStack, info: StackInfo) -> None:
+    """Show the started stack, prove it, publish dev.json, then watch it until stopped."""
+    table = Table(title="goaicore dev stack", show_header=False)
+    table.add_row("Kafka", f"{info.bootstrap_servers} — {info.broker}")
+    table.add_row("PostgreSQL", f"{mask_password(info.database_url)} ({info.database_source})")
+    topics = ", ".join(f"{t.name} ({t.action})" for t in stack.topics)
+    table.add_row("topics", f"{topics} — {info.partitions} partitions each")
+    table.add_row(
+        "store worker",
+        f"pid {info.worker_pid}, log {stack.settings.data_dir / 'worker.log'}, "
+        f"metrics {info.http_url}/metrics",
+    )
+    table.add_row(
+        "projector",
+        f"pid {info.projector_pid}, schema {stack.settings.db_schema}, "
+        f"log {stack.settings.data_dir / 'projector.log'}, "
+        f"metrics {info.projector_url}/metrics",
+    )
+    signing_in = (
+        "sign in with a GOAICORE_HTTP_TOKENS token"
+        if stack.settings.http_tokens
+        else "[yellow]unauthenticated[/yellow], 127.0.0.1 only"
+    )
+    table.add_row(
+        "console",
+        f"{info.console_url} — {signing_in}; pid {info.console_pid}, "
+        f"log {stack.settings.data_dir / 'console.log'}",
+    )
+    table.add_row("dev.json", f"{stack.dev_file} (written once the checks below pass)")
+    console.print(table)
+    choice = stack.schema_choice
+    note = choice.note(stack.broker, info.topic_prefix) if choice and stack.broker else None
+    if note is not None:
+        console.print(f"[yellow]![/yellow] {escape(note)}")
+
+    check = stack.check()
+    console.print(
+        f"[green]✓[/green] record through the broker: {check.topic} "
+        f"partition {check.partition} offset {check.offset} ({check.record_ms:.1f} ms)"
+    )
+    console.print(
+        f"[green]✓[/green] row through PostgreSQL: {check.table} id {check.row_id} "
+        f"({check.row_ms:.1f} ms)"
+    )
+    with console.status("waiting for the store worker to fold a first event ..."):
+        folded = stack.check_fold()
+    console.print(
+        f"[green]✓[/green] event folded by the store worker: {folded.conversation_id} "
+        f"offset {folded.offset} → snapshot with {folded.messages} messages "
+        f"({folded.seconds:.1f} s)"
+    )
+    with console.status("waiting for the projector to write it to PostgreSQL ..."):
+        projected = stack.check_projection(folded)
+    console.print(
+        f"[green]✓[/green] event projected to PostgreSQL: {projected.table} "
+        f"offset {projected.offset} ({projected.seconds:.1f} s)"
+    )
+    with console.status("waiting for the console to show it ..."):
+        shown = stack.check_console(folded)
+    console.print(f"[green]✓[/green] conversation shown by the console: {shown.url}")
+    console.print(f"[green]✓[/green] ready: wrote {stack.publish()}")
+    console.print(escape(connect_lines(stack, info)), soft_wrap=True)
+    _show_chat_session(console, stack)
+    if args.check_only:
+        return
+    console.print("[bold]running[/bold] — Ctrl-C to stop")
+    errors = Console(stderr=True)
+    while True:
+        time.sleep(0.5)
+        for line in stack.watch():
+            errors.print(f"goaicore dev: {escape(line)}", soft_wrap=True)
+
+
+def connect_lines(stack: LocalStack, info: StackInfo) -> str:
+    """How another shell finds this stack: its data dir, or every variable it needs.
+
+    Either way it is the same stack, with the same master keys: a command whose exported
+    broker is the one in dev.json takes the stack's keys from the data dir. Secrets are
+    named, never printed: the master keys as the file they are read from.
+    """
+    data_dir = stack.settings.data_dir.resolve()
+    lines = [
+        "Connect with (goaicore commands in this folder, or any folder inside it, find the "
+        "stack in dev.json by themselves; elsewhere):",
+        f"  export GOAICORE_DATA_DIR={data_dir}",
+        "or, without dev.json, with every variable it holds:",
+        f"  export KAFKA_BOOTSTRAP_SERVERS={info.bootstrap_servers}",
+        f"  export GOAICORE_BROKER_PROFILE={info.broker_profile}",
+        f"  export DATABASE_URL={mask_password(info.database_url)}",
+        f"  export GOAICORE_DB_SCHEMA={info.db_schema}",
+    ]
+    if stack.master_keys_file is not None:
+        lines.append(f'  export GOAICORE_MASTER_KEYS="$(cat {stack.master_keys_file.resolve()})"')
+    return "\n".join(lines)
+
+
 def _show_chat_session(console: Console, stack: LocalStack) -> None:
     """Play the scripted game session through the worker's HTTP API and show it."""
-    from rich.markup import escape
-
     from goaicore.conversation.providers.choice import Providers
 
     info = stack.started()

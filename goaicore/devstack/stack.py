@@ -3,18 +3,21 @@
 It starts only what is not configured (when ``KAFKA_BOOTSTRAP_SERVERS`` is
 unset, the local broker ``GOAICORE_LOCAL_BROKER`` names: the embedded one, or
 Apache Kafka keeping its data in ``<data dir>/kafka``; PostgreSQL by
-discovery), writes the endpoints to ``<data dir>/dev.json`` so other commands
-find them, and on ``stop()`` removes dev.json and stops exactly what it started.
+discovery). Once its owner has seen it work, ``publish()`` writes the endpoints to
+``<data dir>/dev.json`` (owner-only, atomically) so other commands find a ready
+stack; ``watch()`` starts again a process that stopped; ``stop()`` removes dev.json
+and stops exactly what it started. Its children end with it even when it is killed.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +52,12 @@ CHECK_TOPIC = "stack-check"
 KAFKA_FOLDER = "kafka"
 # In the dev database: which log each projection schema was built from.
 PROJECTED_LOG_TABLE = "goaicore_dev_projected_log"
+# Held (flock) by the stack that owns the data dir, from its start to its stop; the
+# kernel lets go of it when that process dies, however it dies.
+LOCK_FILE_NAME = "dev.lock"
+# A process that stops this many times within the window is not started again.
+RESTART_LIMIT = 3
+RESTART_WINDOW = 60.0
 
 
 class StackError(GoaicoreError, RuntimeError):
@@ -117,6 +126,12 @@ class LocalStack:
         self.console: ConsoleProcess | None = None
         self.schema_choice: SchemaChoice | None = None
         self.schema_given = schema_given
+        self.published = False
+        self.master_keys_file: Path | None = None
+        """Where the stack's own master keys are, when it made or read them there."""
+        self._lock: int | None = None
+        self._left_behind: dict[str, Any] = {}
+        self._stops: dict[str, list[float]] = {}
 
     def _schema_given(self) -> bool:
         if self.schema_given is not None:
@@ -127,14 +142,28 @@ class LocalStack:
     def dev_file(self) -> Path:
         return self.settings.data_dir / DEV_FILE_NAME
 
+    @property
+    def lock_file(self) -> Path:
+        return self.settings.data_dir / LOCK_FILE_NAME
+
     def start(self) -> StackInfo:
-        live = read_dev_file(self.settings.data_dir)
-        if live is not None:
+        """Start what is not configured; dev.json is written later, by ``publish()``."""
+        if self.settings.bootstrap_servers is None and self.settings.security_protocol not in (
+            None,
+            "PLAINTEXT",
+        ):
             raise ConfigError(
-                f"a dev stack is already running (pid {live.get('pid')}, {self.dev_file}); "
-                "stop it first or use another GOAICORE_DATA_DIR"
+                f"KAFKA_SECURITY_PROTOCOL={self.settings.security_protocol}, but "
+                "KAFKA_BOOTSTRAP_SERVERS is unset, so the dev stack starts its own broker, "
+                "which speaks PLAINTEXT on loopback: unset KAFKA_SECURITY_PROTOCOL, or set "
+                "KAFKA_BOOTSTRAP_SERVERS"
             )
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self._take_lock()
+        # Holding the lock, a dev.json here is a killed stack's: what it names is read
+        # (a broker it left running is ours to stop), then it goes, as it is not true.
+        self._left_behind = _dev_file_left_behind(self.dev_file)
+        self.dev_file.unlink(missing_ok=True)
         try:
             settings = self.settings
             if settings.bootstrap_servers is None:
@@ -157,6 +186,7 @@ class LocalStack:
                 settings = settings.with_overrides(
                     master_keys=ensure_local_master_keys(settings.data_dir)
                 )
+                self.master_keys_file = local_master_keys_file(settings.data_dir)
             self.topics = ensure_topics(settings)
             self.settings = settings
             web_port = free_loopback_port()
@@ -208,11 +238,33 @@ class LocalStack:
                 console_url=f"http://127.0.0.1:{console_port}",
                 started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             )
-            self._write_dev_file(self.info)
             return self.info
         except BaseException:
             self.stop()
             raise
+
+    def _take_lock(self) -> None:
+        """Own the data dir for this process's life, or say which stack does."""
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise ConfigError(
+                f"a dev stack is already running (pid {holder}, {self.dev_file}); "
+                "stop it first or use another GOAICORE_DATA_DIR"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock = fd
+
+    def publish(self) -> Path:
+        """Write dev.json, once the stack has shown it works: a file that exists is a
+        ready stack, so a script waiting for it never races the stack's own checks."""
+        self._write_dev_file(self.started())
+        self.published = True
+        return self.dev_file
 
     def _start_broker(self, settings: Settings) -> LocalBroker:
         """The local broker ``GOAICORE_LOCAL_BROKER`` names, started."""
@@ -221,7 +273,7 @@ class LocalStack:
         if kind == "kafka":
             # No live dev stack owns this data dir (checked by start), so an Apache
             # Kafka that a killed stack left running on its folder is ours to stop.
-            stale = _dev_file_left_behind(self.dev_file)
+            stale = self._left_behind
             pid = stale.get("broker_pid") if stale.get("broker_kind") == "kafka" else None
             if isinstance(pid, int):
                 stop_orphaned_kafka(pid, folder.resolve())
@@ -229,6 +281,7 @@ class LocalStack:
             kind,
             folder=folder if kind == "kafka" else None,
             log_path=settings.data_dir / "broker.log",
+            with_parent=True,
         )
         self.broker = broker  # stopped by stop() if starting fails half way
         try:
@@ -237,9 +290,82 @@ class LocalStack:
             raise KafkaUnavailable(f"GOAICORE_LOCAL_BROKER=kafka, but {err}") from None
 
     def _write_dev_file(self, info: StackInfo) -> None:
+        """Readable by its owner only (it holds the database URL, password included),
+        and replaced whole: a reader sees the old file or the new one, never a part."""
         tmp = self.dev_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(info), indent=2) + "\n")
+        tmp.unlink(missing_ok=True)  # one left by a killed stack may have another mode
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(asdict(info), indent=2) + "\n")
         tmp.replace(self.dev_file)
+
+    def watch(self) -> list[str]:
+        """Start again each process of the stack found stopped; a line saying so for each.
+
+        PostgreSQL and the broker come first, as the others need them. A StackError when
+        one has stopped RESTART_LIMIT times within RESTART_WINDOW seconds, or when the
+        embedded broker stopped: its memory-only log went with it.
+        """
+        said: list[str] = []
+        server = self.database.embedded if self.database is not None else None
+        if server is not None and not server.running():
+            self._stopped("embedded PostgreSQL", server.log_path)
+            said.append(self._restart("embedded PostgreSQL", server.log_path, server.start))
+        broker = self.broker
+        if broker is not None and not broker.running():
+            if broker.kafka is None:
+                raise StackError(
+                    f"the embedded broker stopped, and its memory-only log with it; see "
+                    f"{broker.server_log}; start the dev stack again"
+                )
+            kafka = broker.kafka
+            self._stopped("Apache Kafka", broker.server_log)
+            said.append(
+                self._restart("Apache Kafka", broker.server_log, lambda: kafka.start_node(0))
+            )
+        for name, child in (
+            ("store worker", self.worker),
+            ("projector", self.projector),
+            ("console", self.console),
+        ):
+            if child is not None and child.process is not None and not child.alive():
+                code = child.process.returncode
+                self._stopped(name, child.log_path)
+                said.append(
+                    self._restart(f"{name} (exit code {code})", child.log_path, child.start)
+                )
+        if said and self.info is not None:
+            self.info = replace(
+                self.info,
+                broker_pid=broker.pid if broker is not None else None,
+                worker_pid=self.worker.pid if self.worker else None,
+                projector_pid=self.projector.pid if self.projector else None,
+                console_pid=self.console.pid if self.console else None,
+            )
+            if self.published:
+                self._write_dev_file(self.info)
+        return said
+
+    def _stopped(self, name: str, log_path: Path | None) -> None:
+        """Count one stop of ``name``; a StackError when it stops too often to go on."""
+        now = time.monotonic()
+        recent = [t for t in self._stops.get(name, []) if now - t < RESTART_WINDOW] + [now]
+        self._stops[name] = recent
+        if len(recent) >= RESTART_LIMIT:
+            raise StackError(
+                f"the {name} stopped {len(recent)} times in {RESTART_WINDOW:.0f} s; see "
+                f"{log_path}; stopping the dev stack"
+            )
+
+    @staticmethod
+    def _restart(name: str, log_path: Path | None, start: Any) -> str:
+        """Start one process again: the line that says so, or why it did not start."""
+        try:
+            start()
+        except (GoaicoreError, OSError) as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            return f"the {name} stopped and did not start again ({first}); trying again"
+        return f"the {name} stopped; started it again (log: {log_path})"
 
     def check(self) -> StackCheck:
         """Send one record through the broker and one row through PostgreSQL."""
@@ -283,6 +409,7 @@ class LocalStack:
         info = read_dev_file(self.settings.data_dir)
         if info is not None and info.get("pid") == os.getpid():
             self.dev_file.unlink(missing_ok=True)
+        self.published = False
         if self.console is not None:
             self.console.stop()
             self.console = None
@@ -298,6 +425,9 @@ class LocalStack:
         if self.broker is not None:
             self.broker.stop()
             self.broker = None
+        if self._lock is not None:
+            os.close(self._lock)  # lets go of the data dir
+            self._lock = None
 
     def __enter__(self) -> LocalStack:
         self.start()
@@ -323,11 +453,38 @@ class SchemaChoice:
     schema: str
     configured: str
     earlier: tuple[str, ...]
+    resumed: bool = False
+    """True when the schema already followed this log: the broker kept it since a run before."""
 
     @property
     def moved(self) -> bool:
         """True when the configured schema holds another log's rows, so this log went elsewhere."""
         return self.schema != self.configured
+
+    def note(self, broker: LocalBroker, prefix: str) -> str | None:
+        """What the banner says of the schemas, naming what happened to this broker's log."""
+        if not self.earlier:
+            return None
+        if self.resumed:
+            where = f" in {broker.folder}" if broker.folder else ""
+            happened = f"{broker.name} kept its log{where}: its projection goes on in schema"
+        elif broker.kind == "embedded":
+            happened = (
+                "the broker holds a new log (the embedded broker keeps nothing between runs): "
+                "projecting into schema"
+            )
+        elif broker.new_storage:
+            happened = (
+                f"the broker holds a new log ({broker.folder} was new): projecting into schema"
+            )
+        else:
+            happened = "no schema followed this broker's log yet: projecting into schema"
+        earlier = ", ".join(self.earlier)
+        return (
+            f"{happened} {self.schema}; earlier logs' rows stay untouched in schema(s) {earlier} "
+            f"(`goaicore console --schema SCHEMA --port PORT` shows one, "
+            f"`goaicore projection clear --schema SCHEMA --prefix {prefix}` removes one)"
+        )
 
 
 def choose_schema(url: str, configured: str, given: bool, log_id: str, prefix: str) -> SchemaChoice:
@@ -360,7 +517,7 @@ def choose_schema(url: str, configured: str, given: bool, log_id: str, prefix: s
                 earlier = tuple(
                     sorted(s for s, log in followed.items() if log != log_id and s != schema)
                 )
-                return SchemaChoice(schema, configured, earlier)
+                return SchemaChoice(schema, configured, earlier, followed.get(schema) == log_id)
     raise ConfigError(
         f"GOAICORE_DB_SCHEMA={configured} holds the projection of another log "
         f"({followed.get(configured, 'not this broker')}); nothing was cleared. Choose another "

@@ -6,6 +6,7 @@ import json
 import os
 import select
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ from kafka import KafkaAdminClient
 
 from goaicore.clients import EventPublisher, HistoryReader
 from goaicore.config import Settings
-from goaicore.devstack.stack import LocalStack
+from goaicore.devstack.stack import PROJECTED_LOG_TABLE, LocalStack
 from goaicore.kafka import EmbeddedBroker, ensure_topics
 from goaicore.kafka.apache import KAFKA_VERSION, unavailable_reason
 from goaicore.net import free_loopback_port, port_open
@@ -97,11 +98,36 @@ def test_dev_runs_until_signalled_then_leaves_nothing(tmp_path: Path) -> None:
         text=True,
     )
     try:
+        # dev.json appears only once the stack is ready: the projector's tables hold the
+        # check event by then, and the file is its owner's only (it holds the database URL).
+        dev_file = tmp_path / "dev.json"
+        deadline = time.monotonic() + STACK_UP_TIMEOUT
+        while not dev_file.exists():
+            assert process.poll() is None
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert stat.S_IMODE(dev_file.stat().st_mode) == 0o600
+        ready = json.loads(dev_file.read_text())
+        with psycopg.connect(ready["database_url"]) as conn:
+            row = conn.execute(
+                f'SELECT count(*) FROM "{ready["db_schema"]}".conversation_events'
+                " WHERE conversation_id = 'stack-check'"
+            ).fetchone()
+        assert row is not None
+        assert row[0] >= 1
+        assert not (tmp_path / "dev.tmp").exists()
         output = _read_until(process, "Ctrl-C to stop", timeout=STACK_UP_TIMEOUT)
         assert "record through the broker" in output
         assert "row through PostgreSQL" in output
+        assert output.index("conversation shown by the console") < output.index("ready: wrote")
         info = json.loads((tmp_path / "dev.json").read_text())
         assert info["pid"] == process.pid
+        # How another shell reaches this same stack, master keys included, none printed.
+        assert f"export GOAICORE_DATA_DIR={tmp_path.resolve()}" in output
+        assert f"export GOAICORE_DB_SCHEMA={info['db_schema']}" in output
+        keys_file = (tmp_path / "master-keys").resolve()
+        assert f'export GOAICORE_MASTER_KEYS="$(cat {keys_file})"' in output
+        assert keys_file.read_text().strip() not in output
         assert info["broker_embedded"] is True
         assert info["broker_kind"] == "embedded"
         assert info["broker"].startswith("embedded tansu broker")
@@ -223,6 +249,115 @@ def test_sigterm_stops_it_too(tmp_path: Path, postgres_url: str) -> None:
     assert alive == []
 
 
+def _descendants(pid: int) -> list[psutil.Process]:
+    return psutil.Process(pid).children(recursive=True)
+
+
+def test_sigterm_while_starting_and_sigkill_after_leave_nothing_running(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    env = _clean_env(
+        tmp_path, DATABASE_URL=postgres_url, GOAICORE_DB_SCHEMA=f"dev_kill_{uuid.uuid4().hex[:8]}"
+    )
+    starting = _start_dev(env)
+    try:
+        # Its worker has started, the checks have not passed: the stack is starting.
+        deadline = time.monotonic() + STACK_UP_TIMEOUT
+        while not (tmp_path / "worker.log").exists():
+            assert starting.poll() is None
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        children = _descendants(starting.pid)
+        assert children
+        starting.send_signal(signal.SIGTERM)
+        assert starting.wait(timeout=60) == 0
+    finally:
+        _stop(starting)
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert alive == [], f"left running: {alive}"
+    assert not (tmp_path / "dev.json").exists()
+
+    # SIGKILLed once ready, the stack leaves its broker, worker, projector and console
+    # nothing to run for: each ends with it.
+    killed = _start_dev(env)
+    try:
+        _read_until(killed, "Ctrl-C to stop", timeout=STACK_UP_TIMEOUT)
+        info = json.loads((tmp_path / "dev.json").read_text())
+        children = _descendants(killed.pid)
+        pids = {c.pid for c in children}
+        for name in ("broker_pid", "worker_pid", "projector_pid", "console_pid"):
+            assert info[name] in pids, name
+        killed.kill()
+        killed.wait(timeout=30)
+    finally:
+        _stop(killed)
+    _, alive = psutil.wait_procs(children, timeout=60)
+    assert alive == [], f"left running: {alive}"
+    host, port = info["bootstrap_servers"].split(":")
+    assert not port_open(host, int(port))
+    # The data dir is free again: a new stack starts on it (a new log: a schema of its own).
+    fresh = {**env, "GOAICORE_DB_SCHEMA": f"dev_kill_{uuid.uuid4().hex[:8]}"}
+    again = run_goaicore("dev", "--check-only", env=fresh, timeout=STACK_UP_TIMEOUT)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr
+
+
+def _dev_pid(data_dir: Path, name: str, other_than: int | None = None) -> int:
+    """A process's pid in dev.json, once it differs from ``other_than``."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        pid = json.loads((data_dir / "dev.json").read_text())[name]
+        if isinstance(pid, int) and pid != other_than and not _gone(pid):
+            return int(pid)
+        time.sleep(0.1)
+    raise AssertionError(f"dev.json's {name} stayed {other_than}")
+
+
+def test_a_stopped_process_is_started_again_and_one_that_keeps_stopping_ends_the_stack(
+    tmp_path: Path,
+) -> None:
+    process = _start_dev(_clean_env(tmp_path))
+    try:
+        _read_until(process, "Ctrl-C to stop", timeout=STACK_UP_TIMEOUT)
+        info = json.loads((tmp_path / "dev.json").read_text())
+        assert info["database_source"] == "embedded"
+        # PostgreSQL killed: started again on its data and port, and the stack says so.
+        postmaster = int(
+            (tmp_path / "postgres" / "pgdata" / "postmaster.pid").read_text().split()[0]
+        )
+        os.kill(postmaster, signal.SIGKILL)
+        output = _read_until(process, "embedded PostgreSQL stopped; started it again", 120)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with psycopg.connect(info["database_url"], connect_timeout=2) as conn:
+                    conn.execute("SELECT 1")
+                break
+            except psycopg.OperationalError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        # The store worker killed: started again, dev.json names the new one.
+        os.kill(info["worker_pid"], signal.SIGKILL)
+        output += _read_until(process, "store worker (exit code -9) stopped; started it again", 60)
+        worker = _dev_pid(tmp_path, "worker_pid", other_than=info["worker_pid"])
+        assert worker in {c.pid for c in _descendants(process.pid)}
+        # A console that keeps stopping ends the stack with one line and exit 1.
+        console = _dev_pid(tmp_path, "console_pid")
+        for _ in range(2):
+            os.kill(console, signal.SIGKILL)
+            console = _dev_pid(tmp_path, "console_pid", other_than=console)
+        children = _descendants(process.pid)
+        os.kill(console, signal.SIGKILL)
+        assert process.wait(timeout=120) == 1
+        assert process.stdout is not None
+        output += process.stdout.read()
+    finally:
+        _stop(process)
+    assert "goaicore: the console stopped 3 times in 60 s; see" in output
+    _, alive = psutil.wait_procs(children, timeout=30)
+    assert alive == [], f"left running: {alive}"
+    assert not (tmp_path / "dev.json").exists()
+
+
 def test_wrong_partition_count_stops_with_one_line(tmp_path: Path) -> None:
     with EmbeddedBroker() as broker:
         existing = Settings(
@@ -288,10 +423,24 @@ def test_dev_on_apache_kafka_keeps_its_log_between_runs(tmp_path: Path, postgres
         DATABASE_URL=postgres_url,
         GOAICORE_DB_SCHEMA=f"dev_kafka_{uuid.uuid4().hex[:8]}",
     )
+    # An earlier embedded run's rows, in a schema of their own, as `make run` leaves them.
+    earlier = f"dev_embedded_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {PROJECTED_LOG_TABLE} (projection_schema text PRIMARY "
+            "KEY, log_id text NOT NULL, since timestamptz NOT NULL DEFAULT now())"
+        )
+        conn.execute(
+            f"INSERT INTO {PROJECTED_LOG_TABLE} (projection_schema, log_id) VALUES (%s, %s)",
+            (earlier, f"embedded:{uuid.uuid4().hex}"),
+        )
     folder = (tmp_path / "kafka").resolve()
     process = _start_dev(env)
     try:
         output = _read_until(process, "Ctrl-C to stop", timeout=STACK_UP_TIMEOUT)
+        banner = " ".join(output.split())
+        assert f"the broker holds a new log ({folder} was new)" in banner
+        assert "the embedded broker keeps nothing" not in banner
         assert "event folded by the store worker" in output
         assert "event projected to PostgreSQL" in output
         info = json.loads((tmp_path / "dev.json").read_text())
@@ -331,6 +480,12 @@ def test_dev_on_apache_kafka_keeps_its_log_between_runs(tmp_path: Path, postgres
     try:
         output = _read_until(again, "Ctrl-C to stop", timeout=STACK_UP_TIMEOUT)
         assert "event projected to PostgreSQL" in output
+        banner = " ".join(output.split())  # rich wraps long lines
+        assert f"Apache Kafka {KAFKA_VERSION} kept its log in {folder}: its projection goes on" in (
+            banner
+        )
+        assert "new log" not in banner
+        assert earlier in banner
         info = json.loads((tmp_path / "dev.json").read_text())
         assert info["broker"] == f"Apache Kafka {KAFKA_VERSION} (KRaft, data in {folder})"
         found = Settings(env={"GOAICORE_DATA_DIR": str(tmp_path)})
@@ -458,8 +613,9 @@ def test_a_restart_keeps_earlier_rows_apart_and_only_an_explicit_clear_removes_t
     third = run_goaicore("dev", "--check-only", env=_clean_env(tmp_path), timeout=300)
     assert third.returncode == 0, third.stdout[-2000:] + third.stderr
     banner = " ".join(third.stdout.split())  # rich wraps long lines
-    assert "the broker holds a new log" in banner
+    assert "the broker holds a new log (the embedded broker keeps nothing between runs)" in banner
     assert f"earlier logs' rows stay untouched in schema(s) public, {new_schema}" in banner
+    assert "`goaicore console --schema SCHEMA --port PORT` shows one" in banner
 
     server = EmbeddedPostgres(tmp_path / "postgres").start()
     try:
@@ -473,6 +629,10 @@ def test_a_restart_keeps_earlier_rows_apart_and_only_an_explicit_clear_removes_t
         assert "nothing was cleared" in refused.stderr
         assert _count(url, "public") == 1
 
+        # The console shows an earlier log's rows, each schema on request.
+        for schema in ("public", new_schema):
+            _console_lists(env, schema, "stack-check")
+
         cleared = _clear(env, "public", "goaicore")
         assert cleared.returncode == 0, cleared.stderr
         assert (
@@ -482,6 +642,31 @@ def test_a_restart_keeps_earlier_rows_apart_and_only_an_explicit_clear_removes_t
         assert _count(url, new_schema) == 1  # nothing else touched
     finally:
         server.stop()
+
+
+def _console_lists(env: dict[str, str], schema: str, conversation: str) -> None:
+    """Serve ``goaicore console --schema schema`` and find ``conversation`` in its list."""
+    port = free_loopback_port()
+    console = subprocess.Popen(
+        [sys.executable, "-m", "goaicore", "console", "--schema", schema, "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        listed = b""
+        deadline = time.monotonic() + 60
+        while conversation.encode() not in listed:
+            assert console.poll() is None, console.communicate()[0].decode(errors="replace")
+            assert time.monotonic() < deadline, listed[-2000:]
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/conversations") as answer:
+                    listed = answer.read()
+            except OSError:
+                time.sleep(0.2)
+    finally:
+        console.terminate()
+        console.wait(timeout=30)
 
 
 def test_every_setting_reaches_the_worker_and_no_secret_reaches_any_log(

@@ -28,6 +28,7 @@ INTERNAL = {
     "goaicore.conversation.turn._Cancelled",  # caught inside the turn: it ends cancelled
     "goaicore.conversation.providers.base._Unreadable",  # raised again as a ProviderError
     "goaicore.testing.agents_runner.AgentTurnsFailure",  # a test's verdict: an AssertionError
+    "goaicore.cli.dev._Stopped",  # a signal stopping `goaicore dev`: caught in its handler
 }
 
 
