@@ -119,6 +119,9 @@ class EmbeddedPostgres(Running):
         if not self._started_here:
             return
         self._started_here = False
+        # Again: a folder above may have lost the permissions the server's user needs since
+        # it started (pytest makes its base folder owner-only at each session's start).
+        self._prepare_user()
         self._run(
             [_bin("pg_ctl"), "-D", str(self.pgdata), "-m", "fast", "-w", "stop"],
             timeout,
