@@ -271,14 +271,20 @@ def test_sigterm_while_starting_and_sigkill_after_leave_nothing_running(
         assert children
         starting.send_signal(signal.SIGTERM)
         assert starting.wait(timeout=60) == 0
+        assert starting.stdout is not None
+        said = starting.stdout.read()
     finally:
         _stop(starting)
+    # It stopped where it was, instead of first going through its checks.
+    assert "stopped while starting; stopped everything the dev stack started" in said
+    assert "record through the broker" not in said
     _, alive = psutil.wait_procs(children, timeout=10)
     assert alive == [], f"left running: {alive}"
     assert not (tmp_path / "dev.json").exists()
 
     # SIGKILLed once ready, the stack leaves its broker, worker, projector and console
     # nothing to run for: each ends with it.
+    env["GOAICORE_DB_SCHEMA"] = f"dev_kill_{uuid.uuid4().hex[:8]}"  # another log's schema
     killed = _start_dev(env)
     try:
         _read_until(killed, "Ctrl-C to stop", timeout=STACK_UP_TIMEOUT)
