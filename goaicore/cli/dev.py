@@ -27,10 +27,11 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "dev",
         help="start the local stack (broker, PostgreSQL, topics) and keep it running",
-        description="Start the local stack on embedded defaults, show it working, "
-        "write <data dir>/dev.json, and stop everything it started on Ctrl-C or SIGTERM. "
-        "GOAICORE_LOCAL_BROKER=kafka runs Apache Kafka instead of the embedded broker, "
-        "its data kept in <data dir>/kafka.",
+        description="Start the local stack on embedded defaults, show it working, then "
+        "write <data dir>/dev.json (mode 0600), start again any of its processes that stops "
+        "(exit 1 on one that stops 3 times in 60 s), and stop everything it started on "
+        "Ctrl-C or SIGTERM, at any moment. GOAICORE_LOCAL_BROKER=kafka runs Apache Kafka "
+        "instead of the embedded broker, its data kept in <data dir>/kafka.",
     )
     parser.add_argument(
         "--check-only",
