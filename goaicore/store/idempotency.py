@@ -37,11 +37,14 @@ from goaicore.records import (
 )
 from goaicore.records.avro.api import decode_chat_reply, encode_chat_reply
 from goaicore.store.turns import (
+    DELETED,
+    ERASED,
     SOURCE,
     TurnOutcome,
     TurnSettings,
     failure,
     request_only_event_id,
+    refused,
     run_request,
     turn_event_id,
 )
@@ -97,7 +100,12 @@ async def answer(
     """What to append and reply for ``request``: its turn as the log already holds it
     (after a crash, :func:`~goaicore.store.idempotency.recover_from_log`), else a new
     turn with the provider of the model it asks for (one that cannot be made is an
-    ``error`` reply), its progress to ``on_progress``, stopped by ``cancel``."""
+    ``error`` reply), its progress to ``on_progress``, stopped by ``cancel``.
+
+    A deleted conversation takes no turn: the request is refused before any LLM call,
+    and nothing is appended (the fold would drop it as an anomaly)."""
+    if snapshot is not None and snapshot.deleted:
+        return refused(request, DELETED)
     recovered = recover_from_log(request, snapshot)
     if recovered is not None:
         log.warning("request %s: its turn is already in the log", request.request_id)
@@ -116,7 +124,9 @@ def recover_from_log(
 ) -> TurnOutcome | None:
     """The outcome of a turn already appended for ``request``, or None when there is none.
 
-    A complete turn gives its reply again, from the log. A turn cut short (the
+    A complete turn gives its reply again, from the log; a turn whose conversation
+    was erased since is refused (``ERASED``: its reply went with the content). A turn
+    cut short (the
     worker stopped while appending it) is closed: error results answer its
     unanswered tool calls, so the history stays valid to send, a TurnFailed
     records it, and the reply says to ask again.
@@ -138,6 +148,8 @@ def recover_from_log(
     if start is None:
         if first not in snapshot.recent_event_ids:
             return None
+        if snapshot.erased_before is not None:
+            return refused(request, ERASED)
         return failure(
             request,
             ReplyStatus.ERROR,

@@ -13,7 +13,8 @@ production does::
 
 With ``sealed=True`` each conversation's content is sealed under a data key of its
 own, as a worker with master keys does, and erasing destroys the key: the log's copies
-read as erased. Everything is lost when the process ends.
+read as erased. Erasing drops the conversation's stored replies either way. Everything
+is lost when the process ends.
 """
 
 from __future__ import annotations
@@ -148,14 +149,16 @@ class MemoryBackend:
             recent = self._replies.get(conversation_id, RecentReplies())
             reply = recent.get(request.request_id)
             if reply is None:
-                reply = await self._run(request)
-                self._replies[conversation_id] = recent.with_reply(
-                    reply, self.limits.replies_table_bytes
-                )
+                reply, final = await self._run(request)
+                if final:  # a request late to run is run by its retry
+                    self._replies[conversation_id] = recent.with_reply(
+                        reply, self.limits.replies_table_bytes
+                    )
             self.streams.finish(reply)
             return reply
 
-    async def _run(self, request: ChatRequest) -> ChatReply:
+    async def _run(self, request: ChatRequest) -> tuple[ChatReply, bool]:
+        """The request's reply, and whether it is final (to be stored for retries)."""
         run = self.streams.start(request.conversation_id, request.request_id)
         try:
             outcome = await answer(
@@ -169,7 +172,7 @@ class MemoryBackend:
             )
             for event in self.limits.fit_events(outcome.events):
                 self.write(event)
-            return self.limits.fit_reply(outcome.reply)
+            return self.limits.fit_reply(outcome.reply), outcome.final
         except BaseException:
             self.streams.forget(run)  # its followers are told, not left waiting
             raise
@@ -222,8 +225,10 @@ class MemoryBackend:
                 continue
             self.stored[event.conversation_id] = outcome.snapshot
             erased = outcome.snapshot.erased_before
-            if self._sealing is not None and erased is not None and erased.offset == offset:
-                self._sealing.destroy(event.conversation_id)
+            if erased is not None and erased.offset == offset:  # its replies go with it
+                self._replies.pop(event.conversation_id, None)
+                if self._sealing is not None:
+                    self._sealing.destroy(event.conversation_id)
         woken, self._written = self._written, None
         if woken is not None:
             woken.set()

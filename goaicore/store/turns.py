@@ -104,10 +104,16 @@ class TurnSettings:
 
 @dataclass
 class TurnOutcome:
-    """The events to append (in order) and then the reply to publish."""
+    """The events to append (in order) and then the reply to publish.
+
+    ``final``: the reply is the request's answer for good, stored for its retries. A
+    request whose deadline passed before its turn ran is answered ``timeout`` but is not
+    final: nothing of it is stored, so a retry with the same request id runs it.
+    """
 
     reply: ChatReply
     events: list[ConversationEvent] = field(default_factory=list)
+    final: bool = True
 
     @property
     def failed(self) -> bool:
@@ -165,7 +171,8 @@ async def run_request(
     except RequestRejected as err:
         return _failed(request, started, ReplyStatus.REJECTED, err.kind, str(err))
     except DeadlinePassed as err:
-        return _failed(request, started, ReplyStatus.TIMEOUT, "deadline", str(err))
+        late = _failed(request, started, ReplyStatus.TIMEOUT, "deadline", str(err), late=True)
+        return TurnOutcome(late.reply, late.events, final=False)
     except TimeoutError:
         limit = _time_left(request, settings.turn_timeout)
         return _failed(
@@ -284,8 +291,14 @@ def failure(
     message: str,
     usage: Usage | None = None,
     latency_ms: int = 0,
+    late: bool = False,
 ) -> TurnOutcome:
-    """A failed request: its reply and the one TurnFailed event that records it."""
+    """A failed request: its reply and the one TurnFailed event that records it.
+
+    A ``late`` request (its deadline passed before its turn ran) may be sent again with
+    the same request id, so its TurnFailed is named by its deadline too: a retry's own
+    failure is a new event, not a copy the fold drops; a redelivered record's is a copy.
+    """
     reply = ChatReply(
         request_id=request.request_id,
         conversation_id=request.conversation_id,
@@ -299,9 +312,58 @@ def failure(
         TurnFailed(request_id=request.request_id, kind=kind, message=message[:2000]),
         source=SOURCE,
         causation_id=request.request_id,
-        event_id=turn_event_id(request.conversation_id, request.request_id, "failed"),
+        event_id=turn_event_id(
+            request.conversation_id, request.request_id, _failed_part(request, late)
+        ),
     )
     return TurnOutcome(reply, [event])
+
+
+def _failed_part(request: ChatRequest, late: bool) -> str:
+    if late and request.deadline is not None:
+        return f"late/{request.deadline.isoformat()}"
+    return "failed"
+
+
+DELETED = "conversation-deleted"
+"""The kind of a request refused because its conversation was deleted."""
+
+ERASED = "reply-erased"
+"""The kind of a request answered before its conversation was erased, asked again."""
+
+
+def refused(request: ChatRequest, kind: str) -> TurnOutcome:
+    """A request no turn runs for (``DELETED`` or ``ERASED``): a ``rejected`` reply
+    saying why, and nothing to append (a deleted conversation takes no event but an
+    erasure; an erased one's reply is gone with its content)."""
+    log.info("chat request %s: refused (%s)", request.request_id, kind)
+    reply = ChatReply(
+        request_id=request.request_id,
+        conversation_id=request.conversation_id,
+        status=ReplyStatus.REJECTED,
+        error=_refusal_message(kind, request.conversation_id, request.request_id),
+    )
+    return TurnOutcome(reply)
+
+
+def _refusal_message(kind: str, conversation_id: str, request_id: str) -> str:
+    if kind == DELETED:
+        return f"conversation {conversation_id!r} was deleted: it takes no new turns"
+    return (
+        f"request {request_id!r} was answered before conversation {conversation_id!r} was "
+        "erased: its reply was erased with the conversation's content"
+    )
+
+
+def refusal_of(reply: ChatReply) -> str | None:
+    """``DELETED`` or ``ERASED`` when ``reply`` is that refusal (see :func:`refused`),
+    else None: what an interface answers it with (HTTP 409 or 410)."""
+    if reply.status is not ReplyStatus.REJECTED:
+        return None
+    for kind in (DELETED, ERASED):
+        if reply.error == _refusal_message(kind, reply.conversation_id, reply.request_id):
+            return kind
+    return None
 
 
 def _failed(
@@ -311,9 +373,10 @@ def _failed(
     kind: str,
     message: str,
     usage: Usage | None = None,
+    late: bool = False,
 ) -> TurnOutcome:
     log.info("chat request %s: %s (%s)", request.request_id, status.value, message)
-    return failure(request, status, kind, message, usage, _elapsed_ms(started))
+    return failure(request, status, kind, message, usage, _elapsed_ms(started), late)
 
 
 def _elapsed_ms(started: float) -> int:

@@ -45,7 +45,7 @@ from goaicore.records import (
 )
 from goaicore.records.types import EventBody
 from goaicore.records.validation import InvalidInputError
-from goaicore.store.errors import ConversationNotFound, OperationRefused
+from goaicore.store.errors import ConversationNotFound, OperationRefused, ReplyTimeout
 from goaicore.store.port import Conversation, ConversationStore
 
 StoreFactory = Callable[[], AbstractAsyncContextManager[ConversationStore]]
@@ -715,6 +715,63 @@ async def _a_turn_that_cannot_run_is_a_reply(store: ConversationStore) -> None:
     expect(kinds == ["TurnFailed"], f"a rejected turn appended {kinds}, not one TurnFailed")
 
 
+async def _a_deleted_conversation_takes_no_turn(store: ConversationStore) -> None:
+    cid = new_id("deleted-ask")
+    await ask_ok(store, cid, "remember me")
+    await store.delete(cid)
+    before = len((await settled(store, cid)).events)
+    reply = await store.ask(cid, "are you there?", timeout=60.0)
+    expect(
+        reply.status is ReplyStatus.REJECTED and reply.text is None,
+        f"an ask on a deleted conversation: {reply.status.value}, text {reply.text!r}",
+    )
+    expect("deleted" in (reply.error or ""), f"the refusal does not say why: {reply.error!r}")
+    after = await settled(store, cid)
+    expect(
+        len(after.events) == before,
+        f"an ask on a deleted conversation appended {bodies(after)[before:]}",
+    )
+
+
+async def _a_late_request_is_run_by_its_retry(store: ConversationStore) -> None:
+    cid = new_id("late")
+    request_id = uuid.uuid4().hex
+    try:
+        late = await store.ask(cid, "hello", request_id=request_id, timeout=5.96e-08)
+    except ReplyTimeout:
+        pass  # the wait ended before the reply came
+    else:
+        expect(late.status is ReplyStatus.TIMEOUT, f"a late request: {late.status.value}")
+    await ask_ok(store, cid, "after it")  # the late request's reply is out: turns are in order
+    again = await store.ask(cid, "hello", request_id=request_id, timeout=60.0)
+    expect(
+        again.status is ReplyStatus.OK,
+        "a retry of a request whose deadline passed before it ran was not run: "
+        f"{again.status.value} {again.error!r}",
+    )
+    read = await settled(store, cid)
+    expect(
+        user_texts(read) == ["after it", "hello"],
+        f"the retry's turn is not in the history: {user_texts(read)}",
+    )
+
+
+async def _a_retry_after_erasure_is_refused_clearly(store: ConversationStore) -> None:
+    cid = new_id("erased-retry")
+    request_id = uuid.uuid4().hex
+    await ask_ok(store, cid, "My name is Ada", request_id=request_id)
+    await store.erase(cid)
+    before = len((await settled(store, cid)).events)
+    again = await store.ask(cid, "My name is Ada", request_id=request_id, timeout=60.0)
+    expect(
+        again.status is ReplyStatus.REJECTED and again.text is None,
+        f"a retry after erasure: {again.status.value}, text {again.text!r}, {again.error!r}",
+    )
+    expect("erased" in (again.error or ""), f"the refusal does not say why: {again.error!r}")
+    after = await settled(store, cid)
+    expect(len(after.events) == before, f"the retry appended {bodies(after)[before:]}")
+
+
 async def _list_conversations(store: ConversationStore) -> None:
     ids = sorted(new_id("listed") for _ in range(3))
     for cid in ids:
@@ -986,6 +1043,21 @@ CHECKS: tuple[Check, ...] = (
         "a_turn_that_cannot_run_is_a_reply",
         "a request the turn cannot run is a rejected reply and one TurnFailed",
         _a_turn_that_cannot_run_is_a_reply,
+    ),
+    Check(
+        "a_deleted_conversation_takes_no_turn",
+        "an ask on a deleted conversation is refused before the LLM, nothing appended",
+        _a_deleted_conversation_takes_no_turn,
+    ),
+    Check(
+        "a_late_request_is_run_by_its_retry",
+        "a request whose deadline passed before it ran is not stored: its retry runs it",
+        _a_late_request_is_run_by_its_retry,
+    ),
+    Check(
+        "a_retry_after_erasure_is_refused_clearly",
+        "an ask retried after its conversation's erasure is refused, saying so, its text gone",
+        _a_retry_after_erasure_is_refused_clearly,
     ),
     Check(
         "list_conversations",

@@ -154,6 +154,44 @@ def test_a_rejected_turn_is_an_error_with_its_reply_beside_it(pair: Pair) -> Non
     assert answer["error"]["request_id"] == answer["reply"]["request_id"]
 
 
+def test_a_late_request_is_run_by_its_retry_as_its_504_advises(pair: Pair) -> None:
+    late = {"text": "late hello", "request_id": "web-late-1", "timeout": 5.96e-08}
+    status, answer = call("POST", f"{pair[0].url}/v1/conversations/web-late/messages", late)
+    assert (status, answer["error"]["type"]) == (504, "timeout"), answer
+    # Turns run in order: once this one is answered, the late request's reply is out.
+    status, _ = call("POST", f"{pair[1].url}/v1/conversations/web-late/messages", {"text": "next"})
+    assert status == 200
+    retry = {**late, "timeout": 30}
+    status, reply = call("POST", f"{pair[1].url}/v1/conversations/web-late/messages", retry)
+    assert (status, reply["text"]) == (200, "echo: late hello"), reply
+
+
+def test_an_ask_after_erasure_or_deletion_is_410_or_409_and_never_reaches_the_llm(
+    pair: Pair, llm: OpenAIServer
+) -> None:
+    first, second = pair
+    base = "/v1/conversations/web-gone"
+    asked = {"text": "my secret plan", "request_id": "web-gone-1"}
+    status, reply = call("POST", f"{first.url}{base}/messages", asked)
+    assert (status, reply["text"]) == (200, "echo: my secret plan"), reply
+    status, answer = call("POST", f"{second.url}{base}/erase", {"reason": "asked"})
+    assert status == 200, answer
+    status, answer = call("POST", f"{second.url}{base}/messages", asked)
+    assert (status, answer["error"]["type"]) == (410, "gone"), answer
+    assert "erased" in answer["error"]["message"]
+    assert answer["reply"]["status"] == "rejected"
+    assert "my secret plan" not in str(answer)
+    status, answer = call("DELETE", f"{first.url}{base}")
+    assert status == 200, answer
+    status, answer = call("POST", f"{second.url}{base}/messages", {"text": "are you there?"})
+    assert (status, answer["error"]["type"]) == (409, "conflict"), answer
+    assert "was deleted" in answer["error"]["message"]
+    assert answer["reply"]["status"] == "rejected"
+    sent = [b["messages"][-1].get("content") for b in llm.bodies]
+    assert sent.count("my secret plan") == 1
+    assert "are you there?" not in sent
+
+
 def test_a_cancel_is_placed_by_its_request_or_conversation_and_refuses_bad_input(
     pair: Pair,
 ) -> None:

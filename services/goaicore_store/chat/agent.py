@@ -15,8 +15,9 @@ For each request (see :class:`ChatAgent`):
 4. run the turn on the snapshot (or recover it from the log after a crash); a
    request that asks for streaming has its progress written to ``reply-stream`` as
    it happens (:mod:`goaicore.store.reply_chunks`), ending before its reply;
-5. append the turn's events, wait for the broker's acks, remember the reply,
-   publish the reply, and only then acknowledge the request's offset.
+5. append the turn's events, wait for the broker's acks, remember the reply
+   when it is final (:class:`~goaicore.store.turns.TurnOutcome`), publish the
+   reply, and only then acknowledge the request's offset.
 
 A cancel (a request with ``cancel`` set) is not queued behind its conversation's
 running turn: it is taken as it is read and stops that turn, which ends with what it
@@ -270,11 +271,13 @@ class ChatAgent:
             await self.append(events)
         reply = limits.fit_reply(outcome.reply)
         # Stored before it is published: a client that has seen this reply gets the
-        # same one again for its request id, also from a worker that took over.
-        with TRACER.start_as_current_span("chat.reply.store"):
-            await self.store.replies_table.put(
-                key, self._stored_replies(key).with_reply(reply, limits.replies_table_bytes)
-            )
+        # same one again for its request id, also from a worker that took over. Only a
+        # final one: a request that was late to run is run by its retry.
+        if outcome.final:
+            with TRACER.start_as_current_span("chat.reply.store"):
+                await self.store.replies_table.put(
+                    key, self._stored_replies(key).with_reply(reply, limits.replies_table_bytes)
+                )
         with TRACER.start_as_current_span("chat.reply.publish") as span:
             span.set_attribute("goaicore.status", reply.status.value)
             await self.publish_reply(reply, run.run_id if writer is not None else None)

@@ -23,6 +23,7 @@ ERROR_TYPES: Mapping[int, str] = {
     404: "not_found",
     405: "method_not_allowed",
     409: "conflict",
+    410: "gone",
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "rejected",

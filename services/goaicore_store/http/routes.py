@@ -54,6 +54,7 @@ from goaicore.records.types import EventBody
 from goaicore.records.validation import check_conversation_id, check_request_id
 from goaicore.store.errors import ReplyTimeout
 from goaicore.store.reply_streams import StreamedReply
+from goaicore.store.turns import DELETED, ERASED, refusal_of
 from goaicore.tracing import record_headers
 from goaicore_store.http import bodies
 from goaicore_store.http.auth import HEALTH_PATH, READY_PATH
@@ -91,6 +92,17 @@ HTTP_STATUS = {
     ReplyStatus.TIMEOUT: 504,
     ReplyStatus.ERROR: 502,
 }
+REFUSED_STATUS = {DELETED: 409, ERASED: 410}
+"""A rejected reply that refuses by the conversation's state: deleted (a conflict with
+it), or a retry whose reply was erased with the conversation's content (gone)."""
+
+
+def reply_status(reply: ChatReply) -> int:
+    """The HTTP status a reply is answered with."""
+    refusal = refusal_of(reply)
+    if refusal is not None:
+        return REFUSED_STATUS[refusal]
+    return HTTP_STATUS.get(reply.status, 502)
 
 
 @cache
@@ -424,14 +436,14 @@ async def ask(port: ConversationStore, conversation_id: str, body: dict[str, Any
             request_id=err.request_id,
             retry_same_id=True,
         ) from None
-    return json_answer(reply_json(reply), status=HTTP_STATUS.get(reply.status, 502))
+    return json_answer(reply_json(reply), status=reply_status(reply))
 
 
 def reply_json(reply: ChatReply) -> dict[str, Any]:
     """An ok or cancelled reply as it is; any other as an error object, with the whole
     reply beside it."""
     data: dict[str, Any] = jsonable(reply)
-    status = HTTP_STATUS.get(reply.status, 502)
+    status = reply_status(reply)
     if status == 200:
         return data
     message = reply.error or reply.status.value
