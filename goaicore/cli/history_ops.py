@@ -130,11 +130,11 @@ def handle_undo(args: argparse.Namespace) -> int:
 
 def handle_regenerate(args: argparse.Namespace) -> int:
     from goaicore.cli.store import kafka_store
+    from goaicore.sync import run_sync
 
-    store, _ = kafka_store()
-    with store:  # the store's regenerate, from synchronous code
-        undone = store.undo(args.conversation, ask_again=True)
-        reply = store.ask(args.conversation, undone.text, timeout=args.timeout)
+    store, kafka = kafka_store()
+    with store:  # the store's regenerate (the undo goes with its turn), from synchronous code
+        reply = run_sync(kafka.regenerate(args.conversation, timeout=args.timeout))
     return print_reply(reply)
 
 

@@ -64,13 +64,23 @@ class ChatClient(Blocking[AsyncChatClient]):
         model: str | None = None,
         request_id: str | None = None,
         deadline: datetime | None = None,
+        *,
+        regenerate: bool = False,
     ) -> ChatReply:
         """Send a chat request and wait up to ``timeout`` seconds for its reply: as
         :meth:`AsyncChatClient.ask <goaicore.clients.aio.AsyncChatClient.ask>` (the same
         ``request_id`` again never runs a second LLM turn; ReplyTimeout carries it)."""
         return run_sync(
             self._core.ask(
-                conversation_id, text, timeout, system, tools, model, request_id, deadline
+                conversation_id,
+                text,
+                timeout,
+                system,
+                tools,
+                model,
+                request_id,
+                deadline,
+                regenerate=regenerate,
             )
         )
 

@@ -70,6 +70,7 @@ def new_chat_request(
     request_id: str | None = None,
     stream: bool = False,
     cancel: bool = False,
+    regenerate: bool = False,
 ) -> ChatRequest:
     """A ``ChatRequest`` with a fresh ``request_id`` (pass one to retry idempotently)."""
     return ChatRequest(
@@ -82,4 +83,5 @@ def new_chat_request(
         deadline=None if deadline is None else utc_millis(deadline),
         stream=stream,
         cancel=cancel,
+        regenerate=regenerate,
     )

@@ -333,6 +333,10 @@ class ChatRequest:
     cancel: bool = False
     """Not a turn of its own: stop the running turn of ``request_id`` in this conversation,
     which ends with what it generated so far."""
+    regenerate: bool = False
+    """Regenerate the last exchange: the turn runs on the history with the last user
+    message and what followed it undone, and its events are appended after the rewind
+    that undoes them, together: a turn that fails appends no rewind."""
 
     def __post_init__(self) -> None:
         _freeze(self, "tools", self.tools)

@@ -236,8 +236,30 @@ class StoreApplication:
         conversation_id: str,
         timeout: float = 60.0,  # noqa: ASYNC109 - the ask's wait
     ) -> ChatReply:
-        undone = await self.undo(conversation_id, ask_again=True)
-        return await self.ask(conversation_id, undone.text, timeout=timeout)
+        """One chat request that carries the undo: the worker that owns the conversation
+        runs the turn on the history as the undo leaves it and appends the rewind with
+        the turn's events, so a turn that fails or times out appends no rewind. What
+        undo refuses is refused here before anything is sent."""
+        text = await self.regenerated_text(conversation_id)
+        request, _ = chat_request_record(
+            self._limits,
+            conversation_id,
+            text,
+            None,
+            (),
+            None,
+            utc_now() + timedelta(seconds=timeout),
+            None,
+            regenerate=True,
+        )
+        return await self.backend.ask(request, timeout)
+
+    async def regenerated_text(self, conversation_id: str) -> str:
+        """The user message a regenerate asks again, once undo's checks pass (nothing to
+        undo, multimodal content, a fork's message: refused); nothing is appended."""
+        policy = await self._policy(conversation_id)
+        found = await self._scan(conversation_id, policy, copies_content=True)
+        return history.last_user_message(conversation_id, found, ask_again=True)[1]
 
     # -- history operations
 

@@ -29,7 +29,7 @@ from goaicore.fold.fold import refusal
 from goaicore.fold.metadata import metadata_problem
 from goaicore.fold.pending import unanswered_calls
 from goaicore.fold.policy import PolicyTimeline, policy_for_record_limit, timeline_of
-from goaicore.fold.records import Applied, Rejected
+from goaicore.fold.records import Applied, LogRecord, Rejected, fold_records
 from goaicore.records import (
     ConversationEvent,
     ConversationForked,
@@ -42,6 +42,7 @@ from goaicore.records import (
 )
 from goaicore.records.validation import InvalidInputError, check_conversation_id
 from goaicore.sealing.keyring import not_erased
+from goaicore.sealing.records import KeyLookup
 from goaicore.store.errors import ConversationNotFound, OperationRefused
 
 SOURCE = "goaicore.history-ops"
@@ -279,6 +280,21 @@ def last_user_message(conversation_id: str, found: Scan, ask_again: bool) -> tup
             "request cannot carry: undo it, then ask again"
         )
     return offset, user.text
+
+
+def regeneration(
+    conversation_id: str,
+    records: Sequence[LogRecord],
+    policy: PolicyTimeline,
+    keys: KeyLookup | None,
+) -> tuple[ConversationRewound, str]:
+    """The rewind a regenerate's turn is appended after, and the user message it asks
+    again: an undo's, decided from the conversation's ``records`` as undo decides it
+    (refused as undo is), for the turn to run on the history it leaves."""
+    found = scan(conversation_id, fold_records(records, policy, keys=keys), copies_content=True)
+    offset, text = last_user_message(conversation_id, found, ask_again=True)
+    then = scan(conversation_id, fold_records(records, policy, keys=keys), from_offset(offset))
+    return rewound(conversation_id, then, offset - 1, "regenerate"), text
 
 
 def fork_stop(

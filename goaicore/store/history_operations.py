@@ -55,9 +55,11 @@ class HistoryOperations(SyncConversationStore):
     def regenerate(
         self, conversation_id: str, client: ChatClient, timeout: float = 60.0
     ) -> ChatReply:
-        """Undo the last exchange, then ask its user message again (as the log holds it)."""
-        undone = self.undo(conversation_id, ask_again=True)
-        return client.ask(conversation_id, undone.text, timeout=timeout)
+        """Ask the last exchange's user message again (as the log holds it) in one
+        request that carries its undo: the rewind is appended with the new turn, never
+        without it (refused as undo is, before anything is sent)."""
+        text = run_sync(self._kafka.regenerated_text(conversation_id))
+        return client.ask(conversation_id, text, timeout=timeout, regenerate=True)
 
     def forks_of(self, conversation_id: str, progress: bool | None = False) -> tuple[str, ...]:
         """The conversations forked from this one, and from those, in order: each holds

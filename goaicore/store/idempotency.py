@@ -18,8 +18,9 @@ Two stores, each for the case the other cannot cover:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from goaicore.conversation.progress import OnProgress
@@ -29,6 +30,7 @@ from goaicore.records import (
     ChatReply,
     ChatRequest,
     ConversationEvent,
+    ConversationRewound,
     ConversationSnapshot,
     ReplyStatus,
     SnapshotMessage,
@@ -36,6 +38,9 @@ from goaicore.records import (
     new_event,
 )
 from goaicore.records.avro.api import decode_chat_reply, encode_chat_reply
+from goaicore.records.validation import InvalidInputError
+from goaicore.store import history
+from goaicore.store.errors import ConversationNotFound, OperationRefused
 from goaicore.store.turns import (
     DELETED,
     ERASED,
@@ -57,6 +62,11 @@ log = logging.getLogger(__name__)
 # request, not dozens of requests later; an older one whose turn is still in the
 # history is answered from the log (recover_from_log; a failed turn runs again).
 KEEP_REPLIES = 32
+
+Regeneration = Callable[[], Awaitable[tuple[ConversationRewound, str]]]
+"""The rewind a regenerate's turn is appended after, and the text it asks again, read
+from the conversation's log as the turn starts (:func:`goaicore.store.history.
+regeneration`)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +106,7 @@ async def answer(
     settings: TurnSettings,
     on_progress: OnProgress | None = None,
     cancel: asyncio.Event | None = None,
+    regeneration: Regeneration | None = None,
 ) -> TurnOutcome:
     """What to append and reply for ``request``: its turn as the log already holds it
     (after a crash, :func:`~goaicore.store.idempotency.recover_from_log`), else a new
@@ -103,7 +114,8 @@ async def answer(
     ``error`` reply), its progress to ``on_progress``, stopped by ``cancel``.
 
     A deleted conversation takes no turn: the request is refused before any LLM call,
-    and nothing is appended (the fold would drop it as an anomaly)."""
+    and nothing is appended (the fold would drop it as an anomaly). A regenerate's turn
+    runs on the history its ``regeneration`` leaves (see :func:`_regenerated`)."""
     if snapshot is not None and snapshot.deleted:
         return refused(request, DELETED)
     recovered = recover_from_log(request, snapshot)
@@ -116,7 +128,62 @@ async def answer(
         return failure(
             request, ReplyStatus.ERROR, "provider-config", f"{type(err).__name__}: {err}"
         )
+    if request.regenerate:
+        return await _regenerated(
+            request, snapshot, provider, registry, settings, on_progress, cancel, regeneration
+        )
     return await run_request(request, snapshot, provider, registry, settings, on_progress, cancel)
+
+
+async def _regenerated(
+    request: ChatRequest,
+    snapshot: ConversationSnapshot | None,
+    provider: Provider,
+    registry: Mapping[str, Tool],
+    settings: TurnSettings,
+    on_progress: OnProgress | None,
+    cancel: asyncio.Event | None,
+    regeneration: Regeneration | None,
+) -> TurnOutcome:
+    """A regenerate's turn: run on the history with the last exchange undone, its events
+    after the rewind that undoes it, so they land together (one record batch where they
+    fit). A turn that fails appends its TurnFailed alone: no rewind without the turn
+    that replaces what it undid. The rewind's id derives from the request id: one that
+    landed before a worker stopped is not decided again."""
+    rewind_id = turn_event_id(request.request_id, "rewind")
+    if snapshot is not None and rewind_id in snapshot.recent_event_ids:
+        return await run_request(
+            request, snapshot, provider, registry, settings, on_progress, cancel
+        )
+    if snapshot is None or regeneration is None:
+        return failure(
+            request,
+            ReplyStatus.REJECTED,
+            "nothing-to-regenerate",
+            f"nothing to regenerate: {request.conversation_id!r} has no events",
+        )
+    try:
+        body, text = await regeneration()
+    except (OperationRefused, ConversationNotFound, InvalidInputError) as err:
+        return failure(request, ReplyStatus.REJECTED, "nothing-to-regenerate", str(err))
+    rewind = new_event(
+        request.conversation_id,
+        body,
+        source=history.SOURCE,
+        causation_id=request.request_id,
+        event_id=rewind_id,
+    )
+    then = dataclasses.replace(
+        snapshot,
+        messages=body.messages,
+        summary=body.summary,
+        recent_event_ids=(*snapshot.recent_event_ids, rewind_id),
+    )
+    asked = dataclasses.replace(request, text=text)
+    outcome = await run_request(asked, then, provider, registry, settings, on_progress, cancel)
+    if outcome.reply.status in (ReplyStatus.OK, ReplyStatus.CANCELLED):
+        outcome.events.insert(0, rewind)
+    return outcome
 
 
 def recover_from_log(

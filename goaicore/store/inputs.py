@@ -118,6 +118,7 @@ def chat_request_record(
     deadline: datetime | None,
     request_id: str | None,
     stream: bool = False,
+    regenerate: bool = False,
 ) -> tuple[ChatRequest, bytes]:
     """A chat request and its encoded record, every argument checked; InvalidInputError if bad."""
     request = new_chat_request(
@@ -129,6 +130,7 @@ def chat_request_record(
         deadline=deadline,
         request_id=None if request_id is None else check_request_id(request_id),
         stream=stream,
+        regenerate=regenerate,
     )
     try:
         payload = encode_chat_request(request)

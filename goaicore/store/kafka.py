@@ -157,7 +157,14 @@ class KafkaBackend:
 
     async def ask(self, request: ChatRequest, timeout: float) -> ChatReply:  # noqa: ASYNC109
         chat = await self._opened(self._chat)
-        return await chat.ask(request.conversation_id, request.text, timeout, **_asking(request))
+        asking = _asking(request)
+        return await chat.ask(
+            request.conversation_id,
+            request.text,
+            timeout,
+            **asking,
+            regenerate=request.regenerate,
+        )
 
     async def ask_stream(
         self,

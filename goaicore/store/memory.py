@@ -35,12 +35,14 @@ from goaicore.records import (
     ChatReply,
     ChatRequest,
     ConversationEvent,
+    ConversationRewound,
     ConversationSnapshot,
     LogPosition,
     TopicPosition,
 )
 from goaicore.records.avro.api import encode_event
 from goaicore.sealing.records import KeyLookup
+from goaicore.store import history
 from goaicore.store.application import StoreApplication
 from goaicore.store.idempotency import RecentReplies, answer
 from goaicore.store.limits import OutputLimits
@@ -169,6 +171,7 @@ class MemoryBackend:
                 self.turn,
                 run.report if request.stream else None,
                 run.cancel,
+                lambda: self._regeneration(request.conversation_id),
             )
             for event in self.limits.fit_events(outcome.events):
                 self.write(event)
@@ -176,6 +179,12 @@ class MemoryBackend:
         except BaseException:
             self.streams.forget(run)  # its followers are told, not left waiting
             raise
+
+    async def _regeneration(self, conversation_id: str) -> tuple[ConversationRewound, str]:
+        """What a regenerate of the conversation undoes, from its log as it is now."""
+        policy = history.policy_for(self.stored.get(conversation_id), self.record_limit)
+        records = await self.records(conversation_id)
+        return history.regeneration(conversation_id, records, policy, self.keys)
 
     async def ask_stream(
         self,

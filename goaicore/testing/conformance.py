@@ -34,6 +34,7 @@ from goaicore.records import (
     AssistantTurn,
     ChatReply,
     ConversationEvent,
+    ConversationRewound,
     GameEvent,
     ReplyStatus,
     SnapshotMessage,
@@ -422,6 +423,34 @@ async def _regenerate(store: ConversationStore) -> None:
     read = await settled(store, cid)
     expect(roles(read) == ["user", "assistant"], f"history after regenerate: {roles(read)}")
     expect(user_texts(read) == ["tell me a story"] * 2, "the message was not asked again")
+
+
+async def _a_regenerate_that_fails_leaves_the_history(store: ConversationStore) -> None:
+    cid = new_id("regenerate-late")
+    await ask_ok(store, cid, "tell me a story")
+    try:
+        late = await store.regenerate(cid, timeout=5.96e-08)
+    except ReplyTimeout:
+        pass  # the wait ended before the reply came
+    else:
+        expect(late.status is ReplyStatus.TIMEOUT, f"a late regenerate: {late.status.value}")
+    await ask_ok(store, cid, "and then?")  # the regenerate's turn is done: turns are in order
+    read = await settled(store, cid)
+    assert read.snapshot is not None
+    texts = [m.text for m in read.snapshot.messages if m.role == "user"]
+    expect(
+        texts == ["tell me a story", "and then?"],
+        f"a regenerate whose turn timed out changed the history: {texts}",
+    )
+    rewinds = [b for b in bodies(read) if isinstance(b, ConversationRewound)]
+    expect(not rewinds, f"a rewind was appended without the turn that replaces it: {rewinds}")
+    told = new_id("regenerate-nothing")
+    await store.append(told, GameEvent(kind="story", text="The tower stands."))
+    await expect_error(
+        OperationRefused, store.regenerate(told, timeout=60.0), "regenerate with nothing to undo"
+    )
+    read = await settled(store, told)
+    expect(len(read.events) == 1, f"a refused regenerate appended {bodies(read)[1:]}")
 
 
 async def _rewind(store: ConversationStore) -> None:
@@ -983,6 +1012,11 @@ CHECKS: tuple[Check, ...] = (
         "regenerate",
         "regenerate asks the last message again",
         _regenerate,
+    ),
+    Check(
+        "a_regenerate_that_fails_leaves_the_history",
+        "a regenerate refused, or whose turn fails, appends no rewind: the history stays",
+        _a_regenerate_that_fails_leaves_the_history,
     ),
     Check(
         "rewind",

@@ -204,7 +204,9 @@ def create_app(
     )
     add_batch_lane(app, events, partial(apply_batch, store), FOLD_BATCH)
     add_batch_lane(app, store.intake, partial(seal_batch, store), INTAKE_BATCH)
-    app.agent(store.requests, name="chat")(ChatAgent(store, store.chat).consume)
+    conversations = worker_store(store)
+    chat = ChatAgent(store, store.chat, conversations.backend)
+    app.agent(store.requests, name="chat")(chat.consume)
     app.timer(REWRAP_INTERVAL, name="rewrap-keys")(partial(rewrap_keys, store))
     watermarks = [store.chat.watermarks, store.chat.intake_watermarks]
 
@@ -217,7 +219,6 @@ def create_app(
         await store.chat.providers.aclose()
 
     app.on_before_shutdown.connect(stop_clients)  # type: ignore[arg-type]
-    conversations = worker_store(store)
 
     async def close_store(sender: Any, *args: Any, **kwargs: Any) -> None:
         await conversations.close()

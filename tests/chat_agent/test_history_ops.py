@@ -90,6 +90,14 @@ def test_regenerate_asks_the_last_question_again_on_the_history_before_it(
     snapshot = snapshot_when(topics, "regen-1", lambda s: s.event_count == 7)
     assert _texts(snapshot) == ["hello", "echo: hello", "tell me a story", "echo: tell me a story"]
     _verified(topics, snapshot)
+    # The undo went with its turn: the rewind, then the turn's events, in one batch, all
+    # caused by the one request.
+    with HistoryReader(topics) as history:
+        logged = list(history.logged_events("regen-1"))[4:]
+    kinds = [type(e.event.body).__name__ for e in logged]
+    assert kinds == ["ConversationRewound", "UserMessage", "AssistantTurn"]
+    assert [e.offset for e in logged] == list(range(logged[0].offset, logged[0].offset + 3))
+    assert {e.event.causation_id for e in logged} == {reply.request_id}
 
 
 def test_rewind_to_an_offset_and_a_refused_point_inside_a_tool_chain(

@@ -352,7 +352,7 @@ def test_a_request_this_process_answered_is_not_answered_again_after_a_rebalance
         async def _answer(self, message: Any, request: Any) -> None:
             answered.append(message.offset)
 
-    agent = Counting(None, None)  # type: ignore[arg-type]
+    agent = Counting(None, None, None)  # type: ignore[arg-type]
 
     def message(offset: int) -> Any:
         return SimpleNamespace(topic="requests", partition=1, offset=offset, value=b"")

@@ -100,9 +100,14 @@ class AsyncChatClient(AsyncRunning):
         deadline: datetime | None = None,
         request_id: str | None = None,
         stream: bool = False,
+        *,
+        regenerate: bool = False,
     ) -> str:
         """Publish a chat request and return its request id without waiting for the reply
-        (``stream``: its progress goes to ``reply-stream`` as it happens)."""
+        (``stream``: its progress goes to ``reply-stream`` as it happens; ``regenerate``:
+        the turn replaces the conversation's last exchange, ``text`` being its user
+        message, and the rewind that undoes it is appended with the new turn, never
+        alone)."""
         request, payload = chat_request_record(
             self.settings,
             conversation_id,
@@ -113,6 +118,7 @@ class AsyncChatClient(AsyncRunning):
             deadline,
             request_id,
             stream=stream,
+            regenerate=regenerate,
         )
         await self._send_request(conversation_id, payload)
         self._asked[request.request_id] = conversation_id
@@ -155,6 +161,8 @@ class AsyncChatClient(AsyncRunning):
         model: str | None = None,
         request_id: str | None = None,
         deadline: datetime | None = None,
+        *,
+        regenerate: bool = False,
     ) -> ChatReply:
         """Send a chat request and wait up to ``timeout`` seconds for its reply.
 
@@ -164,12 +172,21 @@ class AsyncChatClient(AsyncRunning):
 
         The worker gives up on the turn at ``deadline`` (default: when this wait
         ends). A later deadline lets the turn finish after a ReplyTimeout, so that
-        asking again with the same id gets its answer.
+        asking again with the same id gets its answer. ``regenerate``: as in
+        :meth:`send`.
         """
         request_id = new_id() if request_id is None else check_request_id(request_id)
         with ask_span(conversation_id, request_id):
             return await self._ask(
-                conversation_id, text, timeout, system, tools, model, request_id, deadline
+                conversation_id,
+                text,
+                timeout,
+                system,
+                tools,
+                model,
+                request_id,
+                deadline,
+                regenerate=regenerate,
             )
 
     async def _ask(
@@ -183,6 +200,7 @@ class AsyncChatClient(AsyncRunning):
         request_id: str,
         deadline: datetime | None,
         stream: bool = False,
+        regenerate: bool = False,
     ) -> ChatReply:
         self._started()
         if self._listener_error is not None:
@@ -197,7 +215,15 @@ class AsyncChatClient(AsyncRunning):
             if deadline is None:
                 deadline = utc_now() + timedelta(seconds=timeout)
             await self.send(
-                conversation_id, text, system, tools, model, deadline, request_id, stream
+                conversation_id,
+                text,
+                system,
+                tools,
+                model,
+                deadline,
+                request_id,
+                stream,
+                regenerate=regenerate,
             )
             try:
                 return await asyncio.wait_for(asyncio.shield(future), timeout)

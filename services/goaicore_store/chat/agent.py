@@ -12,7 +12,9 @@ For each request (see :class:`ChatAgent`):
 2. a request id already answered gets its stored reply again (idempotency);
 3. read-your-writes: wait until this worker's fold has applied what the
    conversation's ``events`` partition held when the request was taken up;
-4. run the turn on the snapshot (or recover it from the log after a crash); a
+4. run the turn on the snapshot (or recover it from the log after a crash; a
+   regenerate's on the history as the undo it carries leaves it, read from the
+   conversation's log, the rewind appended with the turn's events); a
    request that asks for streaming has its progress written to ``reply-stream`` as
    it happens (:mod:`goaicore.store.reply_chunks`), ending before its reply;
 5. append the turn's events, wait for the broker's acks, remember the reply
@@ -52,7 +54,14 @@ from goaicore.kafka.faust.offsets import committed_offset
 from goaicore.kafka.faust.transport import steady_producer
 from goaicore.kafka.partitioner import partition_for
 from goaicore.logs import log_context, origin
-from goaicore.records import ChatReply, ChatRequest, ConversationEvent, ReplyChunk, ReplyStatus
+from goaicore.records import (
+    ChatReply,
+    ChatRequest,
+    ConversationEvent,
+    ConversationRewound,
+    ReplyChunk,
+    ReplyStatus,
+)
 from goaicore.records.avro.api import (
     decode_chat_request,
     encode_chat_reply,
@@ -62,6 +71,8 @@ from goaicore.records.avro.api import (
 from goaicore.records.avro.errors import DecodeError
 from goaicore.records.validation import conversation_id_problem
 from goaicore.sealing.records import seal_event
+from goaicore.store import history
+from goaicore.store.backend import StoreBackend
 from goaicore.store.idempotency import RecentReplies, answer
 from goaicore.store.ordering import KeyedDispatcher
 from goaicore.store.reply_chunks import RUN_HEADER, ChunkWriter
@@ -85,9 +96,11 @@ ANSWERED_KEPT = 8192  # positions of requests this process answered, newest kept
 class ChatAgent:
     """Consumes ``requests`` (see the module docstring)."""
 
-    def __init__(self, store: StoreApp, services: ChatServices) -> None:
+    def __init__(self, store: StoreApp, services: ChatServices, reader: StoreBackend) -> None:
         self.store = store
         self.services = services
+        self.reader = reader
+        """Reads a conversation's records, for what a regenerate undoes."""
         self._answered: OrderedDict[tuple[str, int, int], None] = OrderedDict()
 
     async def consume(self, stream: Any) -> None:
@@ -339,7 +352,17 @@ class ChatAgent:
             self.services.turn,
             on_progress,
             run.cancel,
+            lambda: self._regeneration(request.conversation_id),
         )
+
+    async def _regeneration(self, conversation_id: str) -> tuple[ConversationRewound, str]:
+        """What a regenerate of the conversation undoes, from its log as it is now (the
+        fold of this worker has applied it: read-your-writes)."""
+        policy = history.policy_for(
+            self.store.table.get(conversation_id.encode()), self.reader.record_limit
+        )
+        records = await self.reader.records(conversation_id)
+        return history.regeneration(conversation_id, records, policy, self.reader.keys)
 
     def _chunk_sender(self, key: bytes) -> Callable[[Sequence[ReplyChunk]], Awaitable[None]]:
         """Sends a run's chunks record by record, into the producer's open batch of their

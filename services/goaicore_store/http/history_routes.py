@@ -1,8 +1,9 @@
 """History operations over HTTP (``goaicore.store.history``), each an event in the log:
 
 - ``POST /v1/conversations/{id}/undo``: rewind to just before the last user message;
-- ``POST /v1/conversations/{id}/regenerate`` ``{"timeout"?}``: undo, then ask that
-  message again (answered like ``/messages``, by the worker that owns the conversation);
+- ``POST /v1/conversations/{id}/regenerate`` ``{"timeout"?}``: ask the last user
+  message again in one request that carries its undo (answered like ``/messages``, by
+  the worker that owns the conversation, which appends the rewind with the new turn);
 - ``POST /v1/conversations/{id}/rewind`` ``{"until_offset"}``: the history as it was
   after that offset of the conversation's partition (-1: empty);
 - ``POST /v1/conversations/{id}/fork`` ``{"to", "before_offset"? | "as_of"?}``: start
@@ -30,12 +31,12 @@ from goaicore_store.http import bodies
 from goaicore_store.http.operations import store_errors
 from goaicore_store.http.routes import (
     CONVERSATION_PATH,
-    ask,
     ask_timeout,
     forward_to_owner,
     json_answer,
     position_answer,
     read_body,
+    regenerate,
     valid_conversation,
 )
 
@@ -68,7 +69,7 @@ def register_history_views(store: StoreApp, port: ConversationStore) -> None:
 
     @app.page(f"{CONVERSATION_PATH}/regenerate")
     class Regenerate(web.View):
-        """Undo the last exchange and ask its user message again."""
+        """Ask the last exchange's user message again, its undo appended with the turn."""
 
         async def post(self, request: web.Request, conversation_id: str) -> web.Response:
             conversation_id = valid_conversation(conversation_id)
@@ -78,9 +79,7 @@ def register_history_views(store: StoreApp, port: ConversationStore) -> None:
             forwarded = await forward_to_owner(store, request, conversation_id, raw)
             if forwarded is not None:
                 return forwarded
-            with store_errors():
-                undone = await port.undo(conversation_id, ask_again=True)
-            return await ask(port, conversation_id, {**body, "text": undone.text})
+            return await regenerate(port, conversation_id, body)
 
     @app.page(f"{CONVERSATION_PATH}/rewind")
     class Rewind(web.View):

@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from functools import cache
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, cast
@@ -418,17 +418,35 @@ async def ask(port: ConversationStore, conversation_id: str, body: dict[str, Any
     tools = bodies.names(body, "tools")
     model = bodies.optional_text(body, "model")
     request_id = bodies.optional_request_id(body)
+    asking = port.ask(
+        conversation_id,
+        text,
+        system=system,
+        tools=tools,
+        model=model,
+        request_id=request_id,
+        timeout=timeout,
+    )
+    return await answered(asking, timeout)
+
+
+async def regenerate(
+    port: ConversationStore, conversation_id: str, body: dict[str, Any]
+) -> web.Response:
+    """The store's regenerate (one request carrying the undo), answered as an ask."""
+    timeout = ask_timeout(body)
+    return await answered(port.regenerate(conversation_id, timeout=timeout), timeout)
+
+
+async def answered(
+    asking: Awaitable[ChatReply],
+    timeout: float,  # noqa: ASYNC109 - the ask's, for the 504's message
+) -> web.Response:
+    """The reply ``asking`` gives, as the API answers it (a store's refusal as its error,
+    no reply in time as a 504 naming the request id to ask again with)."""
     try:
         with store_errors():
-            reply = await port.ask(
-                conversation_id,
-                text,
-                system=system,
-                tools=tools,
-                model=model,
-                request_id=request_id,
-                timeout=timeout,
-            )
+            reply = await asking
     except ReplyTimeout as err:
         raise ApiError(
             504,
