@@ -45,6 +45,7 @@ from goaicore.conversation.state import (
 from goaicore.conversation.tools import Tool, tool
 from goaicore.conversation.turn import TurnResult, run_turn
 from goaicore.sync import blocking_iter, run_sync
+from goaicore.threads import ThreadPool
 
 __all__ = [
     "Chat",
@@ -101,6 +102,8 @@ class Chat:
     ``gzip_threshold`` is the JSON size above which states are compressed.
     ``max_tool_result_bytes`` cuts a larger tool result down (with a marker the model
     sees) before it enters the history; ``None`` keeps results whole.
+    ``tool_pool`` runs the synchronous tools (default: the tools' own pool,
+    :data:`goaicore.threads.tools_pool`, apart from asyncio's default one).
     """
 
     def __init__(
@@ -112,6 +115,7 @@ class Chat:
         on_provider_mismatch: MismatchPolicy = "reset",
         gzip_threshold: int | None = DEFAULT_GZIP_THRESHOLD,
         max_tool_result_bytes: int | None = None,
+        tool_pool: ThreadPool | None = None,
     ) -> None:
         if max_tool_iterations < 1:
             raise ValueError("max_tool_iterations must be at least 1")
@@ -125,6 +129,7 @@ class Chat:
         if max_tool_result_bytes is not None and max_tool_result_bytes < 256:
             raise ValueError("max_tool_result_bytes must be at least 256")
         self.max_tool_result_bytes = max_tool_result_bytes
+        self.tool_pool = tool_pool
 
     # ---- state --------------------------------------------------------------------
 
@@ -182,6 +187,7 @@ class Chat:
             max_tool_result_bytes=self.max_tool_result_bytes,
             on_progress=on_progress,
             cancel=cancel,
+            tool_pool=self.tool_pool,
         )
 
     async def achat_with_state(

@@ -8,7 +8,6 @@ and a ``None`` result each become an error result that the model reads and can a
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import enum
 import inspect
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from goaicore.conversation.tool_schema import JSONSchema, check, coerce, schema_of
+from goaicore.threads import ThreadPool, tools_pool
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?):\s*$")
@@ -56,10 +56,12 @@ class Tool:
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.fn)
 
-    async def invoke(self, arguments: str) -> ToolOutcome:
+    async def invoke(self, arguments: str, pool: ThreadPool | None = None) -> ToolOutcome:
         """Run the tool on the model's JSON ``arguments``; failures become error outcomes.
 
-        A synchronous function runs in a worker thread, so it does not block the loop.
+        A synchronous function runs in a thread of ``pool`` (default: the tools' own,
+        :data:`goaicore.threads.tools_pool`), so it neither blocks the loop nor waits
+        behind other blocking work.
         """
         try:
             args = json.loads(arguments) if arguments.strip() else {}
@@ -75,7 +77,7 @@ class Tool:
             if self.is_async:
                 result = await self.fn(**kwargs)
             else:
-                result = await asyncio.to_thread(self.fn, **kwargs)
+                result = await (pool or tools_pool).run(self.fn, **kwargs)
         except Exception as exc:
             return _error(f"tool {self.name!r} failed: {type(exc).__name__}: {exc}")
         if result is None:

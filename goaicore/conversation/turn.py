@@ -54,6 +54,7 @@ from goaicore.conversation.tools import Tool, ToolOutcome
 from goaicore.conversation.validation import validate_history
 from goaicore.records.truncate import truncate_utf8, utf8_size
 from goaicore.records.types import NO_USAGE, Usage
+from goaicore.threads import ThreadPool
 
 T = TypeVar("T")
 
@@ -108,8 +109,11 @@ async def run_turn(
     max_tool_result_bytes: int | None = None,
     on_progress: OnProgress | None = None,
     cancel: asyncio.Event | None = None,
+    tool_pool: ThreadPool | None = None,
 ) -> TurnResult:
     """Append ``incoming`` to ``history`` and call the LLM (and tools) until it answers.
+
+    Synchronous tools run in ``tool_pool`` (default: the tools' own pool).
 
     ``on_progress`` gets the reply's text as it is generated (streamed where the provider
     can) and each tool call as it starts and finishes; the result is the same without it.
@@ -212,7 +216,8 @@ async def run_turn(
                     on_progress(ToolCallStarted(call.id, call.name, call.arguments))
             running_tools = reply.tool_calls
             results = await _until(
-                run_tool_calls(reply.tool_calls, by_name, max_tool_result_bytes), cancel
+                run_tool_calls(reply.tool_calls, by_name, max_tool_result_bytes, tool_pool),
+                cancel,
             )
             running_tools = ()
             if on_progress is not None:
@@ -303,13 +308,17 @@ def _check_finish(completion: Completion, provider: str) -> None:
 
 
 async def run_tool_calls(
-    calls: Sequence[ToolCall], tools: Mapping[str, Tool], max_result_bytes: int | None = None
+    calls: Sequence[ToolCall],
+    tools: Mapping[str, Tool],
+    max_result_bytes: int | None = None,
+    pool: ThreadPool | None = None,
 ) -> list[Message]:
     """Run one step's tool calls; results come back in call order.
 
-    Async tools run concurrently; sync tools run one at a time in a worker thread, since
-    they were not written to run in parallel. A result over ``max_result_bytes`` is cut
-    down with a marker before the model sees it, so the model knows it saw a part.
+    Async tools run concurrently; sync tools run one at a time in a thread of ``pool``
+    (see :meth:`Tool.invoke`), since they were not written to run in parallel. A result
+    over ``max_result_bytes`` is cut down with a marker before the model sees it, so the
+    model knows it saw a part.
     """
     sync_lock = asyncio.Lock()
 
@@ -322,7 +331,7 @@ async def run_tool_calls(
             outcome = await t.invoke(call.arguments)
         else:
             async with sync_lock:
-                outcome = await t.invoke(call.arguments)
+                outcome = await t.invoke(call.arguments, pool)
         text = outcome.text
         if max_result_bytes is not None and utf8_size(text) > max_result_bytes:
             log.warning(

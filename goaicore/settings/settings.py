@@ -91,6 +91,8 @@ class Settings:
     model: str | None = None
     anthropic_api_key: str | None = None
     chat_concurrency: int = FROM_ENVIRONMENT
+    tool_threads: int = FROM_ENVIRONMENT
+    history_threads: int = FROM_ENVIRONMENT
     read_wait: float = FROM_ENVIRONMENT
     turn_timeout: float = FROM_ENVIRONMENT
     stream_hold_ms: int = FROM_ENVIRONMENT

@@ -10,6 +10,12 @@ from goaicore.settings.declare import Setting, existing_file, one_of, seconds, t
 
 TableStore = Literal["memory", "rocksdb"]
 
+TOOL_THREADS = 16
+"""Threads of the synchronous tools' pool, unless set (GOAICORE_TOOL_THREADS)."""
+HISTORY_THREADS = 4
+"""Threads of a store's pool for history operations, unless set: a fold is CPU work, so
+more threads than cores fold no faster."""
+
 DEFAULT_SYSTEM_PROMPT = (
     "You are the assistant of a game. Context messages tell you what happened in the "
     "game; use the tools for facts you do not have. Answer briefly."
@@ -31,6 +37,25 @@ CHAT: tuple[Setting, ...] = (
         "one at a time, in arrival order.",
         whole_number(1, 10000),
         32,
+    ),
+    Setting(
+        "tool_threads",
+        "GOAICORE_TOOL_THREADS",
+        "`16`",
+        "Threads the store worker runs synchronous tools in: a pool of their own, so a tool "
+        "never waits behind history operations or other blocking work.",
+        whole_number(1, 1024),
+        TOOL_THREADS,
+    ),
+    Setting(
+        "history_threads",
+        "GOAICORE_HISTORY_THREADS",
+        "`4`",
+        "Threads a store (the worker's, or one over Kafka) folds conversations in for "
+        "history operations: a pool of their own, so many operations at once hold back "
+        "only each other.",
+        whole_number(1, 1024),
+        HISTORY_THREADS,
     ),
     Setting(
         "read_wait",

@@ -50,6 +50,7 @@ from goaicore.store.inputs import RecordLimits, chat_request_record, event_group
 from goaicore.store.port import Appended, Conversation
 from goaicore.store.read_your_writes import applied
 from goaicore.store.reply_streams import StreamedReply
+from goaicore.threads import HISTORY_THREADS, ThreadPool
 
 POLL_SECONDS = 0.1
 """How often a wait for the workers looks again where nothing tells it of a change: an
@@ -65,12 +66,20 @@ class StoreApplication:
     """A :class:`~goaicore.store.port.ConversationStore` over ``backend`` (see the module
     docstring); ``source`` names the appending service in the events it wraps, and
     ``read_wait`` is how long an operation waits for a worker to seal (GOAICORE_READ_WAIT).
+    History operations fold in ``history_pool``, ``history_threads`` threads of their own
+    (GOAICORE_HISTORY_THREADS): many at once hold back only each other, never a turn's
+    tools or asyncio's default pool.
     """
 
     def __init__(
-        self, backend: StoreBackend, source: str = "publisher", read_wait: float = 10.0
+        self,
+        backend: StoreBackend,
+        source: str = "publisher",
+        read_wait: float = 10.0,
+        history_threads: int = HISTORY_THREADS,
     ) -> None:
         self.backend = backend
+        self.history_pool = ThreadPool(history_threads, "goaicore-history")
         self.source = source
         self.read_wait = max(read_wait, 1.0)
         self._limits = RecordLimits(backend.record_limit, backend.intake)
@@ -359,6 +368,7 @@ class StoreApplication:
 
     async def close(self) -> None:
         await self.backend.close()
+        self.history_pool.close()
 
     async def __aenter__(self) -> Self:
         return self
@@ -371,7 +381,7 @@ class StoreApplication:
     async def _logged(self, conversation_id: str) -> tuple[list[LoggedEvent], int]:
         """The conversation's events the fold takes, and how many records it does not."""
         records = await self.backend.records(conversation_id)
-        return await asyncio.to_thread(self._admitted, records)
+        return await self.history_pool.run(self._admitted, records)
 
     def _admitted(self, records: list[LogRecord]) -> tuple[list[LoggedEvent], int]:
         logged, skipped = [], 0
@@ -413,7 +423,7 @@ class StoreApplication:
             outcomes = fold_records(records, policy, keys=self.backend.keys)
             return history.scan(conversation_id, outcomes, stop, allow_deleted, copies_content)
 
-        return await asyncio.to_thread(folded)
+        return await self.history_pool.run(folded)
 
     async def _rewind(
         self,
@@ -457,7 +467,7 @@ class StoreApplication:
         while True:
             until = position.offset if direct else None
             records = await self.backend.records(conversation_id, until, related)
-            found = await asyncio.to_thread(self._applied_at, records, event, policy)
+            found = await self.history_pool.run(self._applied_at, records, event, policy)
             if found is not None or direct:
                 applied_at = found or position
                 _remember(self._operated, conversation_id, Appended(event.event_id, applied_at))

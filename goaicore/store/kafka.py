@@ -241,4 +241,9 @@ class KafkaConversationStore(StoreApplication):
     def __init__(self, settings: Settings | None = None, source: str = "publisher") -> None:
         self.settings = settings or Settings()
         self.kafka = KafkaBackend(self.settings, source)
-        super().__init__(self.kafka, source=source, read_wait=self.settings.read_wait)
+        super().__init__(
+            self.kafka,
+            source=source,
+            read_wait=self.settings.read_wait,
+            history_threads=self.settings.history_threads,
+        )

@@ -48,6 +48,7 @@ from goaicore.store.idempotency import RecentReplies, answer
 from goaicore.store.limits import OutputLimits
 from goaicore.store.reply_streams import ReplyStreams, StreamedReply
 from goaicore.store.turns import TurnSettings
+from goaicore.threads import HISTORY_THREADS, TOOL_THREADS, ThreadPool
 
 if TYPE_CHECKING:
     from goaicore.sealing.keys import DataKey
@@ -215,7 +216,9 @@ class MemoryBackend:
         return None
 
     async def close(self) -> None:
-        """Nothing to release: the store lives as long as the object."""
+        """The tools' threads end (the log and snapshots live as long as the object)."""
+        if self.turn.tool_pool is not None:
+            self.turn.tool_pool.close()
 
     def write(self, event: ConversationEvent) -> TopicPosition:
         """Append ``event`` to its partition and fold it, as the store worker would; an
@@ -247,8 +250,9 @@ class MemoryBackend:
 class InMemoryConversationStore(StoreApplication):
     """A :class:`~goaicore.store.port.ConversationStore` in memory (see the module
     docstring). ``provider`` answers chat turns (default: the offline model), with
-    ``tools`` to call; ``partitions`` and ``record_limit`` shape the log as a
-    deployment's topics would."""
+    ``tools`` to call (synchronous ones in their own pool of ``tool_threads``);
+    ``partitions`` and ``record_limit`` shape the log as a deployment's topics would;
+    history operations fold in a pool of ``history_threads``."""
 
     def __init__(
         self,
@@ -262,6 +266,8 @@ class InMemoryConversationStore(StoreApplication):
         turn_timeout: float = DEFAULT_TURN_TIMEOUT,
         prices: PriceTable | None = None,
         sealed: bool = False,
+        tool_threads: int = TOOL_THREADS,
+        history_threads: int = HISTORY_THREADS,
     ) -> None:
         listed = tools.values() if isinstance(tools, Mapping) else tools
         limits = OutputLimits.for_record_limit(record_limit, sealed=sealed)
@@ -271,6 +277,7 @@ class InMemoryConversationStore(StoreApplication):
             context_tokens=context_tokens,
             max_tool_result_bytes=limits.tool_result_bytes,
             prices=prices or PriceTable(),
+            tool_pool=ThreadPool(tool_threads, "goaicore-tools"),
         )
         self.memory = MemoryBackend(
             provider or OfflineProvider(),
@@ -281,7 +288,7 @@ class InMemoryConversationStore(StoreApplication):
             record_limit,
             sealed,
         )
-        super().__init__(self.memory)
+        super().__init__(self.memory, history_threads=history_threads)
 
 
 def _settled(asked: asyncio.Task[ChatReply]) -> None:

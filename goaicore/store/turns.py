@@ -69,6 +69,7 @@ from goaicore.store.requests import (
     check_request,
     tools_for,
 )
+from goaicore.threads import ThreadPool
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,9 @@ class TurnSettings:
     max_tool_iterations: int = MAX_TOOL_ITERATIONS
     max_tool_result_bytes: int | None = None
     prices: PriceTable = field(default_factory=PriceTable)
+    tool_pool: ThreadPool | None = None
+    """Where synchronous tools run (None: the tools' own pool): apart from the history
+    operations' folds and anything else blocking."""
 
 
 @dataclass
@@ -155,6 +159,7 @@ async def run_request(
             max_tool_iterations=settings.max_tool_iterations,
             compactor=compactor_for(settings.context_tokens),
             max_tool_result_bytes=settings.max_tool_result_bytes,
+            tool_pool=settings.tool_pool,
         )
         system = request.system if request.system is not None else settings.system_prompt
         turn = await asyncio.wait_for(

@@ -42,6 +42,7 @@ from goaicore.settings import Settings
 from goaicore.store.limits import OutputLimits
 from goaicore.store.reply_streams import ReplyStreams
 from goaicore.store.turns import TurnSettings
+from goaicore.threads import ThreadPool
 from goaicore_store.chat.agent import ChatAgent
 from goaicore_store.chat.tools import DEFAULT_TOOLS, load_tools, traced
 from goaicore_store.codecs import CODEC, KEY_CODEC, REPLIES_CODEC, SNAPSHOT_CODEC, register
@@ -306,6 +307,7 @@ def _chat_services(settings: Settings) -> ChatServices:
             context_tokens=settings.context_tokens,
             max_tool_result_bytes=limits.tool_result_bytes,
             prices=PriceTable.from_file(settings.prices) if settings.prices else PriceTable(),
+            tool_pool=ThreadPool(settings.tool_threads, "goaicore-tools"),
         ),
         watermarks=HighWatermarks(settings),
         intake_watermarks=HighWatermarks(settings, "intake") if _takes_intake(settings) else None,

@@ -173,5 +173,8 @@ class WorkerBackend(KafkaBackend):
 def worker_store(store: StoreApp) -> StoreApplication:
     """The worker's store: what its HTTP views append as ``http``."""
     return StoreApplication(
-        WorkerBackend(store, source="http"), source="http", read_wait=store.settings.read_wait
+        WorkerBackend(store, source="http"),
+        source="http",
+        read_wait=store.settings.read_wait,
+        history_threads=store.settings.history_threads,
     )

@@ -27,6 +27,7 @@ def test_defaults_without_environment(tmp_path: Path) -> None:
     assert settings.topic("events") == "goaicore.events"
     assert Settings(env={}).data_dir == Path(".goaicore")
     assert settings.tools is None  # the worker offers its own tools
+    assert (settings.tool_threads, settings.history_threads) == (16, 4)
 
 
 MASTER_KEY_TEXT = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVpBQkNERUY="  # 32 bytes, base64
@@ -52,6 +53,8 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "ANTHROPIC_API_KEY": "ak-test",
         "GOAICORE_DATA_DIR": "/tmp/goaicore-data",
         "GOAICORE_CHAT_CONCURRENCY": "8",
+        "GOAICORE_TOOL_THREADS": "3",
+        "GOAICORE_HISTORY_THREADS": "2",
         "GOAICORE_READ_WAIT": "2.5",
         "GOAICORE_TURN_TIMEOUT": "30",
         "GOAICORE_STREAM_HOLD_MS": "20",
@@ -89,6 +92,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert s.openai_api == "responses"
     assert s.data_dir == Path("/tmp/goaicore-data")
     assert (s.chat_concurrency, s.read_wait, s.turn_timeout) == (8, 2.5, 30.0)
+    assert (s.tool_threads, s.history_threads) == (3, 2)
     assert s.stream_hold_ms == 20
     assert (s.system_prompt, s.tools) == ("Be brief", "mygame.tools:registry")
     assert s.context_tokens == 4000
@@ -154,6 +158,9 @@ def test_publishers_write_to_intake_where_workers_seal_unless_told_otherwise() -
         ("GOAICORE_TABLE_STORE", "rocksdict", "must be 'memory' or 'rocksdb'"),
         ("GOAICORE_DB_SCHEMA", "Audit-1", "use 1 to 63 of a-z 0-9 _"),
         ("GOAICORE_CHAT_CONCURRENCY", "0", "must be from 1 to 10000"),
+        ("GOAICORE_TOOL_THREADS", "0", "must be from 1 to 1024"),
+        ("GOAICORE_HISTORY_THREADS", "many", "must be a whole number"),
+        ("GOAICORE_HISTORY_THREADS", "1025", "must be from 1 to 1024"),
         ("GOAICORE_READ_WAIT", "soon", "must be a number of seconds"),
         ("GOAICORE_TOOLS", "mygame.tools", "expected package.module:attribute"),
     ],

@@ -42,6 +42,8 @@ def _every_variable(tmp_path: Path) -> dict[str, str]:
         "GOAICORE_OPENAI_API": "responses",
         "ANTHROPIC_API_KEY": "ak-secret",
         "GOAICORE_CHAT_CONCURRENCY": "8",
+        "GOAICORE_TOOL_THREADS": "3",
+        "GOAICORE_HISTORY_THREADS": "2",
         "GOAICORE_READ_WAIT": "2.5",
         "GOAICORE_TURN_TIMEOUT": "30",
         "GOAICORE_STREAM_HOLD_MS": "20",

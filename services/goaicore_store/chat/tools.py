@@ -13,6 +13,7 @@ from typing import Any
 
 from goaicore.conversation.tools import Tool, ToolOutcome, tool
 from goaicore.errors import ConfigError
+from goaicore.threads import ThreadPool
 from goaicore.tracing import tracer
 
 TRACER = tracer(__name__)
@@ -71,11 +72,11 @@ def _as_tool(item: Callable[..., Any] | Any, where: str) -> Tool:
 class TracedTool(Tool):
     """A tool whose every call is a ``tool.call`` span in the turn's trace."""
 
-    async def invoke(self, arguments: str) -> ToolOutcome:
+    async def invoke(self, arguments: str, pool: ThreadPool | None = None) -> ToolOutcome:
         with TRACER.start_as_current_span(
             "tool.call", attributes={"goaicore.tool": self.name}
         ) as span:
-            outcome = await super().invoke(arguments)
+            outcome = await super().invoke(arguments, pool)
             span.set_attribute("goaicore.tool.error", outcome.is_error)
             return outcome
 
