@@ -44,6 +44,7 @@ from goaicore.records.validation import InvalidInputError, check_conversation_id
 from goaicore.sealing.keyring import not_erased
 from goaicore.sealing.records import KeyLookup
 from goaicore.store.errors import ConversationNotFound, OperationRefused
+from goaicore.store.inputs import RecordLimits, event_record
 
 SOURCE = "goaicore.history-ops"
 """The ``source`` of every event a history operation appends."""
@@ -287,14 +288,18 @@ def regeneration(
     records: Sequence[LogRecord],
     policy: PolicyTimeline,
     keys: KeyLookup | None,
+    limits: RecordLimits,
 ) -> tuple[ConversationRewound, str]:
     """The rewind a regenerate's turn is appended after, and the user message it asks
     again: an undo's, decided from the conversation's ``records`` as undo decides it
-    (refused as undo is), for the turn to run on the history it leaves."""
+    (refused as undo is, and when the rewind would not fit ``limits``: it is never cut
+    down), for the turn to run on the history it leaves."""
     found = scan(conversation_id, fold_records(records, policy, keys=keys), copies_content=True)
     offset, text = last_user_message(conversation_id, found, ask_again=True)
     then = scan(conversation_id, fold_records(records, policy, keys=keys), from_offset(offset))
-    return rewound(conversation_id, then, offset - 1, "regenerate"), text
+    body = rewound(conversation_id, then, offset - 1, "regenerate")
+    event_record(limits, SOURCE, conversation_id, body)  # fits, or refused
+    return body, text
 
 
 def fork_stop(

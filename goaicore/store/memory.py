@@ -45,6 +45,7 @@ from goaicore.sealing.records import KeyLookup
 from goaicore.store import history
 from goaicore.store.application import StoreApplication
 from goaicore.store.idempotency import RecentReplies, answer
+from goaicore.store.inputs import RecordLimits
 from goaicore.store.limits import OutputLimits
 from goaicore.store.reply_streams import ReplyStreams, StreamedReply
 from goaicore.store.turns import TurnSettings
@@ -185,7 +186,8 @@ class MemoryBackend:
         """What a regenerate of the conversation undoes, from its log as it is now."""
         policy = history.policy_for(self.stored.get(conversation_id), self.record_limit)
         records = await self.records(conversation_id)
-        return history.regeneration(conversation_id, records, policy, self.keys)
+        limits = RecordLimits(self.record_limit, self._sealing is not None)
+        return history.regeneration(conversation_id, records, policy, self.keys, limits)
 
     async def ask_stream(
         self,

@@ -74,6 +74,7 @@ from goaicore.sealing.records import seal_event
 from goaicore.store import history
 from goaicore.store.backend import StoreBackend
 from goaicore.store.idempotency import RecentReplies, answer
+from goaicore.store.inputs import RecordLimits
 from goaicore.store.ordering import KeyedDispatcher
 from goaicore.store.reply_chunks import RUN_HEADER, ChunkWriter
 from goaicore.store.reply_streams import Run
@@ -362,7 +363,8 @@ class ChatAgent:
             self.store.table.get(conversation_id.encode()), self.reader.record_limit
         )
         records = await self.reader.records(conversation_id)
-        return history.regeneration(conversation_id, records, policy, self.reader.keys)
+        limits = RecordLimits(self.reader.record_limit, self.reader.intake)  # room to seal
+        return history.regeneration(conversation_id, records, policy, self.reader.keys, limits)
 
     def _chunk_sender(self, key: bytes) -> Callable[[Sequence[ReplyChunk]], Awaitable[None]]:
         """Sends a run's chunks record by record, into the producer's open batch of their
