@@ -48,8 +48,8 @@ from goaicore.store.turns import (
     TurnOutcome,
     TurnSettings,
     failure,
-    request_only_event_id,
     refused,
+    request_only_event_id,
     run_request,
     turn_event_id,
 )
@@ -150,7 +150,7 @@ async def _regenerated(
     fit). A turn that fails appends its TurnFailed alone: no rewind without the turn
     that replaces what it undid. The rewind's id derives from the request id: one that
     landed before a worker stopped is not decided again."""
-    rewind_id = turn_event_id(request.request_id, "rewind")
+    rewind_id = turn_event_id(request.conversation_id, request.request_id, "rewind")
     if snapshot is not None and rewind_id in snapshot.recent_event_ids:
         return await run_request(
             request, snapshot, provider, registry, settings, on_progress, cancel
