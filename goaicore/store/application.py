@@ -402,9 +402,20 @@ class StoreApplication:
 
     async def _stored(self, conversation_id: str) -> ConversationSnapshot | None:
         """The conversation's stored snapshot, once this store's own earlier writes of it
-        are folded (the id checked first)."""
+        are folded (the id checked first) and, as far as a worker folds it in time, its
+        own latest operation on it: an operation checked against the conversation as it
+        stands sees the one its caller made just before."""
         check_conversation_id(conversation_id)
         await self._own_writes_sealed(conversation_id)
+        operated = self._operated.get(conversation_id)
+        if operated is not None:
+            deadline = time.monotonic() + self.read_wait
+            try:
+                return await self._snapshot_applying(
+                    conversation_id, (operated,), None, deadline, self.read_wait
+                )
+            except WriteNotApplied:  # no worker folds it: the fold checks it after all
+                pass
         return await self.backend.snapshot(conversation_id)
 
     async def _scan(

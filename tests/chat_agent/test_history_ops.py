@@ -254,7 +254,9 @@ def test_the_readme_example_runs_as_written(
 def test_a_change_the_fold_refuses_is_reported_and_changes_nothing(
     topics: Settings, worker: ChatWorker
 ) -> None:
-    """After appending, the operation folds the log up to its event: a refusal is an error."""
+    """A change the conversation as it stands refuses is refused before anything is
+    appended; one the fold refuses after (computed on a history since changed) changes
+    nothing and is reported."""
     with HistoryOperations(topics) as ops, EventPublisher(topics) as publisher:
         ops.set_metadata("refused-1", attributes={f"a{n}": "x" for n in range(20)})
         with pytest.raises(OperationRefused, match="33 attributes"):
@@ -268,9 +270,10 @@ def test_a_change_the_fold_refuses_is_reported_and_changes_nothing(
             "refused-1",
             ConversationRewound(until_offset=first.offset - 2, basis_event_id=stale_basis),
         )
-    snapshot = snapshot_when(topics, "refused-1", lambda s: s.event_count == 5)
+    snapshot = snapshot_when(topics, "refused-1", lambda s: s.event_count == 4)
     assert _texts(snapshot) == ["hello", "again"]
     assert len(snapshot.attributes) == 20
+    assert snapshot.events_by_type["MetadataSet"] == 1  # the refused change: not appended
     assert "computed on a history since changed" in snapshot.anomalies[-1]
     _verified(topics, snapshot)
 
