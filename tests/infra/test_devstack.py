@@ -270,9 +270,8 @@ def test_sigterm_while_starting_and_sigkill_after_leave_nothing_running(
         children = _descendants(starting.pid)
         assert children
         starting.send_signal(signal.SIGTERM)
-        assert (
-            starting.wait(timeout=180) == 0
-        )  # it stops its children first: on a loaded machine that takes a while
+        # It stops its children first: on a loaded machine that takes a while.
+        assert starting.wait(timeout=180) == 0
         assert starting.stdout is not None
         said = starting.stdout.read()
     finally:
