@@ -14,7 +14,7 @@ from goaicore.kafka.dead_letters import DeadLetter, DeadLetterWriter
 from goaicore.records import LoggedEvent, TopicPosition
 from goaicore.records.validation import InvalidInputError
 from goaicore.replay.reader import HistoryReader
-from goaicore.store.errors import ReplyTimeout
+from goaicore.store.errors import NotAcknowledged, ReplyTimeout
 
 __all__ = [
     "AsyncChatClient",
@@ -28,6 +28,7 @@ __all__ = [
     "HistoryReader",
     "InvalidInputError",
     "LoggedEvent",
+    "NotAcknowledged",
     "ReplySubscriber",
     "ReplyTimeout",
     "TopicPosition",

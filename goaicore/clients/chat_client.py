@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
-from goaicore.clients.aio.chat_client import AsyncChatClient
+from goaicore.clients.aio.chat_client import SEND_TIMEOUT, AsyncChatClient
 from goaicore.records import ChatReply
 from goaicore.settings import Settings
 from goaicore.store.errors import ReplyTimeout
@@ -44,14 +44,26 @@ class ChatClient(Blocking[AsyncChatClient]):
         model: str | None = None,
         deadline: datetime | None = None,
         request_id: str | None = None,
+        timeout: float | None = SEND_TIMEOUT,
     ) -> str:
-        """Publish a chat request and return its request id without waiting.
+        """Publish a chat request and return its request id without waiting for the reply.
 
         ``request_id`` (generated when absent) makes a retry idempotent: the worker
-        answers a request id it has answered before with the stored reply.
+        answers a request id it has answered before with the stored reply. Past
+        ``timeout`` seconds without the broker's acknowledgement: NotAcknowledged, with
+        the request id to send again (the request may still arrive).
         """
         return run_sync(
-            self._core.send(conversation_id, text, system, tools, model, deadline, request_id)
+            self._core.send(
+                conversation_id,
+                text,
+                system,
+                tools,
+                model,
+                deadline,
+                request_id,
+                timeout=timeout,
+            )
         )
 
     def ask(
@@ -67,7 +79,8 @@ class ChatClient(Blocking[AsyncChatClient]):
         *,
         regenerate: bool = False,
     ) -> ChatReply:
-        """Send a chat request and wait up to ``timeout`` seconds for its reply: as
+        """Send a chat request and wait up to ``timeout`` seconds, sending included, for its
+        reply: as
         :meth:`AsyncChatClient.ask <goaicore.clients.aio.AsyncChatClient.ask>` (the same
         ``request_id`` again never runs a second LLM turn; ReplyTimeout carries it)."""
         return run_sync(
@@ -106,7 +119,14 @@ class ChatClient(Blocking[AsyncChatClient]):
             owner=self,
         )
 
-    def cancel(self, request_id: str, *, conversation_id: str | None = None) -> None:
+    def cancel(
+        self,
+        request_id: str,
+        *,
+        conversation_id: str | None = None,
+        timeout: float | None = SEND_TIMEOUT,
+    ) -> None:
         """Stop the turn of ``request_id`` (asked by this client, or in
-        ``conversation_id``): it ends, recorded, with the text generated so far."""
-        run_sync(self._core.cancel(request_id, conversation_id=conversation_id))
+        ``conversation_id``): it ends, recorded, with the text generated so far
+        (NotAcknowledged past ``timeout`` seconds: cancelling again is harmless)."""
+        run_sync(self._core.cancel(request_id, conversation_id=conversation_id, timeout=timeout))

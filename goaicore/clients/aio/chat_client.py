@@ -36,7 +36,7 @@ from goaicore.records.avro.api import decode_chat_reply, decode_reply_chunk
 from goaicore.records.avro.errors import DecodeError
 from goaicore.records.validation import check_conversation_id, check_request_id
 from goaicore.settings import Settings
-from goaicore.store.errors import timed_out
+from goaicore.store.errors import not_acknowledged, timed_out
 from goaicore.store.inputs import cancel_record, chat_request_record
 from goaicore.store.reply_chunks import RUN_HEADER, ChunkReader
 from goaicore.store.reply_streams import StreamedReply
@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 STREAM_END_GRACE = 2.0
 """Seconds a streamed ask waits, once its reply is in, for the rest of its stream (the
 two come on different topics): the reply is whole, so only late text is lost."""
+SEND_TIMEOUT = 30.0
+"""Seconds ``send`` and ``cancel`` wait by default for the broker to acknowledge a request."""
 ASKED_KEPT = 4096
 """Request ids this client asked, with their conversation (for ``cancel``), newest kept."""
 
@@ -100,6 +102,7 @@ class AsyncChatClient(AsyncRunning):
         deadline: datetime | None = None,
         request_id: str | None = None,
         stream: bool = False,
+        timeout: float | None = SEND_TIMEOUT,  # noqa: ASYNC109 - ChatClient.send's shape
         *,
         regenerate: bool = False,
     ) -> str:
@@ -107,7 +110,11 @@ class AsyncChatClient(AsyncRunning):
         (``stream``: its progress goes to ``reply-stream`` as it happens; ``regenerate``:
         the turn replaces the conversation's last exchange, ``text`` being its user
         message, and the rewind that undoes it is appended with the new turn, never
-        alone)."""
+        alone).
+
+        Past ``timeout`` seconds (None: no bound) without the broker's acknowledgement:
+        NotAcknowledged with the request id. The request may still reach the broker once
+        it is back; sending it again with that ``request_id`` is answered once."""
         request, payload = chat_request_record(
             self.settings,
             conversation_id,
@@ -120,17 +127,24 @@ class AsyncChatClient(AsyncRunning):
             stream=stream,
             regenerate=regenerate,
         )
-        await self._send_request(conversation_id, payload)
+        await self._send_request(conversation_id, payload, request.request_id, timeout)
         self._asked[request.request_id] = conversation_id
         while len(self._asked) > ASKED_KEPT:
             del self._asked[next(iter(self._asked))]
         return request.request_id
 
-    async def cancel(self, request_id: str, *, conversation_id: str | None = None) -> None:
+    async def cancel(
+        self,
+        request_id: str,
+        *,
+        conversation_id: str | None = None,
+        timeout: float | None = SEND_TIMEOUT,  # noqa: ASYNC109 - as in send()
+    ) -> None:
         """Stop the turn of ``request_id`` (asked by this client, or in
         ``conversation_id``): it ends with the text generated so far, recorded as a
         cancelled turn, and its reply says ``cancelled``. A cancel that comes before the
-        turn starts stops it as it starts; one after it finished changes nothing."""
+        turn starts stops it as it starts; one after it finished changes nothing
+        (NotAcknowledged past ``timeout`` seconds: cancelling again is harmless)."""
         request_id = check_request_id(request_id)
         conversation_id = conversation_id or self._asked.get(request_id)
         if conversation_id is None:
@@ -138,18 +152,28 @@ class AsyncChatClient(AsyncRunning):
                 f"request {request_id!r} was not asked by this client: name its conversation_id"
             )
         request, payload = cancel_record(self.settings, conversation_id, request_id)
-        await self._send_request(request.conversation_id, payload)
+        await self._send_request(request.conversation_id, payload, request_id, timeout)
 
-    async def _send_request(self, conversation_id: str, payload: bytes) -> None:
+    async def _send_request(
+        self,
+        conversation_id: str,
+        payload: bytes,
+        request_id: str,
+        timeout: float | None,  # noqa: ASYNC109 - the bound of send()
+    ) -> None:
         producer = self._started()
-        with client_errors():
-            delivery = await producer.send(
-                self.requests_topic,
-                key=conversation_id.encode(),
-                value=payload,
-                headers=record_headers(),
-            )
-            await delivery
+        try:
+            async with asyncio.timeout(timeout):
+                with client_errors():
+                    delivery = await producer.send(
+                        self.requests_topic,
+                        key=conversation_id.encode(),
+                        value=payload,
+                        headers=record_headers(),
+                    )
+                    await delivery
+        except TimeoutError:
+            raise not_acknowledged(timeout, request_id=request_id) from None
 
     async def ask(
         self,
@@ -164,7 +188,8 @@ class AsyncChatClient(AsyncRunning):
         *,
         regenerate: bool = False,
     ) -> ChatReply:
-        """Send a chat request and wait up to ``timeout`` seconds for its reply.
+        """Send a chat request and wait up to ``timeout`` seconds, sending included, for
+        its reply (ReplyTimeout past it, also while the broker is down).
 
         Pass the ``request_id`` of an earlier ask (``ReplyTimeout.request_id``, or
         the reply's) to retry it: the worker answers with that request's reply and
@@ -214,21 +239,27 @@ class AsyncChatClient(AsyncRunning):
         try:
             if deadline is None:
                 deadline = utc_now() + timedelta(seconds=timeout)
-            await self.send(
-                conversation_id,
-                text,
-                system,
-                tools,
-                model,
-                deadline,
-                request_id,
-                stream,
-                regenerate=regenerate,
-            )
+            sent = False
             try:
-                return await asyncio.wait_for(asyncio.shield(future), timeout)
+                # One bound for the request's delivery and its reply: while the broker is
+                # down, the producer would retry the delivery for ever.
+                async with asyncio.timeout(timeout):
+                    await self.send(
+                        conversation_id,
+                        text,
+                        system,
+                        tools,
+                        model,
+                        deadline,
+                        request_id,
+                        stream,
+                        timeout=None,
+                        regenerate=regenerate,
+                    )
+                    sent = True
+                    return await asyncio.shield(future)
             except TimeoutError:
-                raise timed_out(request_id, timeout) from None
+                raise timed_out(request_id, timeout, sent) from None
         finally:
             self._waiters[request_id] -= 1
             if not self._waiters[request_id]:
