@@ -73,6 +73,7 @@ from goaicore.records.validation import conversation_id_problem
 from goaicore.sealing.records import seal_event
 from goaicore.store import history
 from goaicore.store.backend import StoreBackend
+from goaicore.store.errors import NotAcknowledged
 from goaicore.store.idempotency import RecentReplies, answer
 from goaicore.store.inputs import RecordLimits
 from goaicore.store.ordering import KeyedDispatcher
@@ -90,6 +91,8 @@ log = logging.getLogger(__name__)
 TRACER = tracer(__name__)
 
 SEND_ATTEMPTS = 5
+BROKER_RETRY_PAUSE = 2.0
+"""Seconds between tries of a request whose handling failed because the broker is down."""
 T = TypeVar("T")
 ANSWERED_KEPT = 8192  # positions of requests this process answered, newest kept
 
@@ -182,18 +185,34 @@ class ChatAgent:
         if event.message.generation_id != app.consumer_generation_id:
             # Queued before a rebalance: the partition's new owner reads it again.
             return
-        try:
-            await self.process(event.message, decoded)
-        except Exception:
-            # Retries are exhausted (the broker is unreachable): give up on this one
-            # rather than hold the partition's commits and rebalances forever. The
-            # client's retry with the same request id is answered idempotently.
-            log.exception(
-                "chat request at %s[%d]@%d abandoned",
-                event.message.topic,
-                event.message.partition,
-                event.message.offset,
-            )
+        while True:
+            try:
+                await self.process(event.message, decoded)
+                break
+            except Exception as err:
+                if broker_down(err) and event.message.generation_id == app.consumer_generation_id:
+                    # An acknowledged request is not dropped for an outage: tried again
+                    # until the broker is back (or a rebalance gives the partition to its
+                    # next owner, which reads it again). Nothing commits meanwhile anyway.
+                    log.warning(
+                        "chat request at %s[%d]@%d waits for the broker (%s); trying again",
+                        event.message.topic,
+                        event.message.partition,
+                        event.message.offset,
+                        type(err).__name__,
+                    )
+                    await asyncio.sleep(BROKER_RETRY_PAUSE)
+                    continue
+                # Not the broker's absence: give up on this one rather than hold the
+                # partition's commits and rebalances forever. The client's retry with the
+                # same request id is answered idempotently.
+                log.exception(
+                    "chat request at %s[%d]@%d abandoned",
+                    event.message.topic,
+                    event.message.partition,
+                    event.message.offset,
+                )
+                break
         event.ack()
 
     async def process(self, message: Any, decoded: ChatRequest | DecodeError | None = None) -> None:
@@ -474,3 +493,18 @@ async def _retrying(send: Callable[[], Awaitable[T]]) -> T:
             log.warning("send failed (attempt %d of %d); retrying", attempt, SEND_ATTEMPTS)
             await asyncio.sleep(0.2 * 2**attempt)
     raise AssertionError("unreachable")
+
+
+def broker_down(err: BaseException) -> bool:
+    """Whether ``err`` (or an error it came from) is the broker being unreachable or
+    timing out: a retriable Kafka error, which a later try may get past."""
+    from aiokafka.errors import KafkaTimeoutError  # type: ignore[import-untyped]
+
+    seen: BaseException | None = err
+    while seen is not None:
+        if getattr(seen, "retriable", False) or isinstance(
+            seen, (NotAcknowledged, KafkaTimeoutError)
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
