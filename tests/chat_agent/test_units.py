@@ -364,3 +364,26 @@ def test_a_request_this_process_answered_is_not_answered_again_after_a_rebalance
 
     asyncio.run(run())
     assert answered == [7, 8]
+
+
+def test_a_request_is_tried_again_for_the_brokers_absence_alone() -> None:
+    from aiokafka.errors import (  # type: ignore[import-untyped]
+        KafkaTimeoutError,
+        NodeNotReadyError,
+        TopicAuthorizationFailedError,
+    )
+
+    from goaicore.errors import BrokerError
+    from goaicore.store.errors import not_acknowledged
+    from goaicore_store.chat.agent import broker_down
+
+    wrapped = BrokerError("Kafka: NodeNotReadyError")
+    wrapped.__cause__ = NodeNotReadyError()
+    timed_out = KafkaTimeoutError()
+    timed_out.__context__ = asyncio.CancelledError()
+    assert broker_down(NodeNotReadyError())
+    assert broker_down(wrapped)
+    assert broker_down(timed_out)
+    assert broker_down(not_acknowledged(5.0, request_id="r1"))
+    assert not broker_down(TopicAuthorizationFailedError())
+    assert not broker_down(ValueError("a bad request"))
