@@ -18,6 +18,7 @@ from goaicore.kafka.profile import client_profile
 from goaicore.kafka.security import KafkaSecurityError, aiokafka_options, probe
 from goaicore.lifecycle import AsyncRunning
 from goaicore.settings import Settings
+from goaicore.store.errors import NotAcknowledged
 
 
 async def start_producer(settings: Settings, **overrides: Any) -> Any:
@@ -119,3 +120,18 @@ class ConsumerReader(AsyncRunning):
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
             await consumer.stop()
+
+
+def broker_down(err: BaseException) -> bool:
+    """Whether ``err`` (or an error it came from) is the broker being unreachable or
+    timing out: a retriable Kafka error, which a later try may get past."""
+    from aiokafka.errors import KafkaTimeoutError  # type: ignore[import-untyped]
+
+    seen: BaseException | None = err
+    while seen is not None:
+        if getattr(seen, "retriable", False) or isinstance(
+            seen, (NotAcknowledged, KafkaTimeoutError)
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

@@ -374,8 +374,8 @@ def test_a_request_is_tried_again_for_the_brokers_absence_alone() -> None:
     )
 
     from goaicore.errors import BrokerError
+    from goaicore.kafka.aio_connection import broker_down
     from goaicore.store.errors import not_acknowledged
-    from goaicore_store.chat.agent import broker_down
 
     wrapped = BrokerError("Kafka: NodeNotReadyError")
     wrapped.__cause__ = NodeNotReadyError()

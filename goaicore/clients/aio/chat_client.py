@@ -24,6 +24,7 @@ from typing import Any, Self
 
 from goaicore.errors import BrokerError, client_errors
 from goaicore.kafka.aio_connection import (
+    broker_down,
     partitions_of,
     start_consumer,
     start_producer,
@@ -393,10 +394,20 @@ class AsyncChatClient(AsyncRunning):
                         queue.put_nowait((chunk, record.offset))
 
     async def _listen(self) -> None:
+        """Replies to their asks, as they come. A read that fails for the broker's
+        absence is tried again (the asks waiting meanwhile time out on their own), so
+        the client works again once the broker is back; any other failure stops it."""
         try:
             while True:
-                with client_errors():
-                    batches = await self._consumer.getmany(timeout_ms=200)
+                try:
+                    with client_errors():
+                        batches = await self._consumer.getmany(timeout_ms=200)
+                except Exception as err:
+                    if not broker_down(err):
+                        raise
+                    log.warning("reading replies failed (%s); trying again", type(err).__name__)
+                    await asyncio.sleep(1.0)
+                    continue
                 for records in batches.values():
                     for record in records:
                         self._deliver(record)

@@ -50,6 +50,7 @@ from opentelemetry.trace import SpanKind
 
 from goaicore.conversation.progress import OnProgress
 from goaicore.fold.admission import INVALID_CONVERSATION_ID, another_partition
+from goaicore.kafka.aio_connection import broker_down
 from goaicore.kafka.faust.offsets import committed_offset
 from goaicore.kafka.faust.transport import steady_producer
 from goaicore.kafka.partitioner import partition_for
@@ -73,7 +74,6 @@ from goaicore.records.validation import conversation_id_problem
 from goaicore.sealing.records import seal_event
 from goaicore.store import history
 from goaicore.store.backend import StoreBackend
-from goaicore.store.errors import NotAcknowledged
 from goaicore.store.idempotency import RecentReplies, answer
 from goaicore.store.inputs import RecordLimits
 from goaicore.store.ordering import KeyedDispatcher
@@ -493,18 +493,3 @@ async def _retrying(send: Callable[[], Awaitable[T]]) -> T:
             log.warning("send failed (attempt %d of %d); retrying", attempt, SEND_ATTEMPTS)
             await asyncio.sleep(0.2 * 2**attempt)
     raise AssertionError("unreachable")
-
-
-def broker_down(err: BaseException) -> bool:
-    """Whether ``err`` (or an error it came from) is the broker being unreachable or
-    timing out: a retriable Kafka error, which a later try may get past."""
-    from aiokafka.errors import KafkaTimeoutError  # type: ignore[import-untyped]
-
-    seen: BaseException | None = err
-    while seen is not None:
-        if getattr(seen, "retriable", False) or isinstance(
-            seen, (NotAcknowledged, KafkaTimeoutError)
-        ):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
