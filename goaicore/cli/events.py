@@ -11,6 +11,8 @@ from goaicore.cli.output import add_json_option, print_json
 from goaicore.cli.render import describe_event
 from goaicore.cli.store import kafka_store
 from goaicore.errors import InputError
+from goaicore.records import new_event
+from goaicore.store.errors import NotAcknowledged
 
 
 def register(subparsers: Any) -> None:
@@ -28,6 +30,12 @@ def register(subparsers: Any) -> None:
         metavar="KEY=VALUE",
         help="an attribute (repeatable)",
     )
+    publish.add_argument(
+        "--event-id",
+        metavar="ID",
+        help="the event's id (default: a new one); give the one a publish not acknowledged "
+        "printed to try it again without a second copy",
+    )
     publish.set_defaults(handler=handle_publish)
 
     history: argparse.ArgumentParser = subparsers.add_parser(
@@ -42,10 +50,19 @@ def register(subparsers: Any) -> None:
 def handle_publish(args: argparse.Namespace) -> int:
     from goaicore.store.inputs import game_event_body
 
-    event = game_event_body(args.text, args.kind, dict(args.attr))
+    body = game_event_body(args.text, args.kind, dict(args.attr))
+    event = new_event(args.conversation, body, source="cli", event_id=args.event_id)
     store, kafka = kafka_store()
     with store:
-        position = store.append(args.conversation, event).position
+        try:
+            position = store.append(args.conversation, event).position
+        except NotAcknowledged as err:
+            raise NotAcknowledged(
+                f"{str(err).split(';')[0]}; event {event.event_id} may still be appended once "
+                f"the broker is back: run this again with --event-id {event.event_id} "
+                "(applied once), never without it",
+                err.events,
+            ) from None
     if position.topic == kafka.settings.topic("intake"):
         print(f"published to {position}: the worker that owns it seals it into the log")
     else:

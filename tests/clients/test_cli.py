@@ -58,6 +58,20 @@ def test_publish_event_then_history_and_tail(topics: Settings) -> None:
     }
     assert logged["event"]["source"] == "cli"
 
+    # Published again with its event id (as a publish not acknowledged says to do): the
+    # log holds the copy, the fold applies it once.
+    again = goaicore(
+        topics,
+        "publish-event",
+        "player-7",
+        "Player checked in at Harrogate Theatre",
+        "--event-id",
+        logged["event"]["event_id"],
+    )
+    assert again.returncode == 0, again.stderr
+    read = json.loads(goaicore(topics, "history", "player-7", "--json").stdout)
+    assert [e["event"]["event_id"] for e in read["events"]] == [logged["event"]["event_id"]] * 2
+
     tailed = goaicore(
         topics, "tail", "--from-beginning", "--max", "1", "--idle-timeout", "5", "--json"
     )
