@@ -16,6 +16,11 @@ the record that restores the key after a crash.
 
 Only these methods may write such a table: a record sent through Faust's buffer
 could reach the changelog after a later one sent here.
+
+A write may also be staged (:meth:`DurableTable.stage`): it is read at once, from an
+overlay in front of the store, and reaches the store only when :meth:`send` queues
+its record, so a table on disk never runs ahead of its changelog while writes wait
+to be coalesced (:mod:`goaicore.kafka.faust.write_cache` decides when).
 """
 
 from __future__ import annotations
@@ -35,8 +40,55 @@ Sent = list[list[Awaitable[Any]]]
 """The delivery futures of a write, per partition and in order: see :meth:`DurableTable.send`."""
 
 
+_ABSENT = object()
+
+
 class DurableTable(faust.Table[Any, Any]):
     """A ``faust.Table`` keyed by bytes (as on the wire), written by :meth:`send`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.staged: dict[bytes, Any] = {}
+        """Values staged and not yet sent (None: a deletion), read before the store."""
+        self.staged_headers: dict[bytes, Sequence[tuple[str, bytes]]] = {}
+        """The headers a staged value's record is sent with (a snapshot's trace)."""
+
+    def __getitem__(self, key: bytes) -> Any:
+        value = self.staged.get(key, _ABSENT) if self.staged else _ABSENT
+        if value is _ABSENT:
+            return super().__getitem__(key)
+        if value is None:
+            return self.__missing__(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        if self.staged and key in self.staged:
+            return self.staged[key] is not None
+        return super().__contains__(key)
+
+    def get(self, key: bytes, default: Any = None) -> Any:
+        """The key's value, staged or stored, else ``default`` (the table's default is not
+        made: as ``Mapping.get``)."""
+        value = self.staged.get(key, _ABSENT) if self.staged else _ABSENT
+        if value is _ABSENT:
+            return self.data.get(key, default)
+        return default if value is None else value
+
+    def stage(
+        self,
+        values: Mapping[bytes, Any],
+        headers: Mapping[bytes, Sequence[tuple[str, bytes]]] | None = None,
+    ) -> None:
+        """Make ``values`` (None: delete the key) what the table reads, before they are
+        sent: :meth:`send` them later (the store changes only then), each with the
+        ``headers`` staged with it."""
+        self.staged.update(values)
+        for key in values:
+            carried = headers.get(key) if headers else None
+            if carried:
+                self.staged_headers[key] = carried
+            else:
+                self.staged_headers.pop(key, None)
 
     async def put(self, key: bytes, value: Any) -> None:
         """``table[key] = value``, returning when its changelog record is on the broker."""
@@ -65,10 +117,9 @@ class DurableTable(faust.Table[Any, Any]):
         assert partitions, "a durable table is built with its partition count"
         by_partition: dict[int, list[Record]] = {}
         for key, value in values.items():
-            encoded = None if value is None else codecs.dumps(self.value_serializer, value)
             partition = partition_for_key(key, partitions)
-            carried = headers.get(key) if headers else None
-            by_partition.setdefault(partition, []).append((key, encoded, carried))
+            carried = headers.get(key) if headers is not None else self.staged_headers.get(key)
+            by_partition.setdefault(partition, []).append(self.record(key, value, carried))
         producer = steady_producer(self.app)
         topic = self.changelog_topic.get_topic_name()
         # Concurrently: where a batch holds one record (the embedded profile), each
@@ -83,12 +134,23 @@ class DurableTable(faust.Table[Any, Any]):
             if isinstance(outcome, BaseException):
                 raise outcome
             sent.append(outcome)
+        staged = self.staged
         for key, value in values.items():
             if value is None:
                 self.data.pop(key, None)
             else:
                 self.data[key] = value
+            if staged and staged.get(key, _ABSENT) is value:
+                del staged[key]  # the store holds it now (unless staged again since)
+                self.staged_headers.pop(key, None)
         return sent
+
+    def record(
+        self, key: bytes, value: Any, headers: Sequence[tuple[str, bytes]] | None = None
+    ) -> Record:
+        """The changelog record of ``key`` set to ``value`` (None: its tombstone)."""
+        encoded = None if value is None else codecs.dumps(self.value_serializer, value)
+        return (key, encoded, headers)
 
     async def delivered(self, sent: Sent) -> None:
         """Wait until the broker has every record of a write (see :meth:`send`)."""
