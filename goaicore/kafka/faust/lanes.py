@@ -12,7 +12,15 @@ go to the lane's handler in one call (at most ``max_batch`` at a time, in partit
 order), as soon as the fetch returns. Offsets stay Faust's: each record is tracked
 before the handler runs and acked after it returns, so commits, the wait for acks
 on revocation and the seek back to committed offsets after a rebalance work as for
-streams. A batch fetched while flow is suspended (a rebalance) is dropped unacked,
+streams.
+
+A handler may also defer its acks: it returns a future, and the batch is acked when
+that future is done (never, if it fails or is cancelled: the records are read again).
+Such a lane names the :class:`DeferredWrites` the futures wait on: the lane asks them
+to write at once when its fetch reached the end of every partition it read (no
+backlog: nothing waits for a later batch) or a rebalance began, and the consumer
+drains them before it waits for acks on revocation or at shutdown, so that wait
+ends. A batch fetched while flow is suspended (a rebalance) is dropped unacked,
 as Faust drops records then, and read again from the committed offsets.
 
 The topic is subscribed through the app's conductor (so its records are fetched and
@@ -22,12 +30,26 @@ acks are enabled for it); no stream reads it. Lanes need goaicore's transports
 
 from __future__ import annotations
 
+import asyncio
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 
-BatchHandler = Callable[[Sequence[Any]], Awaitable[None]]
+BatchHandler = Callable[[Sequence[Any]], Awaitable[asyncio.Future[None] | None]]
+"""A lane's handler: None acks the batch on return, a future once it is done."""
+
+
+class DeferredWrites(Protocol):
+    """What a deferring handler's futures wait on (a ``WriteCache``)."""
+
+    async def write(self) -> None:
+        """Send what is waiting now."""
+
+    async def drain(self) -> None:
+        """Send what is waiting and return once every future handed out is done."""
+
 
 # Records a lane's handler may leave queued in Faust's producer buffer (dead letters:
 # the tables write their changelogs themselves) before the lane waits for them to
@@ -41,14 +63,22 @@ class BatchLane:
 
     handler: BatchHandler
     max_batch: int
+    writes: DeferredWrites | None = None
 
 
-def add_batch_lane(app: Any, topic: Any, handler: BatchHandler, max_batch: int) -> None:
-    """Deliver ``topic``'s records to ``handler`` in batches instead of to streams."""
+def add_batch_lane(
+    app: Any,
+    topic: Any,
+    handler: BatchHandler,
+    max_batch: int,
+    writes: DeferredWrites | None = None,
+) -> None:
+    """Deliver ``topic``'s records to ``handler`` in batches instead of to streams;
+    ``writes``: what the handler's futures wait on, if it defers its acks."""
     if max_batch < 1:
         raise ValueError(f"max_batch must be at least 1, got {max_batch}")
     app.topics.add(topic)
-    lanes_of(app)[topic.get_topic_name()] = BatchLane(handler, max_batch)
+    lanes_of(app)[topic.get_topic_name()] = BatchLane(handler, max_batch, writes)
 
 
 _LANES: weakref.WeakKeyDictionary[Any, dict[str, BatchLane]] = weakref.WeakKeyDictionary()
@@ -59,15 +89,66 @@ def lanes_of(app: Any) -> dict[str, BatchLane]:
     return _LANES.setdefault(app, {})
 
 
-async def run_lane(consumer: Any, lane: BatchLane, batch: list[Any], generation: int) -> None:
-    """Hand ``batch`` to its lane with Faust's offset bookkeeping around it."""
+async def run_lane(
+    consumer: Any,
+    lane: BatchLane,
+    batch: list[Any],
+    generation: int,
+    fetched_to: Mapping[Any, int] | None = None,
+) -> None:
+    """Hand ``batch`` to its lane with Faust's offset bookkeeping around it.
+
+    ``fetched_to``: for the last batch of a fetch, the next offset it read to in each
+    partition it read (None for a batch the same fetch has more after).
+    """
     if not consumer.flow_active or consumer.app.consumer_generation_id != generation:
         return  # a rebalance began: these are read again from the committed offsets
+    if not batch:  # a fetch whose last batch was full: only its end is left to see to
+        if lane.writes is not None and caught_up(consumer, fetched_to or {}):
+            await lane.writes.write()
+        return
     for message in batch:
         consumer.track_message(message)
-    await lane.handler(batch)
-    for message in batch:
-        consumer.ack(message)
+    written = await lane.handler(batch)
+    if written is None:
+        for message in batch:
+            consumer.ack(message)
+    else:
+        written.add_done_callback(partial(_ack_written, consumer, batch))
+        if lane.writes is not None and (
+            not consumer.flow_active or (fetched_to is not None and caught_up(consumer, fetched_to))
+        ):
+            await lane.writes.write()
     buffer = consumer.app.producer.buffer
     if buffer.size > PRODUCER_BACKLOG:
         await buffer.flush_atmost(buffer.size - PRODUCER_BACKLOG)
+
+
+def caught_up(consumer: Any, fetched_to: Mapping[Any, int]) -> bool:
+    """Whether a fetch read every partition it returned to its end as the consumer
+    knows it (its highwater); unknown counts as the end."""
+    for tp, offset in fetched_to.items():
+        try:
+            highwater = consumer.highwater(tp)
+        except AssertionError:  # aiokafka's: no longer assigned (a rebalance began)
+            return True
+        if highwater is not None and offset < highwater:
+            return False
+    return True
+
+
+def _ack_written(consumer: Any, batch: Sequence[Any], written: asyncio.Future[None]) -> None:
+    """Ack a deferred batch once its writes are on the broker; a failed or cancelled
+    write leaves it unacked, to be read again."""
+    if written.cancelled() or written.exception() is not None:
+        return
+    for message in batch:
+        consumer.ack(message)
+
+
+async def drain_lanes(app: Any) -> None:
+    """Send and deliver what every deferring lane's handler waits on (its batches are
+    acked then): before offsets are committed on revocation or at shutdown."""
+    for lane in lanes_of(app).values():
+        if lane.writes is not None:
+            await lane.writes.drain()

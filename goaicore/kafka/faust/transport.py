@@ -60,7 +60,7 @@ from faust.transport.consumer import CONSUMER_FETCHING
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP
 
-from goaicore.kafka.faust.lanes import lanes_of, run_lane
+from goaicore.kafka.faust.lanes import drain_lanes, lanes_of, run_lane
 from goaicore.kafka.record_batches import Record, SentBatch, send_batches
 
 SCHEME = "goaicore-kafka"
@@ -106,6 +106,7 @@ class SteadyConsumer(driver.Consumer):
                 records = self.getmany(timeout=1.0)
                 await self.sleep(0)
                 batches: dict[str, list[Any]] = {}
+                fetched_to: dict[str, dict[TP, int]] = {}  # per lane topic: next offset read
                 if not self.should_stop:
                     since_yield = 0
                     async for tp, message in records:
@@ -128,11 +129,12 @@ class SteadyConsumer(driver.Consumer):
                         else:
                             batch = batches.setdefault(tp.topic, [])
                             batch.append(message)
+                            fetched_to.setdefault(tp.topic, {})[tp] = offset + 1
                             if len(batch) >= lane.max_batch:
                                 await run_lane(self, lane, batches.pop(tp.topic), generation)
                         set_read_offset(tp, offset)
-                    for topic, batch in batches.items():
-                        await run_lane(self, lanes[topic], batch, generation)
+                    for topic, ends in fetched_to.items():
+                        await run_lane(self, lanes[topic], batches.get(topic, []), generation, ends)
                 self.diag.unset_flag(CONSUMER_FETCHING)
         except self.consumer_stopped_errors:
             if self.transport.app.should_stop:
@@ -144,6 +146,14 @@ class SteadyConsumer(driver.Consumer):
             raise
         finally:
             self.diag.unset_flag(CONSUMER_FETCHING)
+
+    async def wait_empty(self) -> None:
+        """Faust's wait for every tracked record to be acked, once the lanes that defer
+        their acks have written and delivered what their records wait on (on revocation
+        and at shutdown: else the wait would outlast a rebalance, or a stop would commit
+        without them)."""
+        await drain_lanes(self.app)
+        await super().wait_empty()
 
     async def _wait_next_records(self, timeout: float) -> tuple[Any, Any]:  # noqa: ASYNC109 (Faust's signature)
         if not self.flow_active:
