@@ -101,6 +101,8 @@ class Settings:
     """GOAICORE_TOOLS; None: the worker offers its own tools."""
     context_tokens: int = FROM_ENVIRONMENT
     table_store: TableStore = FROM_ENVIRONMENT
+    snapshot_flush_ms: int = FROM_ENVIRONMENT
+    snapshot_flush_bytes: int = FROM_ENVIRONMENT
     prices: Path | None = None
     log_format: LogFormat = FROM_ENVIRONMENT
     http_tokens: tuple[str, ...] = FROM_ENVIRONMENT

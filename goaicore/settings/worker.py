@@ -136,5 +136,25 @@ TABLE: tuple[Setting, ...] = (
         "memory",
         passed=True,
     ),
+    Setting(
+        "snapshot_flush_ms",
+        "GOAICORE_SNAPSHOT_FLUSH_MS",
+        "`100`",
+        "Milliseconds a store worker with a backlog may hold a conversation's latest "
+        "snapshot before writing it to `snapshots`, so a conversation touched many times "
+        "meanwhile is written once (`0`: every fetch's snapshots are written at once). "
+        "A worker with no backlog writes at once.",
+        whole_number(0, 60_000),
+        100,
+    ),
+    Setting(
+        "snapshot_flush_bytes",
+        "GOAICORE_SNAPSHOT_FLUSH_BYTES",
+        "`4194304` (4 MiB)",
+        "Bytes of snapshots a store worker holds back (see `GOAICORE_SNAPSHOT_FLUSH_MS`) "
+        "before it writes them all at once, whatever their age.",
+        whole_number(0, 1 << 30),
+        4 * 1024 * 1024,
+    ),
 )
-"""Where the worker keeps its snapshots table."""
+"""Where the worker keeps its snapshots table, and how often it writes them."""

@@ -3,8 +3,9 @@
 The table's changelog topic IS ``<prefix>.snapshots`` (compacted, Avro
 ConversationSnapshot values, keyed by conversation id), so any consumer can
 read a conversation's latest snapshot from that topic, and a restarted
-worker recovers its table from it. Offsets of ``events`` are committed after
-the table's changelog writes; an event seen again after a crash is at or
+worker recovers its table from it. Snapshots are staged and written once per
+GOAICORE_SNAPSHOT_FLUSH_MS under a backlog (``WriteCache``); offsets of ``events``
+are committed after the table's changelog writes; an event seen again after a crash is at or
 below the snapshot's last position and changes nothing (the fold is idempotent).
 
 The chat agent (``goaicore_store.chat.agent``) answers ``requests`` from the
@@ -25,10 +26,12 @@ import faust
 
 from goaicore.conversation.pricing import PriceTable
 from goaicore.conversation.providers.choice import Providers
+from goaicore.fold.size import snapshot_bytes
 from goaicore.kafka.faust.disk_table import lock_table_dir, store_url
 from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.kafka.faust.lanes import add_batch_lane
 from goaicore.kafka.faust.recovery import SteadyTableManager
+from goaicore.kafka.faust.write_cache import WriteCache
 from goaicore.kafka.high_watermarks import HighWatermarks
 from goaicore.kafka.limits import max_batch_bytes, topic_max_message_bytes
 from goaicore.kafka.partitioner import partition_for
@@ -196,6 +199,12 @@ def create_app(
         replies=log_topic(app, settings, "replies"),
         reply_stream=log_topic(app, settings, "reply-stream"),
         table=table,
+        snapshot_writes=WriteCache(
+            table,
+            settings.snapshot_flush_ms / 1000,
+            settings.snapshot_flush_bytes,
+            snapshot_bytes,
+        ),
         replies_table=_replies_table(app, settings),
         keys=_keys(app, settings, table),
         chat=_chat_services(settings),
@@ -203,7 +212,7 @@ def create_app(
         web_port=port,
         table_lock=table_lock,
     )
-    add_batch_lane(app, events, partial(apply_batch, store), FOLD_BATCH)
+    add_batch_lane(app, events, partial(apply_batch, store), FOLD_BATCH, store.snapshot_writes)
     add_batch_lane(app, store.intake, partial(seal_batch, store), INTAKE_BATCH)
     conversations = worker_store(store)
     chat = ChatAgent(store, store.chat, conversations.backend)

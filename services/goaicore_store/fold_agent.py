@@ -13,6 +13,7 @@ snapshot leads back to the request that last changed it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Sequence
@@ -29,16 +30,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # The events of each fetch are folded as one batch (a batch lane: no timer, so an
-# idle worker folds an event as soon as it is fetched), and each touched
-# conversation's snapshot is written once per batch, in record batches: a snapshot
-# write costs more than folding an event. Offsets are acknowledged only once the
-# batch's snapshots are on the broker.
+# idle worker folds an event as soon as it is fetched). Each touched conversation's
+# snapshot is read at once and staged (``store.snapshot_writes``): a backlog's
+# snapshots are written once per GOAICORE_SNAPSHOT_FLUSH_MS, each conversation's
+# latest, in record batches (a snapshot write costs more than folding an event), and
+# a worker that has caught up writes them at once. Offsets are acknowledged only once
+# the snapshots they produced are on the broker.
 FOLD_BATCH = 2000
 
 
-async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> None:
+async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> asyncio.Future[None] | None:
     """Fold records of ``events`` into the table; a record that cannot be folded becomes a
-    dead letter with the reason, and the batch goes on without it."""
+    dead letter with the reason, and the batch goes on without it.
+
+    Returns what the batch's acknowledgement waits for: its snapshots (and every one
+    staged before) on the broker; None if nothing is left to write.
+    """
     consumed: dict[int, int] = {}
     records: list[LogRecord] = []
     partitions = store.settings.partitions
@@ -69,18 +76,20 @@ async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> None:
             traced[key] = trace_headers(outcome.record.origin.headers)
         if erasure_applied(outcome):
             erasures.append((outcome.event.conversation_id, outcome.record.position.offset))
-    sent = await store.table.send(touched, traced)
+    writes = store.snapshot_writes
+    written = writes.stage(touched, traced)  # read at once; on the broker once this is done
     if erasures:  # the erased snapshots are on the broker before the keys are destroyed
-        await store.table.delivered(sent)
-        sent = []  # delivered: nothing left to wait for below
+        await writes.drain()
         for conversation_id, offset in erasures:
             await erase_content(store, conversation_id, offset)
+    elif writes.due():
+        await writes.write()
     for delivery in forwarded:  # on the broker before the offsets are acknowledged
         await delivery
     await store.progress.advance(consumed)  # read-your-writes waits on this (the table)
-    await store.table.delivered(sent)  # the offsets are acknowledged once they are written
     store.metrics.events_folded.inc(folded)
     store.metrics.fold_batch_seconds.observe(time.perf_counter() - started)
+    return written
 
 
 def erasure_applied(outcome: Applied) -> bool:

@@ -19,6 +19,7 @@ from goaicore.conversation.tools import Tool
 from goaicore.fold.policy import FoldPolicy, policy_for_record_limit
 from goaicore.kafka.dead_letters import DeadLetter
 from goaicore.kafka.faust.durable_table import DurableTable
+from goaicore.kafka.faust.write_cache import WriteCache
 from goaicore.kafka.high_watermarks import HighWatermarks
 from goaicore.logs import origin
 from goaicore.settings import Settings
@@ -62,6 +63,7 @@ class StoreApp:
     replies: TopicT
     reply_stream: TopicT
     table: DurableTable  # bytes -> ConversationSnapshot; its changelog is the snapshots topic
+    snapshot_writes: WriteCache  # when the table's staged snapshots reach its changelog
     replies_table: DurableTable  # bytes -> RecentReplies; a reply is published once stored
     keys: ConversationKeys  # its table's changelog is the keys topic
     chat: ChatServices

@@ -28,6 +28,7 @@ def test_defaults_without_environment(tmp_path: Path) -> None:
     assert Settings(env={}).data_dir == Path(".goaicore")
     assert settings.tools is None  # the worker offers its own tools
     assert (settings.tool_threads, settings.history_threads) == (16, 4)
+    assert (settings.snapshot_flush_ms, settings.snapshot_flush_bytes) == (100, 4 * 1024 * 1024)
 
 
 MASTER_KEY_TEXT = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVpBQkNERUY="  # 32 bytes, base64
@@ -62,6 +63,8 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "GOAICORE_TOOLS": "mygame.tools:registry",
         "GOAICORE_CONTEXT_TOKENS": "4000",
         "GOAICORE_TABLE_STORE": "rocksdb",
+        "GOAICORE_SNAPSHOT_FLUSH_MS": "250",
+        "GOAICORE_SNAPSHOT_FLUSH_BYTES": "65536",
         "KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
         "KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
         "KAFKA_SASL_USERNAME": "game",
@@ -97,6 +100,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert (s.system_prompt, s.tools) == ("Be brief", "mygame.tools:registry")
     assert s.context_tokens == 4000
     assert s.table_store == "rocksdb"
+    assert (s.snapshot_flush_ms, s.snapshot_flush_bytes) == (250, 65536)
     assert (s.security_protocol, s.sasl_mechanism) == ("SASL_SSL", "SCRAM-SHA-512")
     assert (s.sasl_username, s.sasl_password) == ("game", "s3cret")
     assert s.ssl_cafile == s.ssl_certfile == s.ssl_keyfile == __file__
@@ -156,6 +160,10 @@ def test_publishers_write_to_intake_where_workers_seal_unless_told_otherwise() -
         ("GOAICORE_BROKER_PROFILE", "fast", "must be 'standard' or 'embedded'"),
         ("GOAICORE_LOCAL_BROKER", "redpanda", "must be 'embedded' or 'kafka'"),
         ("GOAICORE_TABLE_STORE", "rocksdict", "must be 'memory' or 'rocksdb'"),
+        ("GOAICORE_SNAPSHOT_FLUSH_MS", "0.5", "must be a whole number"),
+        ("GOAICORE_SNAPSHOT_FLUSH_MS", "-1", "must be from 0 to 60000"),
+        ("GOAICORE_SNAPSHOT_FLUSH_BYTES", "4MB", "must be a whole number"),
+        ("GOAICORE_SNAPSHOT_FLUSH_BYTES", "2147483648", "must be from 0 to 1073741824"),
         ("GOAICORE_DB_SCHEMA", "Audit-1", "use 1 to 63 of a-z 0-9 _"),
         ("GOAICORE_CHAT_CONCURRENCY", "0", "must be from 1 to 10000"),
         ("GOAICORE_TOOL_THREADS", "0", "must be from 1 to 1024"),

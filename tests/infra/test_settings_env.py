@@ -56,6 +56,8 @@ def _every_variable(tmp_path: Path) -> dict[str, str]:
         "GOAICORE_PRICES": str(tokens),  # any file: the worker reads it, not Settings
         "GOAICORE_LOG_FORMAT": "json",
         "GOAICORE_TABLE_STORE": "rocksdb",
+        "GOAICORE_SNAPSHOT_FLUSH_MS": "250",
+        "GOAICORE_SNAPSHOT_FLUSH_BYTES": "65536",
         "GOAICORE_MASTER_KEYS": "k1:QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVpBQkNERUY=",
         "GOAICORE_ERASURE_WINDOW": "3600",
         "GOAICORE_INTAKE": "off",

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from goaicore.kafka.faust.durable_table import DurableTable
@@ -63,16 +63,21 @@ class WriteCache:
         """Keys staged and not yet sent."""
         return len(self._pending)
 
-    def stage(self, values: Mapping[bytes, Any]) -> asyncio.Future[None] | None:
-        """Stage ``values`` (read at once); a future done once the broker has them and every
-        value staged before, or None when nothing is left to wait for.
+    def stage(
+        self,
+        values: Mapping[bytes, Any],
+        headers: Mapping[bytes, Sequence[tuple[str, bytes]]] | None = None,
+    ) -> asyncio.Future[None] | None:
+        """Stage ``values`` (read at once; each sent with its ``headers``); a future done
+        once the broker has them and every value staged before, or None when nothing is
+        left to wait for.
 
         A write that failed is raised here: the values it held are not on the broker.
         """
         if self._failure is not None:
             raise self._failure
         if values:
-            self.table.stage(values)
+            self.table.stage(values, headers)
             if self._oldest is None:
                 self._oldest = time.monotonic()
                 if self.interval > 0:
