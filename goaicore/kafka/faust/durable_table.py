@@ -54,9 +54,11 @@ class DurableTable(faust.Table[Any, Any]):
         """The headers a staged value's record is sent with (a snapshot's trace)."""
 
     def __getitem__(self, key: bytes) -> Any:
+        """The key's staged value, else its stored one (``get`` goes through here)."""
         value = self.staged.get(key, _ABSENT) if self.staged else _ABSENT
         if value is _ABSENT:
             return super().__getitem__(key)
+        self.on_key_get(key)  # counted as Faust counts a read of the store
         if value is None:
             return self.__missing__(key)
         return value
@@ -65,14 +67,6 @@ class DurableTable(faust.Table[Any, Any]):
         if self.staged and key in self.staged:
             return self.staged[key] is not None
         return super().__contains__(key)
-
-    def get(self, key: bytes, default: Any = None) -> Any:
-        """The key's value, staged or stored, else ``default`` (the table's default is not
-        made: as ``Mapping.get``)."""
-        value = self.staged.get(key, _ABSENT) if self.staged else _ABSENT
-        if value is _ABSENT:
-            return self.data.get(key, default)
-        return default if value is None else value
 
     def stage(
         self,
