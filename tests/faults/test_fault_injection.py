@@ -34,6 +34,8 @@ from tests.store.workers import dead_letters, wait_folded
 
 SEED = int(os.environ.get("GOAICORE_FAULT_SEED", "20261123"))
 OPERATIONS = int(os.environ.get("GOAICORE_FAULT_OPERATIONS", "240"))
+# The worker's GOAICORE_SNAPSHOT_FLUSH_MS (its default unless set), to run at its extremes.
+FLUSH_MS = os.environ.get("GOAICORE_FAULT_SNAPSHOT_FLUSH_MS")
 TOOLS = "tests.faults.tools:registry"
 
 pytestmark = pytest.mark.timeout(1200)
@@ -52,6 +54,8 @@ def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_random_faults_lose_nothing_double_nothing_and_stop_nothing(settings: Settings) -> None:
     settings = settings.with_overrides(db_schema=f"faults_{uuid.uuid4().hex[:8]}")
+    if FLUSH_MS is not None:
+        settings = settings.with_overrides(snapshot_flush_ms=int(FLUSH_MS))
     ensure_topics(settings)
     rng_kills = random.Random(SEED + 1)
     worker_kill = rng_kills.randrange(OPERATIONS // 4, OPERATIONS // 2)

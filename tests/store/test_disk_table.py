@@ -26,8 +26,13 @@ def _databases(data_dir: Path) -> list[Path]:
     return sorted(p for p in (data_dir / "store").rglob("snapshots-*.db") if p.is_dir())
 
 
-def test_a_worker_with_its_table_on_disk_folds_on_after_a_kill(settings: Settings) -> None:
-    on_disk = settings.with_overrides(table_store="rocksdb")
+@pytest.mark.parametrize("flush_ms", [100, 0, 5000])
+def test_a_worker_with_its_table_on_disk_folds_on_after_a_kill(
+    settings: Settings, flush_ms: int
+) -> None:
+    """At each extreme of GOAICORE_SNAPSHOT_FLUSH_MS too: a snapshot held back is on
+    disk only once its record is sent, so a kill never leaves the disk ahead."""
+    on_disk = settings.with_overrides(table_store="rocksdb", snapshot_flush_ms=flush_ms)
     ensure_topics(on_disk)
     first = StoreWorker(on_disk, "first").start()
     last = publish_ticks(on_disk, "d")

@@ -84,7 +84,18 @@ def test_two_workers_split_the_partitions_and_one_takes_over(
         b.stop()
 
 
-def test_kill9_while_events_stream_in_then_restart_loses_nothing(topics: Settings) -> None:
+@pytest.mark.parametrize(
+    "flush_ms",
+    [None, 0, 5000],
+    ids=["snapshots-coalesced-100ms", "snapshots-every-fetch", "snapshots-coalesced-5s"],
+)
+def test_kill9_while_events_stream_in_then_restart_loses_nothing(
+    topics: Settings, flush_ms: int | None
+) -> None:
+    """At each extreme of GOAICORE_SNAPSHOT_FLUSH_MS too: snapshots held back when the
+    worker dies are folded again by the next one from the uncommitted events."""
+    if flush_ms is not None:
+        topics = topics.with_overrides(snapshot_flush_ms=flush_ms)
     total, conversations = 10_000, 100
     last: dict[str, int] = {}
     published = threading.Event()
