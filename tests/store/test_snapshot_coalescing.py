@@ -3,6 +3,8 @@ never wrong, and an idle worker's snapshot is written without waiting for it."""
 
 from __future__ import annotations
 
+import base64
+import random
 from collections import Counter
 
 from kafka import KafkaConsumer, TopicPartition
@@ -17,10 +19,16 @@ from goaicore.replay.verify import verify_snapshot
 from tests.cli import run_goaicore
 from tests.store.workers import StoreWorker, wait_folded, worker_env
 
-# Events of 16 KiB: a fetch (1 MiB a partition) holds about 64 of a partition's, so
-# with about 67 conversations a partition (200 over 3) a fetch touches each at most
-# once, and writing each fetch's snapshots would write one snapshot per event.
-CONVERSATIONS, EACH, TEXT_BYTES = 200, 3, 16 * 1024
+# Events of 24 KiB of random text (18 KiB compressed): a fetch (1 MiB a partition)
+# holds about 57 of a partition's, so with about 67 conversations a partition (200
+# over 3) a fetch touches each at most once, and writing each fetch's snapshots would
+# write one snapshot per event.
+CONVERSATIONS, EACH, RANDOM_BYTES = 200, 3, 18 * 1024
+
+
+def noise(rng: random.Random) -> str:
+    """Text that does not compress (compressed, the events would all fit one fetch)."""
+    return base64.b64encode(rng.randbytes(RANDOM_BYTES)).decode()
 
 
 def snapshot_records(settings: Settings) -> list[tuple[bytes, bytes]]:
@@ -43,9 +51,10 @@ def test_a_backlog_writes_each_conversation_once_per_interval_and_folds_it_right
     coalesced = settings.with_overrides(snapshot_flush_ms=5000, snapshot_flush_bytes=1 << 30)
     ensure_topics(coalesced)
     events = CONVERSATIONS * EACH
+    rng = random.Random(7)
     with EventPublisher(coalesced) as publisher:  # the whole backlog before the worker starts
         positions = publisher.publish_many(
-            (f"c{n % CONVERSATIONS}", GameEvent(kind="tick", text=f"{n}:" + "x" * TEXT_BYTES))
+            (f"c{n % CONVERSATIONS}", GameEvent(kind="tick", text=noise(rng)))
             for n in range(events)
         )
     last = {f"c{n % CONVERSATIONS}": positions[n].offset for n in range(events)}
