@@ -84,12 +84,13 @@ class WriteCache:
                     self._timer = asyncio.get_running_loop().call_later(
                         self.interval, self._on_timer
                     )
-            size = self.size
-            for key, value in values.items():
-                self._pending[key] = value
-                grown = size(value) if value is not None else 0
-                self._bytes += grown - self._sizes.get(key, 0)
-                self._sizes[key] = grown
+            self._pending.update(values)
+            if self.interval > 0:  # else every stage is written at once: no bytes to bound
+                size, sizes = self.size, self._sizes
+                for key, value in values.items():
+                    grown = size(value) if value is not None else 0
+                    self._bytes += grown - sizes.get(key, 0)
+                    sizes[key] = grown
         if self._pending:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
@@ -105,7 +106,7 @@ class WriteCache:
         oldest, or they passed the byte bound."""
         if self._oldest is None:
             return False
-        if self._bytes >= self.max_bytes:
+        if self.interval <= 0 or self._bytes >= self.max_bytes:
             return True
         return time.monotonic() - self._oldest >= self.interval
 
