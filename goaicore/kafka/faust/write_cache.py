@@ -55,13 +55,6 @@ class WriteCache:
         self._timer: asyncio.TimerHandle | None = None
         self._timed: set[asyncio.Task[None]] = set()
         self._failure: BaseException | None = None
-        self.writes = 0
-        """Writes sent so far (each is one record per key staged since the one before)."""
-
-    @property
-    def pending(self) -> int:
-        """Keys staged and not yet sent."""
-        return len(self._pending)
 
     def stage(
         self,
@@ -131,7 +124,6 @@ class WriteCache:
             except BaseException as error:
                 self._fail(error, waiters)
                 raise
-            self.writes += 1
             previous = self._delivering[0] if self._delivering is not None else None
             task = asyncio.ensure_future(self._deliver(previous, sent, waiters))
             self._delivering = (task, waiters)
