@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -63,6 +64,24 @@ def cached_classpath(folder: Path) -> list[Path] | None:
         return None
     jars = [folder / "libs" / name for name in names]
     return jars if jars and all(jar.is_file() for jar in jars) else None
+
+
+def java_program_unavailable(folder: Path, label: str, min_java: int = 11) -> str | None:
+    """None when a Java program run as a single source file (Java ``min_java``+) on the
+    jars cached in ``folder`` can run here: Java is on PATH, and the jars are cached or
+    ``mvn`` can fetch them; else one line saying why (``label``: what they are)."""
+    java = shutil.which("java")
+    if java is None:
+        return "no `java` on PATH"
+    answer = subprocess.run(
+        [java, "-version"], capture_output=True, text=True, timeout=60, check=False
+    )
+    match = re.search(r'version "(\d+)', answer.stderr + answer.stdout)
+    if match is None or int(match.group(1)) < min_java:
+        return f"java on PATH is not Java {min_java}+ (it says {answer.stderr.strip()[:80]!r})"
+    if cached_classpath(folder) is None and shutil.which("mvn") is None:
+        return f"no `mvn` on PATH to fetch {label}"
+    return None
 
 
 def classpath(

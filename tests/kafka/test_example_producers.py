@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
 
 from goaicore.clients import ChatClient, HistoryReader
 from goaicore.config import Settings
 from goaicore.kafka import ensure_topics
 from goaicore.kafka.partitioner import partition_for
-from goaicore.maven import MavenUnavailable, cache_root, cached_classpath, classpath
+from goaicore.maven import MavenUnavailable, cache_root, classpath, java_program_unavailable
 from goaicore.records import GameEvent, ReplyStatus
 from goaicore.records.avro.api import decode_event
 from goaicore.records.avro.schemas import load_manifest
@@ -46,6 +45,7 @@ from goaicore.store.sync_store import SyncConversationStore
 from goaicore.testing import OpenAIServer
 from tests.brokers import SessionBroker
 from tests.chat_agent.helpers import ChatWorker, ScriptedLLM, llm_env, snapshot_when, wait_http
+from tests.kafka.test_foreign_producers import records_under
 
 pytestmark = [pytest.mark.integration, pytest.mark.apache_kafka]
 
@@ -103,18 +103,7 @@ def misplaced_id(stem: str) -> str:
 
 def java_unavailable() -> str | None:
     """None when the Java example can run here: Java 11+, and Maven or its jars cached."""
-    java = shutil.which("java")
-    if java is None:
-        return "no `java` on PATH"
-    answer = subprocess.run(
-        [java, "-version"], capture_output=True, text=True, timeout=60, check=False
-    )
-    match = re.search(r'version "(\d+)', answer.stderr + answer.stdout)
-    if match is None or int(match.group(1)) < MIN_JAVA:
-        return f"java on PATH is not Java {MIN_JAVA}+ (it says {answer.stderr.strip()[:80]!r})"
-    if cached_classpath(java_jars_dir()) is None and shutil.which("mvn") is None:
-        return "no `mvn` on PATH to fetch kafka-clients and Apache Avro"
-    return None
+    return java_program_unavailable(java_jars_dir(), "kafka-clients and Apache Avro", MIN_JAVA)
 
 
 def java_jars_dir() -> Path:
@@ -182,24 +171,6 @@ def run(
     [line] = done.stdout.splitlines()
     printed: dict[str, Any] = json.loads(line)
     return printed
-
-
-def records_under(settings: Settings, name: str, key: str) -> list[Any]:
-    """Every record of the topic under ``key``, from every partition."""
-    topic = settings.topic(name)
-    consumer = KafkaConsumer(bootstrap_servers=settings.require_bootstrap())
-    try:
-        parts = [TopicPartition(topic, p) for p in range(settings.partitions)]
-        consumer.assign(parts)
-        consumer.seek_to_beginning(*parts)
-        ends = consumer.end_offsets(parts)
-        out: list[Any] = []
-        while any(consumer.position(tp) < ends[tp] for tp in parts):
-            for batch in consumer.poll(timeout_ms=1000).values():
-                out.extend(batch)
-        return [r for r in out if r.key == key.encode()]
-    finally:
-        consumer.close()
 
 
 @pytest.mark.parametrize("example", ["python", "java"])

@@ -13,7 +13,6 @@ every release both ways, and the rest). ``render()`` makes the table committed a
 from __future__ import annotations
 
 import itertools
-import re
 import shutil
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from goaicore.maven import MavenUnavailable, cache_root, cached_classpath, classpath
+from goaicore.maven import MavenUnavailable, cache_root, classpath, java_program_unavailable
 from goaicore.records.avro.schemas import (
     SCHEMA_NAMES,
     SchemaFile,
@@ -51,18 +50,7 @@ def avro_dir() -> Path:
 
 def unavailable_reason() -> str | None:
     """None when Avro's Java reference can run here (java 11+, and mvn or cached jars)."""
-    java = shutil.which("java")
-    if java is None:
-        return "no `java` on PATH"
-    answer = subprocess.run(
-        [java, "-version"], capture_output=True, text=True, timeout=60, check=False
-    )
-    match = re.search(r'version "(\d+)', answer.stderr + answer.stdout)
-    if match is None or int(match.group(1)) < MIN_JAVA:
-        return f"java on PATH is not Java {MIN_JAVA}+ (it says {answer.stderr.strip()[:80]!r})"
-    if cached_classpath(avro_dir()) is None and shutil.which("mvn") is None:
-        return "no `mvn` on PATH to fetch the Apache Avro jars"
-    return None
+    return java_program_unavailable(avro_dir(), "the Apache Avro jars", MIN_JAVA)
 
 
 def avro_jars() -> list[Path]:
