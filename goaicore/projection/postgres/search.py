@@ -44,11 +44,11 @@ def search(
         f" FROM conversation_events e, q WHERE {where}"
         " ORDER BY rank DESC, e.occurred_at DESC, e.topic_partition, e.log_offset LIMIT %s)"
         " SELECT h.conversation_id, h.topic_partition, h.log_offset, h.body_type, h.occurred_at,"
-        " h.rank, ts_headline('english', translate(h.message_text, %s, ''), q.query, %s),"
-        " translate(h.message_text, %s, '')"
-        " FROM hits h, q ORDER BY h.rank DESC, h.occurred_at DESC, h.topic_partition, h.log_offset"
+        " h.rank, ts_headline('english', t.text, q.query, %s), t.text"
+        " FROM hits h, q, LATERAL (SELECT translate(h.message_text, %s, '') AS text) t"
+        " ORDER BY h.rank DESC, h.occurred_at DESC, h.topic_partition, h.log_offset"
     )
-    params += [MARKS, HIGHLIGHT, MARKS]
+    params += [HIGHLIGHT, MARKS]
     return [
         SearchHit(cid, partition, offset, body_type, at, rank, snippet(text, headline))
         for cid, partition, offset, body_type, at, rank, headline, text in conn.execute(
