@@ -132,7 +132,7 @@ def wait_event_counts(
         for c, n in expected.items()
         if c not in seen or seen[c].event_count < n
     }
-    logs = "".join(f"\n--- {w.log_path.name} ---\n{w.log()[-6000:]}" for w in workers)
+    logs = "".join(f"\n--- {w.log_path.name} ---\n{worker_log_digest(w.log())}" for w in workers)
     raise AssertionError(
         f"not folded in {timeout:.0f} s: {len(behind)} conversations behind, "
         f"(folded, wanted) {dict(list(behind.items())[:10])}{logs}"
@@ -399,3 +399,11 @@ def assert_verified(settings: Settings, snapshots_checked: int) -> None:
         f"verified {snapshots_checked} stored snapshots against the stored events: "
         f"{snapshots_checked} equal, 0 different, 0 pending" in in_db.stdout
     ), in_db.stdout
+
+
+def worker_log_digest(text: str, lines: int = 60) -> str:
+    """A worker log's last warnings and errors, then its last lines: a worker answering
+    chats logs every call to the model, which would bury why it stopped folding."""
+    rows = text.splitlines()
+    notable = [row for row in rows if "[WARNING]" in row or "[ERROR]" in row or "Traceback" in row]
+    return "\n".join(["(last warnings and errors)", *notable[-lines:], "(last lines)", *rows[-20:]])

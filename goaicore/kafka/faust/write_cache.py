@@ -15,6 +15,16 @@ done once the broker has its records and every record staged before: the records
 that produced them are acknowledged only then, so a crash loses nothing that is not
 read again. Writes are sent in order, one at a time, and their deliveries are
 awaited in the background in the same order.
+
+A write the broker did not take (a leader killed while its batches waited, say) is
+tried again, never given up: each of its keys is staged again with the table's
+latest value, its futures wait for the next write, and so do those of every write
+sent after it before the failure was known (their records are on the broker, but
+one staged before them is not). Retries wait a backoff that grows to
+``MAX_RETRY_BACKOFF``; none is lost, as a worker that stopped writing would be.
+A future is never done before every value staged up to it is on the broker (that
+value or a later one of its key): acknowledging a batch any earlier would let its
+offsets be committed past records whose snapshots are not written.
 """
 
 from __future__ import annotations
@@ -24,11 +34,30 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from goaicore.kafka.faust.durable_table import DurableTable
 
 log = logging.getLogger(__name__)
+
+Waiter = tuple[int, "asyncio.Future[None]"]
+"""A stage's future, with its place in staging order."""
+
+FIRST_RETRY_BACKOFF = 0.1
+MAX_RETRY_BACKOFF = 5.0
+
+
+@dataclass
+class _Write:
+    """One write in flight: what it sent and who waits for it."""
+
+    values: dict[bytes, Any]
+    headers: dict[bytes, Sequence[tuple[str, bytes]]]
+    waiters: list[Waiter]
+    restages_before: int  # how many retries were staged before it was sent (it holds them)
+    task: asyncio.Task[int] | None = field(default=None)
 
 
 class WriteCache:
@@ -49,12 +78,14 @@ class WriteCache:
         self._sizes: dict[bytes, int] = {}
         self._bytes = 0
         self._oldest: float | None = None  # when the oldest pending value was staged
-        self._waiters: list[asyncio.Future[None]] = []  # done by the next write's delivery
+        self._waiters: list[Waiter] = []  # done by the next write's delivery
+        self._stages = 0  # stages so far: each waiter's place in staging order
         self._lock = asyncio.Lock()  # one write at a time: records leave in staging order
-        self._delivering: tuple[asyncio.Task[None], list[asyncio.Future[None]]] | None = None
+        self._delivering: _Write | None = None  # the last write sent
         self._timer: asyncio.TimerHandle | None = None
         self._timed: set[asyncio.Task[None]] = set()
-        self._failure: BaseException | None = None
+        self._restages = 0  # failed writes staged again so far
+        self._backoff = FIRST_RETRY_BACKOFF  # before the next retry, if one fails
 
     def stage(
         self,
@@ -63,34 +94,18 @@ class WriteCache:
     ) -> asyncio.Future[None] | None:
         """Stage ``values`` (read at once; each sent with its ``headers``); a future done
         once the broker has them and every value staged before, or None when nothing is
-        left to wait for.
-
-        A write that failed is raised here: the values it held are not on the broker.
-        """
-        if self._failure is not None:
-            raise self._failure
+        left to wait for."""
         if values:
             self.table.stage(values, headers)
-            if self._oldest is None:
-                self._oldest = time.monotonic()
-                if self.interval > 0:
-                    self._timer = asyncio.get_running_loop().call_later(
-                        self.interval, self._on_timer
-                    )
-            self._pending.update(values)
-            if self.interval > 0:  # else every stage is written at once: no bytes to bound
-                size, sizes = self.size, self._sizes
-                for key, value in values.items():
-                    grown = size(value) if value is not None else 0
-                    self._bytes += grown - sizes.get(key, 0)
-                    sizes[key] = grown
-        if self._pending:
+            self._note_pending(values, self.interval)
+        if self._pending or self._waiters:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
+            self._waiters.append(self._numbered(waiter))
             return waiter
-        if self._delivering is not None and not self._delivering[0].done():
+        last = self._delivering
+        if last is not None and last.task is not None and not last.task.done():
             waiter = asyncio.get_running_loop().create_future()
-            self._delivering[1].append(waiter)  # resolved with the write in flight
+            last.waiters.append(self._numbered(waiter))  # done with the write in flight
             return waiter
         return None
 
@@ -104,11 +119,10 @@ class WriteCache:
         return time.monotonic() - self._oldest >= self.interval
 
     async def write(self) -> None:
-        """Send every staged value now; their deliveries are awaited in the background."""
+        """Send every staged value now; their deliveries are awaited in the background.
+        A send the producer refuses is staged again and tried after a backoff."""
         async with self._lock:
-            if self._failure is not None:
-                raise self._failure
-            if not self._pending:
+            if not self._pending and not self._waiters:
                 return
             values, waiters = self._pending, self._waiters
             self._pending, self._waiters, self._sizes = {}, [], {}
@@ -116,78 +130,118 @@ class WriteCache:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
+            staged_headers = self.table.staged_headers
+            headers = {k: h for k in values if (h := staged_headers.get(k)) is not None}
+            write = _Write(values, headers, waiters, self._restages)
             try:
                 sent = await self.table.send(values)
             except asyncio.CancelledError:
-                self._restore(values, waiters)  # sent again by the next write
+                self._restage(write, count=False)  # sent again by the next write
                 raise
-            except BaseException as error:
-                self._fail(error, waiters)
-                raise
-            previous = self._delivering[0] if self._delivering is not None else None
-            task = asyncio.ensure_future(self._deliver(previous, sent, waiters))
-            self._delivering = (task, waiters)
+            except Exception as error:
+                log.warning(
+                    "writing the %s table's changelog failed, retrying in %.1f s: %r",
+                    self.table.name,
+                    self._backoff,
+                    error,
+                )
+                self._restage(write)
+                return
+            previous = self._delivering.task if self._delivering is not None else None
+            write.task = asyncio.ensure_future(self._deliver(previous, sent, write))
+            self._delivering = write
 
     async def drain(self) -> None:
         """Send every staged value and return once the broker has all of them (and the
-        futures of their stages are done)."""
-        await self.write()
-        if self._delivering is not None:
-            await asyncio.shield(self._delivering[0])
-        if self._failure is not None:
-            raise self._failure
+        futures of their stages are done), retrying writes the broker did not take."""
+        while True:
+            await self.write()
+            last = self._delivering
+            if last is not None and last.task is not None and not last.task.done():
+                await asyncio.shield(last.task)
+                continue
+            if not self._pending and not self._waiters:
+                return
+            await asyncio.sleep(self._backoff)
 
-    async def _deliver(
-        self,
-        previous: asyncio.Task[None] | None,
-        sent: Any,
-        waiters: list[asyncio.Future[None]],
-    ) -> None:
+    async def _deliver(self, previous: asyncio.Task[int] | None, sent: Any, write: _Write) -> int:
+        """Wait for ``write`` to reach the broker after the writes before it; the number
+        of retries a later write must hold before its futures may be done."""
         try:
-            if previous is not None:
-                await previous
-            if self._failure is not None:
-                raise self._failure
+            required = await previous if previous is not None else 0
             await self.table.delivered(sent)
-        except BaseException as error:
-            self._fail(error, waiters)
-            if isinstance(error, asyncio.CancelledError):
-                raise
-            return
-        for waiter in waiters:
+        except asyncio.CancelledError:
+            for _, waiter in write.waiters:
+                waiter.cancel()
+            raise
+        except Exception as error:
+            log.warning(
+                "the broker did not take a write of the %s table's changelog, retrying in"
+                " %.1f s: %r",
+                self.table.name,
+                self._backoff,
+                error,
+            )
+            self._restage(write)
+            return self._restages
+        if write.restages_before < required:  # a retry staged after it was sent waits still
+            self._restage(write, values=False)
+            return required
+        self._backoff = FIRST_RETRY_BACKOFF
+        for _, waiter in write.waiters:
             if not waiter.done():
                 waiter.set_result(None)
+        return required
 
-    def _restore(self, values: dict[bytes, Any], waiters: list[asyncio.Future[None]]) -> None:
-        """Put back a write that was interrupted before it was queued whole."""
-        for key, value in values.items():
-            if key not in self._pending:
-                self._pending[key] = value
-                self._sizes[key] = size = self.size(value) if value is not None else 0
-                self._bytes += size
-        self._waiters[:0] = waiters
+    def _restage(self, write: _Write, *, values: bool = True, count: bool = True) -> None:
+        """Stage each key of ``write`` again with the table's value (its latest: a write
+        after this one may have sent a newer), and make its futures wait for the next write."""
+        if values:
+            staged, data = self.table.staged, self.table.data
+            again = {key: data.get(key) for key in write.values if key not in staged}
+            if again:  # a key staged since is pending already: the next write sends it
+                self.table.stage(again, {k: write.headers[k] for k in again if k in write.headers})
+                self._note_pending(again, self._backoff)
+            if count:
+                self._restages += 1
+        # Before the waiters staged after it was sent, after those of earlier writes
+        # carried already: all are done together, in staging order.
+        self._waiters = sorted(write.waiters + self._waiters, key=itemgetter(0))
         if self._oldest is None:
             self._oldest = time.monotonic()
-            if self.interval > 0:
-                self._timer = asyncio.get_running_loop().call_later(self.interval, self._on_timer)
+            self._schedule(self._backoff)
+        if count:
+            self._backoff = min(self._backoff * 2, MAX_RETRY_BACKOFF)
 
-    def _fail(self, error: BaseException, waiters: list[asyncio.Future[None]]) -> None:
-        """A write's records may not be on the broker: its stages are never done (their
-        records are read again after a restart), and every later stage or write raises."""
-        if self._failure is None and not isinstance(error, asyncio.CancelledError):
-            self._failure = error
-            log.error("writing the %s table's changelog failed: %r", self.table.name, error)
-        for waiter in waiters:
-            waiter.cancel()
+    def _numbered(self, waiter: asyncio.Future[None]) -> Waiter:
+        self._stages += 1
+        return (self._stages, waiter)
+
+    def _note_pending(self, values: Mapping[bytes, Any], delay: float) -> None:
+        """Count ``values`` among the pending ones, starting the interval if they are the first."""
+        if self._oldest is None:
+            self._oldest = time.monotonic()
+            self._schedule(delay)
+        self._pending.update(values)
+        if self.interval > 0:  # else every stage is written at once: no bytes to bound
+            size, sizes = self.size, self._sizes
+            for key, value in values.items():
+                grown = size(value) if value is not None else 0
+                self._bytes += grown - sizes.get(key, 0)
+                sizes[key] = grown
+
+    def _schedule(self, delay: float) -> None:
+        if delay > 0 and self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
-        if self._pending:
+        if self._pending or self._waiters:
             task = asyncio.ensure_future(self._write_quietly())
             self._timed.add(task)
             task.add_done_callback(self._timed.discard)
 
     async def _write_quietly(self) -> None:
-        """A write on the timer: a failure is kept and raised to the next stage or write."""
-        with contextlib.suppress(Exception):  # kept in _failure, logged by _fail
+        """A write on the timer (a failure is logged and retried by the write itself)."""
+        with contextlib.suppress(asyncio.CancelledError):
             await self.write()
