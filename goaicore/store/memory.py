@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -47,7 +48,7 @@ from goaicore.store.application import StoreApplication
 from goaicore.store.idempotency import RecentReplies, answer
 from goaicore.store.inputs import RecordLimits
 from goaicore.store.limits import OutputLimits
-from goaicore.store.reply_streams import ReplyStreams, StreamedReply
+from goaicore.store.reply_streams import ReplyStreams, StreamedReply, request_at
 from goaicore.store.turns import TurnSettings
 from goaicore.threads import HISTORY_THREADS, TOOL_THREADS, ThreadPool
 
@@ -97,6 +98,7 @@ class MemoryBackend:
         self._sealing = _Sealing() if sealed else None
         self.streams = ReplyStreams()
         self._asked: set[asyncio.Task[ChatReply]] = set()  # kept until done (asyncio: weak)
+        self._requests = itertools.count()  # each ask's request, as a record would be placed
         self._written: asyncio.Event | None = None
         """Set by the next write, for the waits that want to know of it."""
 
@@ -147,18 +149,25 @@ class MemoryBackend:
         return [self.write(event) for event in events]  # at once: nothing runs in between
 
     async def ask(self, request: ChatRequest, timeout: float) -> ChatReply:  # noqa: ASYNC109
+        return await self._ask(request, self._request_at())
+
+    def _request_at(self) -> str:
+        return request_at(0, next(self._requests))
+
+    async def _ask(self, request: ChatRequest, at: str) -> ChatReply:
+        """Answer the request sent ``at`` (a reply that is not final answers only it)."""
         conversation_id = request.conversation_id
         lock = self._turns.setdefault(conversation_id, asyncio.Lock())  # FIFO: arrival order
         async with lock:
             recent = self._replies.get(conversation_id, RecentReplies())
-            reply = recent.get(request.request_id)
+            reply, final = recent.get(request.request_id), True
             if reply is None:
                 reply, final = await self._run(request)
                 if final:  # a request late to run is run by its retry
                     self._replies[conversation_id] = recent.with_reply(
                         reply, self.limits.replies_table_bytes
                     )
-            self.streams.finish(reply)
+            self.streams.finish(reply, None if final else at)
             return reply
 
     async def _run(self, request: ChatRequest) -> tuple[ChatReply, bool]:
@@ -196,7 +205,10 @@ class MemoryBackend:
         join: bool = False,
     ) -> AsyncIterator[StreamedReply]:
         following = self.streams.follow(request.conversation_id, request.request_id)
-        asked = asyncio.create_task(self.ask(request, timeout))  # runs on without a follower
+        following.sent_at = self._request_at()
+        asked = asyncio.create_task(
+            self._ask(request, following.sent_at)
+        )  # runs on without a follower
         self._asked.add(asked)
         asked.add_done_callback(self._asked.discard)
         asked.add_done_callback(_settled)

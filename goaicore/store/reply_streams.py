@@ -11,6 +11,11 @@ follower: a slow or gone caller never holds a turn back, and only
 
 A request is named by its conversation and its id (two conversations may use the same
 request id): a run, a cancel and a follower of one never touch another's.
+
+A reply that is not final (a request whose deadline passed before its turn ran: its
+retry runs it) answers only the request record it names (:data:`ANSWERS_HEADER`): a
+follower that sent another record with the same request id (a retry sent before the
+late one was handled) keeps waiting for its own.
 """
 
 from __future__ import annotations
@@ -39,8 +44,17 @@ StreamedReply = TurnProgress | Restarted | ChatReply
 RequestKey = tuple[str, str]
 """A request: its conversation id and its request id."""
 
+ANSWERS_HEADER = "goaicore-answers"
+"""The header of a ``replies`` record that is not the request's final reply: the request
+record it answers (:func:`request_at`); only whoever sent that record takes it."""
+
 CANCELS_KEPT = 1024
 """Cancels of requests whose turn has not started here, remembered for when it does."""
+
+
+def request_at(partition: int, offset: int) -> str:
+    """How a reply names the request record it answers (see :data:`ANSWERS_HEADER`)."""
+    return f"{partition}:{offset}"
 
 
 class TurnAbandoned(ReplyTimeout):
@@ -55,7 +69,7 @@ class Run:
     key: RequestKey
     run_id: str = ""
     items: list[TurnProgress | Restarted] = field(default_factory=list)
-    followers: list[asyncio.Queue[StreamedReply | Exception]] = field(default_factory=list)
+    followers: list[Following] = field(default_factory=list)
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
     sinks: list[Callable[[TurnProgress], None]] = field(default_factory=list)
 
@@ -72,8 +86,8 @@ class Run:
             sink(item)
 
     def send(self, item: StreamedReply | Exception) -> None:
-        for queue in self.followers:
-            queue.put_nowait(item)
+        for following in self.followers:
+            following.queue.put_nowait(item)
 
 
 class ReplyStreams:
@@ -117,11 +131,27 @@ class ReplyStreams:
         run.cancel.set()
         return True
 
-    def finish(self, reply: ChatReply) -> None:
-        """The request is answered: its followers get the reply and stop."""
-        run = self._runs.pop((reply.conversation_id, reply.request_id), None)
-        if run is not None:
+    def finish(self, reply: ChatReply, answers: str | None = None) -> None:
+        """The request is answered: its followers get the reply and stop. A reply that
+        ``answers`` only one request record (not final) goes to the followers that sent
+        that record or joined the run; the others wait on for their own record's."""
+        key = (reply.conversation_id, reply.request_id)
+        run = self._runs.pop(key, None)
+        if run is None:
+            return
+        if answers is None:
             run.send(reply)
+            return
+        waiting = []
+        for following in run.followers:
+            if following.joined or following.sent_at == answers:
+                following.queue.put_nowait(reply)
+            else:
+                waiting.append(following)
+        if waiting:  # the late run is over; theirs is still to come
+            self._runs[key] = Run(key, followers=waiting)
+            for following in waiting:
+                following.run = self._runs[key]
 
     def forget(self, run: Run) -> None:
         """The run is over here. Answered, its followers had the reply; given up, they are
@@ -145,13 +175,13 @@ class ReplyStreams:
         following = Following(self, run)
         for item in run.items:
             following.queue.put_nowait(item)
-        run.followers.append(following.queue)
+        run.followers.append(following)
         return following
 
     def unfollow(self, following: Following) -> None:
         run = following.run
-        if following.queue in run.followers:
-            run.followers.remove(following.queue)
+        if following in run.followers:
+            run.followers.remove(following)
         if not run.followers and not run.started and self._runs.get(run.key) is run:
             del self._runs[run.key]  # nobody runs it, nobody follows it
 
@@ -164,6 +194,10 @@ class Following:
         self.streams = streams
         self.run = run
         self.queue: asyncio.Queue[StreamedReply | Exception] = asyncio.Queue()
+        self.sent_at: str | None = None
+        """The request record its caller sent (:func:`request_at`), once on the broker."""
+        self.joined = False
+        """Its caller sent nothing: it joined the turn running already."""
 
     async def next(self, deadline: float) -> StreamedReply:
         """The next item, waited for until the event loop's ``deadline``

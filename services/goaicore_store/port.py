@@ -31,7 +31,7 @@ from goaicore.records.avro.api import encode_chat_request, encode_event
 from goaicore.sealing.records import seal_event
 from goaicore.store.application import StoreApplication
 from goaicore.store.kafka import KafkaBackend
-from goaicore.store.reply_streams import StreamedReply
+from goaicore.store.reply_streams import StreamedReply, request_at
 from goaicore.tracing import record_headers
 from goaicore_store.topology import StoreApp
 
@@ -147,14 +147,17 @@ class WorkerBackend(KafkaBackend):
         conversation_id, request_id = request.conversation_id, request.request_id
         following = streams.follow(conversation_id, request_id)
         try:
-            if not streams.running(conversation_id, request_id):
+            if streams.running(conversation_id, request_id):
+                following.joined = True
+            else:
                 sent = await self.store.requests.send(
                     key=conversation_id.encode(),
                     value=encode_chat_request(request),
                     headers=record_headers(),  # the HTTP request's trace, for the turn
                     force=True,
                 )
-                await sent
+                landed = await sent
+                following.sent_at = request_at(landed.partition, landed.offset)
         except BaseException:
             following.close()
             raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 from typing import Any
@@ -14,10 +15,12 @@ from goaicore.clients import (
     AsyncHistoryReader,
     EventPublisher,
     HistoryReader,
+    ReplyTimeout,
 )
 from goaicore.config import Settings
 from goaicore.records import (
     AssistantTurn,
+    ChatReply,
     GameEvent,
     ReplyStatus,
     ToolResult,
@@ -310,3 +313,42 @@ async def test_async_clients_an_awaited_event_is_in_the_next_awaited_asks_prompt
     async with AsyncHistoryReader(topics) as history:
         kinds = [type(e.body) async for e in history.events("async-ryw-0")]
     assert kinds == [GameEvent, UserMessage, AssistantTurn]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["ask", "ask_stream"])
+async def test_a_retry_sent_before_the_late_original_is_handled_gets_its_own_answer(
+    topics: Settings, worker: ChatWorker, streamed: bool
+) -> None:
+    """The original's deadline passes while an earlier turn of its conversation runs; its
+    retry (same request id) is sent before the worker reaches the original. The worker
+    answers the original "timeout" (not final, not stored) and then runs the retry: the
+    retry's ask takes its own answer, never the original's timeout."""
+    conversation = f"late-retry-{'stream' if streamed else 'ask'}"
+    async with AsyncChatClient(topics) as client:
+        busy = asyncio.create_task(client.ask(conversation, "slow 4", timeout=60))
+        await asyncio.sleep(0.5)  # the slow turn runs; the next two wait behind it
+        with pytest.raises(ReplyTimeout) as timed_out:
+            await client.ask(conversation, "where am I?", timeout=1)
+        request_id = timed_out.value.request_id
+        if streamed:
+            items = [
+                item
+                async for item in client.ask_stream(
+                    conversation, "where am I?", timeout=60, request_id=request_id
+                )
+            ]
+            retried = items[-1]
+            assert isinstance(retried, ChatReply)
+        else:
+            retried = await client.ask(
+                conversation, "where am I?", timeout=60, request_id=request_id
+            )
+        assert (retried.status, retried.text) == (ReplyStatus.OK, "echo: where am I?"), retried
+        assert (await busy).status == ReplyStatus.OK
+    with HistoryReader(topics) as history:
+        bodies = [e.body for e in history.events(conversation)]
+    turns = [body for body in bodies if isinstance(body, (TurnFailed, AssistantTurn))]
+    assert [type(body) for body in turns] == [AssistantTurn, TurnFailed, AssistantTurn]
+    failed = turns[1]
+    assert isinstance(failed, TurnFailed)
+    assert (failed.kind, failed.request_id) == ("deadline", request_id)

@@ -10,6 +10,7 @@ import pytest
 from aiokafka.errors import NodeNotReadyError, TopicAuthorizationFailedError  # type: ignore[import-untyped]
 
 from goaicore.clients import AsyncChatClient
+from goaicore.clients.aio.chat_client import _Asked
 from goaicore.config import Settings
 from goaicore.errors import BrokerError
 from goaicore.records import ChatReply, ReplyStatus
@@ -45,7 +46,7 @@ async def _listened(failure: Exception) -> asyncio.Future[ChatReply]:
     client = AsyncChatClient(Settings(env={}, bootstrap_servers="127.0.0.1:9"))
     client._consumer = Consumer([failure, failure], reply)
     future: asyncio.Future[ChatReply] = asyncio.get_running_loop().create_future()
-    client._pending["r1"] = future
+    client._pending["r1"] = [_Asked(future)]
     listener = asyncio.create_task(client._listen())
     await asyncio.wait({future}, timeout=30)  # the reply, or the listener's failure
     listener.cancel()

@@ -7,6 +7,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -164,6 +165,26 @@ def test_a_late_request_is_run_by_its_retry_as_its_504_advises(pair: Pair) -> No
     retry = {**late, "timeout": 30}
     status, reply = call("POST", f"{pair[1].url}/v1/conversations/web-late/messages", retry)
     assert (status, reply["text"]) == (200, "echo: late hello"), reply
+
+
+def test_a_retry_sent_before_its_late_original_is_handled_gets_its_own_answer(
+    pair: Pair,
+) -> None:
+    """A turn holds the conversation; meanwhile an ask times out (504) and is retried at
+    once with its request id, through the other worker. The original is handled after the
+    slow turn, too late: its "timeout" is not final and answers only its own record, so
+    the retry waits for its turn and gets its answer."""
+    base = "/v1/conversations/web-late-race/messages"
+    with ThreadPoolExecutor(1) as pool:
+        busy = pool.submit(call, "POST", f"{pair[0].url}{base}", {"text": "slow 8", "timeout": 60})
+        time.sleep(0.5)  # the slow turn runs; what follows waits behind it
+        late = {"text": "late question", "request_id": "web-late-race-1", "timeout": 1}
+        status, answer = call("POST", f"{pair[0].url}{base}", late)
+        assert (status, answer["error"]["type"]) == (504, "timeout"), answer
+        assert not busy.done(), "the slow turn ended before the retry: make it slower"
+        status, reply = call("POST", f"{pair[1].url}{base}", {**late, "timeout": 60})
+        assert (status, reply.get("text")) == (200, "echo: late question"), reply
+        assert busy.result()[0] == 200
 
 
 def test_an_ask_after_erasure_or_deletion_is_410_or_409_and_never_reaches_the_llm(

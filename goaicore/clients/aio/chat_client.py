@@ -40,7 +40,7 @@ from goaicore.settings import Settings
 from goaicore.store.errors import not_acknowledged, timed_out
 from goaicore.store.inputs import cancel_record, chat_request_record
 from goaicore.store.reply_chunks import RUN_HEADER, ChunkReader
-from goaicore.store.reply_streams import StreamedReply
+from goaicore.store.reply_streams import ANSWERS_HEADER, StreamedReply, request_at
 from goaicore.tracing import ask_span, record_headers
 
 log = logging.getLogger(__name__)
@@ -72,8 +72,7 @@ class AsyncChatClient(AsyncRunning):
         self._consumer: Any = None
         self._listener: asyncio.Task[None] | None = None
         self._listener_error: BaseException | None = None
-        self._pending: dict[str, asyncio.Future[ChatReply]] = {}
-        self._waiters: dict[str, int] = {}
+        self._pending: dict[str, list[_Asked]] = {}  # by request id
         self._chunks: Any = None  # the reply-stream consumer, opened by the first stream
         self._chunk_listener: asyncio.Task[None] | None = None
         self._chunks_opening = asyncio.Lock()
@@ -128,11 +127,22 @@ class AsyncChatClient(AsyncRunning):
             stream=stream,
             regenerate=regenerate,
         )
-        await self._send_request(conversation_id, payload, request.request_id, timeout)
-        self._asked[request.request_id] = conversation_id
+        await self._send_chat(conversation_id, payload, request.request_id, timeout)
+        return request.request_id
+
+    async def _send_chat(
+        self,
+        conversation_id: str,
+        payload: bytes,
+        request_id: str,
+        timeout: float | None,  # noqa: ASYNC109 - the bound of send()
+    ) -> str:
+        """Send a chat request's record; where it landed (see ``request_at``)."""
+        at = await self._send_request(conversation_id, payload, request_id, timeout)
+        self._asked[request_id] = conversation_id
         while len(self._asked) > ASKED_KEPT:
             del self._asked[next(iter(self._asked))]
-        return request.request_id
+        return at
 
     async def cancel(
         self,
@@ -161,7 +171,8 @@ class AsyncChatClient(AsyncRunning):
         payload: bytes,
         request_id: str,
         timeout: float | None,  # noqa: ASYNC109 - the bound of send()
-    ) -> None:
+    ) -> str:
+        """Send a request's record; where it landed (see ``request_at``)."""
         producer = self._started()
         try:
             async with asyncio.timeout(timeout):
@@ -172,7 +183,8 @@ class AsyncChatClient(AsyncRunning):
                         value=payload,
                         headers=record_headers(),
                     )
-                    await delivery
+                    landed = await delivery
+                    return request_at(landed.partition, landed.offset)
         except TimeoutError:
             raise not_acknowledged(timeout, request_id=request_id) from None
 
@@ -227,16 +239,15 @@ class AsyncChatClient(AsyncRunning):
         deadline: datetime | None,
         stream: bool = False,
         regenerate: bool = False,
+        queue: asyncio.Queue[Any] | None = None,
     ) -> ChatReply:
+        """Send the request, then wait for its reply (``queue``: the stream it feeds)."""
         self._started()
         if self._listener_error is not None:
             error = self._listener_error
             raise BrokerError(f"the reply listener failed: {error}") from error
-        future = self._pending.get(request_id)
-        if future is None:
-            future = asyncio.get_running_loop().create_future()
-            self._pending[request_id] = future
-        self._waiters[request_id] = self._waiters.get(request_id, 0) + 1
+        asked = _Asked(asyncio.get_running_loop().create_future(), queue)
+        self._pending.setdefault(request_id, []).append(asked)
         try:
             if deadline is None:
                 deadline = utc_now() + timedelta(seconds=timeout)
@@ -245,7 +256,8 @@ class AsyncChatClient(AsyncRunning):
                 # One bound for the request's delivery and its reply: while the broker is
                 # down, the producer would retry the delivery for ever.
                 async with asyncio.timeout(timeout):
-                    await self.send(
+                    _, payload = chat_request_record(
+                        self.settings,
                         conversation_id,
                         text,
                         system,
@@ -253,19 +265,21 @@ class AsyncChatClient(AsyncRunning):
                         model,
                         deadline,
                         request_id,
-                        stream,
-                        timeout=None,
+                        stream=stream,
                         regenerate=regenerate,
                     )
+                    asked.sent_at = await self._send_chat(
+                        conversation_id, payload, request_id, None
+                    )
                     sent = True
-                    return await asyncio.shield(future)
+                    return await asyncio.shield(asked.future)
             except TimeoutError:
                 raise timed_out(request_id, timeout, sent) from None
         finally:
-            self._waiters[request_id] -= 1
-            if not self._waiters[request_id]:
-                del self._waiters[request_id]
-                self._pending.pop(request_id, None)
+            waiting = self._pending[request_id]
+            waiting.remove(asked)
+            if not waiting:
+                del self._pending[request_id]
 
     async def ask_stream(
         self,
@@ -299,7 +313,16 @@ class AsyncChatClient(AsyncRunning):
                 tasks.append(asyncio.create_task(self._read_back(conversation_id, queue)))
             asking = asyncio.create_task(
                 self._ask(
-                    conversation_id, text, timeout, system, tools, model, request_id, deadline, True
+                    conversation_id,
+                    text,
+                    timeout,
+                    system,
+                    tools,
+                    model,
+                    request_id,
+                    deadline,
+                    True,
+                    queue=queue,
                 )
             )
             asking.add_done_callback(lambda done: _to_queue(done, queue))
@@ -416,7 +439,7 @@ class AsyncChatClient(AsyncRunning):
         except Exception as err:
             self._listener_error = err
             log.exception("reply listener stopped")
-            for future in self._pending.values():
+            for future in (asked.future for waiting in self._pending.values() for asked in waiting):
                 if not future.done():
                     failed = BrokerError(f"the reply listener failed: {err}")
                     failed.__cause__ = err
@@ -427,12 +450,19 @@ class AsyncChatClient(AsyncRunning):
         if reply is None:
             self.skipped += 1
             return
-        future = self._pending.get(reply.request_id)
-        if future is not None and not future.done():
-            future.set_result(reply)
+        headers = dict(record.headers or ())
+        answers = headers.get(ANSWERS_HEADER)  # not final: only its own request's asker's
+        at = answers.decode(errors="replace") if answers is not None else None
+        waiting = self._pending.get(reply.request_id, ())
+        for asked in waiting:
+            if (at is None or asked.sent_at == at) and not asked.future.done():
+                asked.future.set_result(reply)
         streams = self._streams.get((reply.conversation_id, reply.request_id))
+        if streams and at is not None:
+            theirs = [a.queue for a in waiting if a.sent_at == at]
+            streams = [queue for queue in streams if any(queue is q for q in theirs)]
         if streams:
-            run = dict(record.headers or ()).get(RUN_HEADER)
+            run = headers.get(RUN_HEADER)
             replied = Replied(reply, run.decode(errors="replace") if run else None)
             for queue in streams:
                 queue.put_nowait(replied)
@@ -478,6 +508,17 @@ def _chunk_of(record: Any) -> ReplyChunk | None:
     except DecodeError as err:
         log.debug("skipped an undecodable chunk: %s", err.reason)
         return None
+
+
+@dataclass
+class _Asked:
+    """One ask waiting for its reply: the request record it sent (once on the broker) and
+    the stream it feeds, if streamed. A reply that is not final is taken only by the ask
+    whose record it names (a retry sent before the late original was handled waits on)."""
+
+    future: asyncio.Future[ChatReply]
+    queue: asyncio.Queue[Any] | None = None
+    sent_at: str | None = None
 
 
 @dataclass(frozen=True)

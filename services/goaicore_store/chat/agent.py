@@ -78,7 +78,7 @@ from goaicore.store.idempotency import RecentReplies, answer
 from goaicore.store.inputs import RecordLimits
 from goaicore.store.ordering import KeyedDispatcher
 from goaicore.store.reply_chunks import RUN_HEADER, ChunkWriter
-from goaicore.store.reply_streams import Run
+from goaicore.store.reply_streams import ANSWERS_HEADER, Run, request_at
 from goaicore.store.turns import TurnOutcome, failure
 from goaicore.tracing import context_of, record_headers, tracer
 from goaicore_store.forwarding import forward
@@ -277,12 +277,13 @@ class ChatAgent:
             await self._read_your_writes(request, message.partition, key)
         run = self.services.streams.start(request.conversation_id, request.request_id)
         try:
-            await self._run(request, key, run)
+            await self._run(request, key, run, request_at(message.partition, message.offset))
         finally:
             self.services.streams.forget(run)  # answered, or given up: either way done here
 
-    async def _run(self, request: ChatRequest, key: bytes, run: Run) -> None:
-        """Run the request's turn (streamed where it asks to be), append it, reply."""
+    async def _run(self, request: ChatRequest, key: bytes, run: Run, at: str) -> None:
+        """Run the request's turn (streamed where it asks to be), append it, reply; ``at``:
+        the request's record, which a reply that is not final names."""
         writer: ChunkWriter | None = None
         if request.stream:
             writer = ChunkWriter(
@@ -313,7 +314,11 @@ class ChatAgent:
                 )
         with TRACER.start_as_current_span("chat.reply.publish") as span:
             span.set_attribute("goaicore.status", reply.status.value)
-            await self.publish_reply(reply, run.run_id if writer is not None else None)
+            await self.publish_reply(
+                reply,
+                run.run_id if writer is not None else None,
+                answers=None if outcome.final else at,
+            )
         self.store.metrics.answered(reply, events)
 
     async def _read_your_writes(self, request: ChatRequest, partition: int, key: bytes) -> None:
@@ -440,22 +445,29 @@ class ChatAgent:
         return [encode_event(seal_event(e, key)) for e in events]
 
     async def publish_reply(
-        self, reply: ChatReply, run_id: str | None = None, followed: bool = True
+        self,
+        reply: ChatReply,
+        run_id: str | None = None,
+        followed: bool = True,
+        answers: str | None = None,
     ) -> None:
         """Publish the reply (after the turn's events and, for a streamed ``run_id``, the
         run's last chunk, named in its header) and end the local followers of its
-        request (``followed``).
+        request (``followed``). A reply that is not final ``answers`` only the request
+        record it names (in its header): a retry sent meanwhile waits for its own.
 
         ``reply`` is already within the record limit: fitted by the caller, or stored
         (the replies table keeps only fitted replies).
         """
         key = reply.conversation_id.encode()
-        run = [(RUN_HEADER, run_id.encode())] if run_id else []
+        headers = [(RUN_HEADER, run_id.encode())] if run_id else []
+        if answers is not None:
+            headers.append((ANSWERS_HEADER, answers.encode()))
         await self._send_now(
-            self.store.replies.get_topic_name(), key, [encode_chat_reply(reply)], run
+            self.store.replies.get_topic_name(), key, [encode_chat_reply(reply)], headers
         )
         if followed:
-            self.services.streams.finish(reply)
+            self.services.streams.finish(reply, answers)
 
     async def _send_now(
         self,
