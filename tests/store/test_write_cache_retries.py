@@ -165,10 +165,12 @@ def test_a_send_the_producer_refuses_is_tried_again() -> None:
         assert table.writes == []
         assert table.staged == {b"a": 1}
         await until(lambda: len(table.writes) == 1, within=5)
+        assert table.writes[0][0] == {b"a": 1}
+        assert table.staged_headers[b"a"] == [("traceparent", b"00-x")]
         table.decide(0, taken=True)
         assert done is not None
         await until(done.done)
-        assert table.staged_headers[b"a"] == [("traceparent", b"00-x")]
+        assert table.latest() == {b"a": 1}
 
     asyncio.run(scenario())
 
@@ -197,18 +199,19 @@ def test_drain_returns_once_everything_is_written_through_failures() -> None:
 @settings(max_examples=40, deadline=None)
 @given(
     steps=st.lists(
-        st.tuples(st.sampled_from([b"a", b"b", b"c"]), st.booleans(), st.booleans()),
+        st.tuples(st.sampled_from([b"a", b"b", b"c"]), st.booleans(), st.booleans(), st.booleans()),
         min_size=1,
         max_size=12,
     )
 )
 def test_stages_are_done_only_once_what_was_staged_up_to_them_is_written(
-    steps: list[tuple[bytes, bool, bool]],
+    steps: list[tuple[bytes, bool, bool, bool]],
 ) -> None:
-    """Stage a rising value of some key, sometimes write; the broker takes or refuses
-    writes as they come; in the end every stage is done, and none before the changelog
-    held (that value or a later one of) every key staged up to it: acknowledging a
-    record any earlier could commit its offset before its snapshot is written."""
+    """Stage a rising value of some key, sometimes write (the producer refusing some
+    sends); the broker takes or refuses writes as they come; in the end every stage is
+    done, and none before the changelog held (that value or a later one of) every key
+    staged up to it: acknowledging a record any earlier could commit its offset before
+    its snapshot is written."""
 
     async def scenario() -> None:
         table = MemoryTable()
@@ -218,7 +221,7 @@ def test_stages_are_done_only_once_what_was_staged_up_to_them_is_written(
         finished: list[int] = []
         early: list[Any] = []  # stages done before what they need was written
         decided = 0
-        for value, (key, write_now, taken) in enumerate(steps, start=1):
+        for value, (key, write_now, taken, refused) in enumerate(steps, start=1):
             staged[key] = value
             done = cache.stage({key: value})
             assert done is not None
@@ -233,6 +236,7 @@ def test_stages_are_done_only_once_what_was_staged_up_to_them_is_written(
 
             done.add_done_callback(check)
             if write_now:
+                table.refuse_sends = int(refused)  # the producer refuses the send itself
                 await cache.write()
             if decided < len(table.writes) and not (taken and write_now):
                 table.decide(decided, taken)  # deliveries decided late, some refused

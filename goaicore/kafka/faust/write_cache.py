@@ -197,9 +197,16 @@ class WriteCache:
         """Stage each key of ``write`` again with the table's value (its latest: a write
         after this one may have sent a newer), and make its futures wait for the next write."""
         if values:
-            staged, data = self.table.staged, self.table.data
-            again = {key: data.get(key) for key in write.values if key not in staged}
-            if again:  # a key staged since is pending already: the next write sends it
+            staged, data, pending = self.table.staged, self.table.data, self._pending
+            # A key pending already is sent by the next write. Any other is staged again
+            # with what the table reads: its staged value when the send never queued it,
+            # else the stored one.
+            again = {
+                key: staged[key] if key in staged else data.get(key)
+                for key in write.values
+                if key not in pending
+            }
+            if again:
                 self.table.stage(again, {k: write.headers[k] for k in again if k in write.headers})
                 self._note_pending(again, self._backoff)
             if count:
