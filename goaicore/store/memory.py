@@ -206,9 +206,8 @@ class MemoryBackend:
     ) -> AsyncIterator[StreamedReply]:
         following = self.streams.follow(request.conversation_id, request.request_id)
         following.sent_at = self._request_at()
-        asked = asyncio.create_task(
-            self._ask(request, following.sent_at)
-        )  # runs on without a follower
+        # Runs on without a follower.
+        asked = asyncio.create_task(self._ask(request, following.sent_at))
         self._asked.add(asked)
         asked.add_done_callback(self._asked.discard)
         asked.add_done_callback(_settled)

@@ -115,6 +115,35 @@ class AsyncChatClient(AsyncRunning):
         Past ``timeout`` seconds (None: no bound) without the broker's acknowledgement:
         NotAcknowledged with the request id. The request may still reach the broker once
         it is back; sending it again with that ``request_id`` is answered once."""
+        request_id, _ = await self._send_chat(
+            conversation_id,
+            text,
+            system,
+            tools,
+            model,
+            deadline,
+            request_id,
+            stream,
+            timeout,
+            regenerate=regenerate,
+        )
+        return request_id
+
+    async def _send_chat(
+        self,
+        conversation_id: str,
+        text: str,
+        system: str | None,
+        tools: Iterable[str],
+        model: str | None,
+        deadline: datetime | None,
+        request_id: str | None,
+        stream: bool,
+        timeout: float | None,  # noqa: ASYNC109 - the bound of send()
+        *,
+        regenerate: bool,
+    ) -> tuple[str, str]:
+        """:meth:`send`: the request id, and where its record landed (``request_at``)."""
         request, payload = chat_request_record(
             self.settings,
             conversation_id,
@@ -127,22 +156,11 @@ class AsyncChatClient(AsyncRunning):
             stream=stream,
             regenerate=regenerate,
         )
-        await self._send_chat(conversation_id, payload, request.request_id, timeout)
-        return request.request_id
-
-    async def _send_chat(
-        self,
-        conversation_id: str,
-        payload: bytes,
-        request_id: str,
-        timeout: float | None,  # noqa: ASYNC109 - the bound of send()
-    ) -> str:
-        """Send a chat request's record; where it landed (see ``request_at``)."""
-        at = await self._send_request(conversation_id, payload, request_id, timeout)
-        self._asked[request_id] = conversation_id
+        at = await self._send_request(conversation_id, payload, request.request_id, timeout)
+        self._asked[request.request_id] = conversation_id
         while len(self._asked) > ASKED_KEPT:
             del self._asked[next(iter(self._asked))]
-        return at
+        return request.request_id, at
 
     async def cancel(
         self,
@@ -256,8 +274,7 @@ class AsyncChatClient(AsyncRunning):
                 # One bound for the request's delivery and its reply: while the broker is
                 # down, the producer would retry the delivery for ever.
                 async with asyncio.timeout(timeout):
-                    _, payload = chat_request_record(
-                        self.settings,
+                    _, asked.sent_at = await self._send_chat(
                         conversation_id,
                         text,
                         system,
@@ -265,11 +282,9 @@ class AsyncChatClient(AsyncRunning):
                         model,
                         deadline,
                         request_id,
-                        stream=stream,
+                        stream,
+                        None,
                         regenerate=regenerate,
-                    )
-                    asked.sent_at = await self._send_chat(
-                        conversation_id, payload, request_id, None
                     )
                     sent = True
                     return await asyncio.shield(asked.future)
