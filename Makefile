@@ -9,6 +9,13 @@ STAMP  := $(VENV)/.goaicore-installed
 
 .PHONY: run test lint bench clean
 
+# The compiled core (native/: Rust under PyO3, built by maturin) is built wherever
+# cargo is found (on PATH or rustup's ~/.cargo/bin); elsewhere goaicore runs in pure
+# Python, which writes the same bytes.
+CARGO  := $(shell command -v cargo || { test -x "$(HOME)/.cargo/bin/cargo" && echo "$(HOME)/.cargo/bin/cargo"; })
+NATIVE := $(VENV)/.goaicore-native-installed
+NATIVE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml $(wildcard native/src/*.rs)
+
 $(STAMP): pyproject.toml
 	@echo "setting up $(VENV) (first run, or pyproject.toml changed) ..."
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,10 +24,20 @@ $(STAMP): pyproject.toml
 	  > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 
-run: $(STAMP)
+$(NATIVE): $(STAMP) $(NATIVE_SOURCES)
+ifneq ($(CARGO),)
+	@echo "building the compiled core (native/, Rust) ..."
+	@PATH="$(dir $(CARGO)):$$PATH" $(PY) -m pip install --disable-pip-version-check ./native \
+	  > $(VENV)/native.log 2>&1 || { cat $(VENV)/native.log; exit 1; }
+else
+	@echo "no cargo found: the compiled core is not built, goaicore runs in pure Python"
+endif
+	@touch $(NATIVE)
+
+run: $(NATIVE)
 	@$(VENV)/bin/goaicore dev
 
-test: $(STAMP)
+test: $(NATIVE)
 	@$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -28,7 +45,7 @@ lint: $(STAMP)
 	@$(VENV)/bin/ruff format --check .
 	@$(VENV)/bin/mypy
 
-bench: $(STAMP)
+bench: $(NATIVE)
 	@$(VENV)/bin/goaicore bench
 
 clean:

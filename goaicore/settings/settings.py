@@ -16,7 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from goaicore.errors import ConfigError
-from goaicore.settings import dev_stack, http, kafka, logs, postgres, providers, sealing, worker
+from goaicore.settings import (
+    core,
+    dev_stack,
+    http,
+    kafka,
+    logs,
+    postgres,
+    providers,
+    sealing,
+    worker,
+)
+from goaicore.settings.core import NativeCore
 from goaicore.settings.declare import Setting, Variable, by_field, read_env
 from goaicore.settings.dev_stack import DEV_FILE_NAME
 from goaicore.settings.kafka import BrokerProfile, LocalBrokerKind, SaslMechanism, SecurityProtocol
@@ -37,6 +48,7 @@ DECLARED: tuple[Setting, ...] = (
     *http.HTTP,
     *sealing.SEALING,
     *worker.TABLE,
+    *core.CORE,
     *dev_stack.DEV_STACK,
     *LOADERS,
 )
@@ -103,6 +115,7 @@ class Settings:
     table_store: TableStore = FROM_ENVIRONMENT
     snapshot_flush_ms: int = FROM_ENVIRONMENT
     snapshot_flush_bytes: int = FROM_ENVIRONMENT
+    native: NativeCore = FROM_ENVIRONMENT
     prices: Path | None = None
     log_format: LogFormat = FROM_ENVIRONMENT
     http_tokens: tuple[str, ...] = FROM_ENVIRONMENT

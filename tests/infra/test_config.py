@@ -78,6 +78,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "GOAICORE_WORKER_SECRET": " worker-secret-0123456789 ",
         "GOAICORE_PRICES": str(tokens_file),  # read by the worker, not here
         "GOAICORE_LOG_FORMAT": "json",
+        "GOAICORE_NATIVE": "off",
         "GOAICORE_MASTER_KEYS": f"k2:{MASTER_KEY_TEXT}, k1:{MASTER_KEY_TEXT}",
         "GOAICORE_ERASURE_WINDOW": "3600",
         "GOAICORE_INTAKE": "off",
@@ -115,6 +116,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert "worker-secret" not in repr(s)
     assert s.prices == tokens_file
     assert s.log_format == "json"
+    assert s.native == "off"
     assert s.master_keys == env["GOAICORE_MASTER_KEYS"]
     assert s.erasure_window == 3600.0
     assert s.intake is False  # set off, although master keys are set

@@ -58,6 +58,7 @@ def _every_variable(tmp_path: Path) -> dict[str, str]:
         "GOAICORE_TABLE_STORE": "rocksdb",
         "GOAICORE_SNAPSHOT_FLUSH_MS": "250",
         "GOAICORE_SNAPSHOT_FLUSH_BYTES": "65536",
+        "GOAICORE_NATIVE": "off",
         "GOAICORE_MASTER_KEYS": "k1:QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVpBQkNERUY=",
         "GOAICORE_ERASURE_WINDOW": "3600",
         "GOAICORE_INTAKE": "off",

@@ -75,7 +75,7 @@ def _time(millis: int) -> datetime:
     return at + _MILLIS[rest]
 
 
-class _Compiler(SchemaCompiler):
+class _Compiler(SchemaCompiler[None]):
     """Emits the code reading a schema's value (at ``p`` in ``b``, moving ``p`` past it)
     into ``target``, as the Python type it becomes."""
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any
@@ -27,12 +26,12 @@ from goaicore.records.avro.generated import (
     NotDirect,
     SchemaCompiler,
     Source,
+    Write,
     is_record_type,
     named_type,
 )
+from goaicore.records.avro.native import native_writer
 from goaicore.records.convert import full_name
-
-Write = Callable[[Any, list[bytes]], None]
 
 _INT = (-(2**31), 2**31 - 1)
 _LONG = (-(2**63), 2**63 - 1)
@@ -62,7 +61,7 @@ def _millis(value: Any) -> int:
     return millis
 
 
-class _Compiler(SchemaCompiler):
+class _Compiler(SchemaCompiler[None]):
     """Emits the code appending the encoding of ``value`` (an expression) to ``out``."""
 
     def __init__(self, overrides: dict[str, Write], named: dict[str, Any]) -> None:
@@ -238,17 +237,25 @@ def compile_writer(
     record_type: type[Any],
     overrides: dict[str, Write] | None = None,
     within: Any = None,
+    native: bool = True,
 ) -> Write | None:
     """A direct writer of ``record_type`` in the parsed ``schema`` (``write(record, out)``
     appends the body's parts to ``out``), or None when the schema uses something it does
     not write. ``overrides`` name fields of the record written by a function of it
     (``write(record, out)`` too, appending the field's whole encoding); ``within`` is a
-    schema ``schema`` is part of, whose named types it may refer to."""
-    compiler = _Compiler(overrides or {}, _named_types(within, {}) if within else {})
+    schema ``schema`` is part of, whose named types it may refer to. The writer is the
+    compiled core's where it is installed (``native``: unless False), else generated
+    Python; the two take the same records and write the same bytes."""
+    named = _named_types(within, {}) if within else {}
+    compiler = _Compiler(overrides or {}, dict(named))
     try:
         compiler.emit(schema, record_type, "record", 1)
     except (TypeError, KeyError):
         return None
+    if native:
+        compiled = native_writer(schema, record_type, overrides or {}, named)
+        if compiled is not None:
+            return compiled
     write: Write = compiler.source.function(
         "write(record, out)", f"direct writer {record_type.__name__}"
     )

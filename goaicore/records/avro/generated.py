@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 PRIMITIVES = ("null", "boolean", "int", "long", "string", "bytes")
+
+T = TypeVar("T")
+
+Write = Callable[[Any, list[bytes]], None]
+"""A record writer: ``write(record, out)`` appends the record's Avro body to ``out``."""
 
 
 class NotDirect(Exception):
@@ -69,10 +75,11 @@ def named_type(schema: Any) -> str | None:
     return None
 
 
-class SchemaCompiler:
+class SchemaCompiler(Generic[T]):
     """Walks a schema and emits, kind by kind, the code for a value of it.
 
-    The direct reader and the direct writer each say what each kind's code is;
+    The direct reader and the direct writer each say what each kind's code is (adding
+    lines to ``source``; the native writer's plan returns each kind's plan instead);
     named types met again are looked up in ``named``.
     """
 
@@ -80,7 +87,7 @@ class SchemaCompiler:
         self.source = source
         self.named = named  # named schemas by full name
 
-    def emit(self, schema: Any, hint: Any, name: str, indent: int) -> None:
+    def emit(self, schema: Any, hint: Any, name: str, indent: int) -> T:
         """The lines for the value ``name`` of ``schema``, as the Python type ``hint``."""
         schema = plain_primitive(schema)
         if isinstance(schema, str) and schema not in PRIMITIVES:
@@ -105,23 +112,23 @@ class SchemaCompiler:
             return self.map(schema["values"], args[1] if len(args) == 2 else Any, name, indent)
         raise TypeError(f"no direct code for {schema!r}")
 
-    def primitive(self, kind: str, name: str, indent: int) -> None:
+    def primitive(self, kind: str, name: str, indent: int) -> T:
         raise NotImplementedError
 
-    def union(self, branches: list[Any], hint: Any, name: str, indent: int) -> None:
+    def union(self, branches: list[Any], hint: Any, name: str, indent: int) -> T:
         raise NotImplementedError
 
-    def timestamp(self, name: str, indent: int) -> None:
+    def timestamp(self, name: str, indent: int) -> T:
         raise NotImplementedError
 
-    def record(self, schema: Any, record_type: Any, name: str, indent: int) -> None:
+    def record(self, schema: Any, record_type: Any, name: str, indent: int) -> T:
         raise NotImplementedError
 
-    def enum(self, schema: Any, hint: Any, name: str, indent: int) -> None:
+    def enum(self, schema: Any, hint: Any, name: str, indent: int) -> T:
         raise NotImplementedError
 
-    def array(self, items: Any, hint: Any, name: str, indent: int) -> None:
+    def array(self, items: Any, hint: Any, name: str, indent: int) -> T:
         raise NotImplementedError
 
-    def map(self, values: Any, hint: Any, name: str, indent: int) -> None:
+    def map(self, values: Any, hint: Any, name: str, indent: int) -> T:
         raise NotImplementedError

@@ -39,17 +39,27 @@ _ARRAY_END = b"\x00"
 class SnapshotEncoder:
     """Single-object bytes of snapshots, equal to ``codec.encode``'s, reusing message bytes."""
 
-    def __init__(self, codec: Codec[ConversationSnapshot], cache_bytes: int = DEFAULT_CACHE_BYTES):
+    def __init__(
+        self,
+        codec: Codec[ConversationSnapshot],
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        native: bool = True,
+    ):
+        """``native``: write with the compiled core where it is installed (else, and when
+        False, with the generated Python writer; the bytes are the same)."""
         self.codec = codec
         self.cache_bytes = cache_bytes
         schema = codec.writer.parsed
         (messages,) = (field for field in schema["fields"] if field["name"] == "messages")
         self._write_message = compile_writer(
-            messages["type"]["items"], SnapshotMessage, within=schema
+            messages["type"]["items"], SnapshotMessage, within=schema, native=native
         )
         self._write = (
             compile_writer(
-                schema, ConversationSnapshot, overrides={"messages": self._write_messages}
+                schema,
+                ConversationSnapshot,
+                overrides={"messages": self._write_messages},
+                native=native,
             )
             if self._write_message is not None
             else None
