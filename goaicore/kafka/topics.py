@@ -7,7 +7,8 @@ partition count is an error: silently accepting it would break co-partitioning.
 
 A topic is created with ``min.insync.replicas`` 2 where its replication factor is 3
 or more (an acknowledged write survives the loss of any one broker, and writes go on
-while one is down), else 1. An existing topic below that is warned about, never changed.
+while one is down), else 1, unless GOAICORE_MIN_INSYNC_REPLICAS says otherwise. An
+existing topic below that is warned about, never changed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from goaicore.errors import EXIT_CONFIG, BrokerError
+from goaicore.errors import EXIT_CONFIG, BrokerError, ConfigError
 from goaicore.extras import needs
 from goaicore.kafka.limits import RECORD_HEADROOM, max_batch_bytes, topic_max_message_bytes
 from goaicore.settings import Settings
@@ -104,8 +105,11 @@ class TopicStatus:
     """The ``min.insync.replicas`` it was created with (None: the broker's default)."""
 
 
-def min_insync_replicas(replication: int) -> int:
-    """What goaicore sets for a topic of ``replication`` replicas: 2 from 3 on, else 1."""
+def min_insync_replicas(replication: int, configured: int | None = None) -> int:
+    """What goaicore sets for a topic of ``replication`` replicas: ``configured``
+    (GOAICORE_MIN_INSYNC_REPLICAS) when given, else 2 from 3 replicas on, else 1."""
+    if configured is not None:
+        return configured
     return 2 if replication >= 3 else 1
 
 
@@ -149,7 +153,17 @@ def _ensure(admin: Any, settings: Settings, timeout_s: float) -> list[TopicStatu
     existing = _partition_counts(admin, [settings.topic(t.name) for t in TOPICS])
     replication = 1 if settings.embedded_broker else settings.replication_factor
     resolved = replication if replication != -1 else _default_replication(admin)
-    min_insync = min_insync_replicas(resolved) if resolved is not None else None
+    min_insync = (
+        min_insync_replicas(resolved, settings.min_insync_replicas)
+        if resolved is not None
+        else None
+    )
+    if min_insync is not None and resolved is not None and min_insync > resolved:
+        raise ConfigError(
+            f"GOAICORE_MIN_INSYNC_REPLICAS={min_insync} is more than the topics' "
+            f"{resolved} replicas (the brokers' default.replication.factor): no write "
+            "would ever be acknowledged; lower it or set GOAICORE_REPLICATION_FACTOR"
+        )
     # The embedded broker has one node and no replication: it is given no setting for it.
     extra = (
         {}
@@ -345,7 +359,7 @@ def _check_configs(admin: Any, settings: Settings) -> None:
         insync = configs.get("min.insync.replicas")
         replicas = replication.get(name)
         if insync is not None and insync.isdigit() and replicas is not None:
-            floor = min_insync_replicas(replicas)
+            floor = min_insync_replicas(replicas, settings.min_insync_replicas)
             if int(insync) < floor:
                 log.warning(
                     "topic %s has %d replicas and min.insync.replicas=%s: an acknowledged "

@@ -94,9 +94,17 @@ REPLICATION_FACTOR = Setting(
     "GOAICORE_REPLICATION_FACTOR",
     "`-1` (the broker's default)",
     "Replication factor of the topics goaicore creates; it also sets their "
-    "`min.insync.replicas` (2 from 3 replicas on, else 1).",
+    "`min.insync.replicas` (see `GOAICORE_MIN_INSYNC_REPLICAS`).",
     whole_number(-1, 32),
     -1,
+)
+MIN_INSYNC_REPLICAS = Setting(
+    "min_insync_replicas",
+    "GOAICORE_MIN_INSYNC_REPLICAS",
+    "`auto` (2 from 3 replicas on, else 1)",
+    "`min.insync.replicas` of the topics goaicore creates: how many replicas hold an "
+    "acknowledged write. At most the replication factor; `auto` follows it.",
+    lambda name, raw: None if raw == "auto" else whole_number(1, 32)(name, raw),
 )
 SECURITY_PROTOCOL = Setting(
     "security_protocol",
@@ -173,6 +181,7 @@ CONNECTION: tuple[Setting, ...] = (
     TOPIC_PREFIX,
     PARTITIONS,
     REPLICATION_FACTOR,
+    MIN_INSYNC_REPLICAS,
     SECURITY_PROTOCOL,
     *_SASL.values(),
     *_SSL.values(),
@@ -182,10 +191,16 @@ RECORDS: tuple[Setting, ...] = (MAX_RECORD_BYTES,)
 """How large a record may be."""
 
 
-def check_replication_factor(value: int | None) -> None:
-    """Refuse 0, inside the parsed range: Kafka takes -1 (its default) or 1 and up."""
+def check_replication_factor(value: int | None, min_insync: int | None = None) -> None:
+    """Refuse 0, inside the parsed range: Kafka takes -1 (its default) or 1 and up; and
+    more in-sync replicas than replicas, which would refuse every acknowledged write."""
     if value == 0:
         raise ConfigError("GOAICORE_REPLICATION_FACTOR='0': must be -1 or from 1 to 32")
+    if value is not None and value > 0 and min_insync is not None and min_insync > value:
+        raise ConfigError(
+            f"GOAICORE_MIN_INSYNC_REPLICAS={min_insync} is more than "
+            f"GOAICORE_REPLICATION_FACTOR={value}: no write would ever be acknowledged"
+        )
 
 
 def _parse_security_protocol(name: str, raw: str) -> SecurityProtocol:

@@ -94,6 +94,8 @@ class Settings:
     topic_prefix: str = FROM_ENVIRONMENT
     partitions: int = FROM_ENVIRONMENT
     replication_factor: int = FROM_ENVIRONMENT
+    min_insync_replicas: int | None = FROM_ENVIRONMENT
+    """GOAICORE_MIN_INSYNC_REPLICAS; None: from the replication factor."""
     database_url: str | None = None
     db_schema: str = FROM_ENVIRONMENT
     max_record_bytes: int = FROM_ENVIRONMENT
@@ -223,7 +225,7 @@ def _resolve(given: Settings, env: Mapping[str, str]) -> dict[str, Any]:
             continue  # resolved by its component, below
         raw = read_env(env, setting.variable) if explicit[name] is None else None
         out[name] = setting.parse(setting.variable, raw) if raw is not None else explicit[name]
-    kafka.check_replication_factor(out["replication_factor"])
+    kafka.check_replication_factor(out["replication_factor"], out["min_insync_replicas"])
     out["http_tokens"] = explicit["http_tokens"]
     if out["http_tokens"] is None:
         out["http_tokens"] = http.read_http_tokens(env)

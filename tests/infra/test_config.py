@@ -78,6 +78,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "GOAICORE_WORKER_SECRET": " worker-secret-0123456789 ",
         "GOAICORE_PRICES": str(tokens_file),  # read by the worker, not here
         "GOAICORE_LOG_FORMAT": "json",
+        "GOAICORE_MIN_INSYNC_REPLICAS": "2",
         "GOAICORE_NATIVE": "off",
         "GOAICORE_MASTER_KEYS": f"k2:{MASTER_KEY_TEXT}, k1:{MASTER_KEY_TEXT}",
         "GOAICORE_ERASURE_WINDOW": "3600",
@@ -117,6 +118,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert s.prices == tokens_file
     assert s.log_format == "json"
     assert s.native == "off"
+    assert s.min_insync_replicas == 2
     assert s.master_keys == env["GOAICORE_MASTER_KEYS"]
     assert s.erasure_window == 3600.0
     assert s.intake is False  # set off, although master keys are set
@@ -154,6 +156,9 @@ def test_publishers_write_to_intake_where_workers_seal_unless_told_otherwise() -
         ("GOAICORE_PARTITIONS", "many", "must be a whole number"),
         ("GOAICORE_PARTITIONS", "0", "must be from 1 to 10000"),
         ("GOAICORE_REPLICATION_FACTOR", "0", "must be -1 or from 1 to 32"),
+        ("GOAICORE_MIN_INSYNC_REPLICAS", "0", "must be from 1 to 32"),
+        ("GOAICORE_MIN_INSYNC_REPLICAS", "most", "must be a whole number"),
+        ("GOAICORE_NATIVE", "on", "must be 'auto' or 'off'"),
         ("KAFKA_BOOTSTRAP_SERVERS", "localhost", "expected host:port"),
         ("KAFKA_BOOTSTRAP_SERVERS", "a:1,b:99999", "expected host:port"),
         ("DATABASE_URL", "mysql://x/y", "must start with postgresql://"),
@@ -182,6 +187,20 @@ def test_bad_value_names_the_variable_in_one_line(name: str, value: str, expecte
     assert message.startswith(f"{name}=")
     assert expected in message
     assert "\n" not in message
+
+
+def test_min_insync_replicas_follows_the_replication_factor_unless_set() -> None:
+    assert Settings(env={}).min_insync_replicas is None
+    assert Settings(env={"GOAICORE_MIN_INSYNC_REPLICAS": "auto"}).min_insync_replicas is None
+    five = {"GOAICORE_REPLICATION_FACTOR": "5", "GOAICORE_MIN_INSYNC_REPLICAS": "3"}
+    assert Settings(env=five).min_insync_replicas == 3
+    assert Settings(env=Settings(env=five).environment()).min_insync_replicas == 3
+    with pytest.raises(ConfigError) as caught:
+        Settings(env={**five, "GOAICORE_REPLICATION_FACTOR": "2"})
+    assert str(caught.value) == (
+        "GOAICORE_MIN_INSYNC_REPLICAS=3 is more than GOAICORE_REPLICATION_FACTOR=2: "
+        "no write would ever be acknowledged"
+    )
 
 
 def test_data_dir_that_is_a_file_is_an_error(tmp_path: Path) -> None:

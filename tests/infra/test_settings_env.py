@@ -25,6 +25,7 @@ def _every_variable(tmp_path: Path) -> dict[str, str]:
         "GOAICORE_TOPIC_PREFIX": "game.prod",
         "GOAICORE_PARTITIONS": "12",
         "GOAICORE_REPLICATION_FACTOR": "3",
+        "GOAICORE_MIN_INSYNC_REPLICAS": "2",
         "KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
         "KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
         "KAFKA_SASL_USERNAME": "game",

@@ -1,11 +1,13 @@
 """``create-topics`` sets ``min.insync.replicas``: 2 where a topic has 3 replicas or more,
-else 1; an existing topic below that is warned about and left as it is."""
+else 1, or what GOAICORE_MIN_INSYNC_REPLICAS says; an existing topic below that is warned
+about and left as it is."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +134,45 @@ def test_an_existing_topic_below_is_warned_about_and_left_unchanged(
     insync = _min_insync(settings)
     assert insync.pop(settings.topic("events")) == "1"  # never changed
     assert set(insync.values()) == {"2"}
+
+
+def test_goaicore_min_insync_replicas_sets_another_value_and_create_topics_says_so(
+    cluster: LocalKafka, postgres_url: str, tmp_path: Path
+) -> None:
+    settings = replace(
+        kafka_settings(cluster, postgres_url, tmp_path, replication=3), min_insync_replicas=3
+    )
+    out = _create_topics(settings)
+    created = [line for line in out.splitlines() if line.startswith("created")]
+    assert len(created) == len(TOPICS), out
+    assert all(line.endswith("replication=3 min.insync.replicas=3") for line in created), out
+    assert set(_min_insync(settings).values()) == {"3"}
+    assert _source(settings, "events") == TOPIC_CONFIG_SOURCE
+
+
+def test_more_in_sync_replicas_than_the_brokers_default_replication_is_refused(
+    cluster: LocalKafka, postgres_url: str, tmp_path: Path
+) -> None:
+    settings = replace(
+        kafka_settings(cluster, postgres_url, tmp_path, replication=-1), min_insync_replicas=4
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "goaicore", "create-topics"],
+        env=settings_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "GOAICORE_MIN_INSYNC_REPLICAS=4 is more than the topics' 3 replicas" in done.stderr
+    assert "Traceback" not in done.stderr
+    names = [settings.topic(t.name) for t in TOPICS]
+    assert not set(names) & set(_topic_names(settings))  # nothing created
+
+
+def _topic_names(settings: Settings) -> list[str]:
+    admin = make_admin(settings)
+    try:
+        return list(admin.list_topics())
+    finally:
+        admin.close()
