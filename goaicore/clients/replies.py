@@ -17,8 +17,8 @@ class ReplySubscriber(Blocking[AsyncReplySubscriber]):
     Members of one group share the partitions; each reply goes to one member.
     A reply's offset is committed when the next one is asked for, so a reply
     being handled when the process dies is delivered again (at least once).
-    An undecodable record goes to the dead-letter topic with the reason, and
-    iteration goes on.
+    An undecodable record is skipped, counted (``skipped``) and logged with the
+    reason, and iteration goes on; the projector writes its one dead letter.
     """
 
     def __init__(
@@ -32,9 +32,9 @@ class ReplySubscriber(Blocking[AsyncReplySubscriber]):
         self.group_id = group_id
 
     @property
-    def dead_letters(self) -> int:
-        """Undecodable records sent to the dead-letter topic so far."""
-        return self._core.dead_letters
+    def skipped(self) -> int:
+        """Undecodable records skipped so far (the projector sets them aside)."""
+        return self._core.skipped
 
     def __iter__(self) -> Iterator[ChatReply]:
         return self.replies()

@@ -10,7 +10,6 @@ from kafka import KafkaConsumer, TopicPartition
 
 from goaicore.clients import (
     ChatClient,
-    DeadLetter,
     InvalidInputError,
     ReplySubscriber,
     ReplyTimeout,
@@ -19,7 +18,6 @@ from goaicore.config import Settings
 from goaicore.kafka.partition_reader import read_to_end
 from goaicore.records import ChatReply, ReplyStatus
 from tests.clients.scripted_responder import (
-    BAD_REPLY,
     ScriptedResponder,
     publish_replies_around_a_bad_one,
 )
@@ -108,31 +106,33 @@ def test_send_refuses_bad_input(topics: Settings) -> None:
             ChatClient(topics.with_overrides(max_record_bytes=1024)).send("c", "x" * 4096)
 
 
-def test_subscriber_forwards_undecodable_replies_and_goes_on(topics: Settings) -> None:
+def test_subscriber_skips_undecodable_replies_and_goes_on(
+    topics: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
     replies = topics.topic("replies")
     good, bad = publish_replies_around_a_bad_one(topics)
 
-    with ReplySubscriber(topics, group_id="gateway", from_beginning=True) as subscriber:
+    with (
+        caplog.at_level("WARNING", logger="goaicore.clients.aio.replies"),
+        ReplySubscriber(topics, group_id="gateway", from_beginning=True) as subscriber,
+    ):
         received = list(subscriber.replies(idle_timeout=3))
-        assert subscriber.dead_letters == 1
+        assert subscriber.skipped == 1
     assert received == good
+    [warning] = [r.getMessage() for r in caplog.records if r.name.endswith("aio.replies")]
+    assert f"at {replies}[{bad.partition}]@{bad.offset}" in warning
 
+    # The subscriber writes no dead letter: the projector writes the one a bad reply has.
     consumer = KafkaConsumer(bootstrap_servers=topics.require_bootstrap())
     letters = [
-        DeadLetter.from_record(record)
+        record
         for p in range(topics.partitions)
         for record in read_to_end(
             consumer, TopicPartition(topics.topic("dead-letters"), p), settings=topics
         )
     ]
     consumer.close()
-    assert len(letters) == 1
-    letter = letters[0]
-    assert (letter.topic, letter.partition, letter.offset) == (replies, bad.partition, bad.offset)
-    assert letter.reason == "truncated" or letter.reason == "unknown-fingerprint"
-    assert letter.value == BAD_REPLY
-    assert letter.key == b"c"
-    assert letter.consumer == "replies:gateway"
+    assert letters == []
 
     # The group committed its position: a new member starts after what was read.
     with ReplySubscriber(topics, group_id="gateway") as again:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any, Self
 
 from goaicore.errors import client_errors
-from goaicore.kafka.aio_connection import start_consumer, start_producer, stop_all
-from goaicore.kafka.dead_letters import DeadLetter
+from goaicore.kafka.aio_connection import start_consumer, stop_all
 from goaicore.lifecycle import AsyncRunning
 from goaicore.records import ChatReply
 from goaicore.records.avro.api import decode_chat_reply
 from goaicore.records.avro.errors import DecodeError
 from goaicore.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 class AsyncReplySubscriber(AsyncRunning):
@@ -21,7 +23,9 @@ class AsyncReplySubscriber(AsyncRunning):
 
     As :class:`~goaicore.clients.ReplySubscriber`: members of a group share the
     partitions; offsets are committed when the next batch is asked for (at least
-    once); an undecodable record goes to the dead-letter topic and iteration goes on.
+    once); an undecodable record is skipped, counted (``skipped``) and logged, and
+    iteration goes on. Its dead letter is the projector's, which reads every reply: one
+    per bad record, however many groups subscribe.
     """
 
     def __init__(
@@ -35,15 +39,13 @@ class AsyncReplySubscriber(AsyncRunning):
         self.settings = settings or Settings()
         self.group_id = group_id
         self.from_beginning = from_beginning
-        self.dead_letters = 0
+        self.skipped = 0
         self._consumer: Any = None
-        self._producer: Any = None
 
     async def start(self) -> Self:
         if self._consumer is not None:
             return self
         try:
-            self._producer = await start_producer(self.settings)
             self._consumer = await start_consumer(
                 self.settings,
                 self.settings.topic("replies"),
@@ -72,7 +74,7 @@ class AsyncReplySubscriber(AsyncRunning):
                     try:
                         reply = decode_chat_reply(record.value)
                     except DecodeError as err:
-                        await self._forward(record, err.reason, err.message)
+                        self._skip(record, err.reason, err.message)
                         continue
                     yield reply
             if batches:
@@ -81,20 +83,17 @@ class AsyncReplySubscriber(AsyncRunning):
             if idle_timeout is not None and time.monotonic() - last > idle_timeout:
                 return
 
-    async def _forward(self, record: Any, reason: str, message: str) -> None:
-        letter = DeadLetter.of(
-            record, reason, message, f"replies:{self.group_id}", self.settings.max_record_bytes
+    def _skip(self, record: Any, reason: str, message: str) -> None:
+        self.skipped += 1
+        log.warning(
+            "skipped an undecodable reply at %s[%d]@%d: %s (%s)",
+            record.topic,
+            record.partition,
+            record.offset,
+            reason,
+            message,
         )
-        with client_errors():
-            delivery = await self._producer.send(
-                self.settings.topic("dead-letters"),
-                key=letter.key,
-                value=letter.value,
-                headers=letter.headers(),
-            )
-            await delivery
-        self.dead_letters += 1
 
     async def close(self) -> None:
-        clients, self._consumer, self._producer = (self._consumer, self._producer), None, None
-        await stop_all(*clients)
+        consumer, self._consumer = self._consumer, None
+        await stop_all(consumer)
