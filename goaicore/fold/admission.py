@@ -2,8 +2,9 @@
 
 The store worker, the projector and the history reader (replay, verify) must
 agree on it, or a replay folds a record the worker set aside and the two
-snapshots differ. A record is folded when it sits in its key's partition, decodes,
-its key is its event's conversation id, and that id fits in a snapshot.
+snapshots differ. A record is folded when it sits in its key's partition, is no
+larger than the record limit (from fold version 4: the policy's ``record_limit``),
+decodes, its key is its event's conversation id, and that id fits in a snapshot.
 
 A record in another partition than its key's (murmur2 of the key, Kafka's Java
 default: see :mod:`goaicore.kafka.partitioner`) is another partition's record: a
@@ -38,6 +39,10 @@ INVALID_CONVERSATION_ID = "invalid-conversation-id"
 control character (NUL among them) or line separator in it (see
 :func:`goaicore.records.validation.conversation_id_problem`)."""
 
+TOO_LARGE = "too-large"
+"""The reason a record over the record limit is not folded: goaicore's own writers never
+write one, a producer that is not goaicore's may."""
+
 ANOTHER_PARTITION = "another-partition"
 """The reason a record in another partition than its key's is not folded where it is."""
 
@@ -69,18 +74,20 @@ def admit(
     keys: KeyLookup | None = None,
     partition: int | None = None,
     partitions: int | None = None,
+    record_limit: int | None = None,
 ) -> ConversationEvent | Unfoldable:
     """The event a record of ``events`` holds, or why the fold does not take it.
 
     A record read from ``partition`` of a topic of ``partitions`` partitions is taken
     only when its key belongs there (:func:`another_partition`); without them (a
-    record not read from Kafka) its place is not checked.
+    record not read from Kafka) its place is not checked. A value of more than
+    ``record_limit`` bytes is not taken (None: any size).
 
     A sealed event is opened with ``keys``; once its key is gone (or with no keys at
     all) it is folded as its skeleton, content marked erased (what the conversation's
     erasure folds to anyway), and keeps its seal: ``event.sealed`` set means unread.
     """
-    admitted = admit_record(key, value, keys, partition, partitions)
+    admitted = admit_record(key, value, keys, partition, partitions, record_limit)
     return admitted if isinstance(admitted, Unfoldable) else admitted.event
 
 
@@ -90,6 +97,7 @@ def admit_record(
     keys: KeyLookup | None = None,
     partition: int | None = None,
     partitions: int | None = None,
+    record_limit: int | None = None,
 ) -> Admitted | Unfoldable:
     """:func:`admit`, also saying whether the event was opened from a seal."""
     if partition is not None and partitions is not None:
@@ -101,6 +109,12 @@ def admit_record(
                 f"the key over {partitions} partitions, Kafka's default partitioner)",
                 owner,
             )
+    if record_limit is not None and value is not None and len(value) > record_limit:
+        return Unfoldable(
+            TOO_LARGE,
+            f"the event is {len(value):,} bytes; at most {record_limit:,} "
+            "(GOAICORE_MAX_RECORD_BYTES): not folded",
+        )
     try:
         event = decode_event(value)
     except DecodeError as err:

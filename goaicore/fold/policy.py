@@ -7,7 +7,10 @@ encoded bytes, derived from the record limit and recorded in the snapshot
 (``max_bytes``), so a replay applies the bound the snapshot was folded under.
 Version 3 cuts with headroom: past a bound, the history drops to 7/8 of it at
 once, so a long conversation pays for a cut every few dozen messages instead of
-on every event. A snapshot also records the bounds of its earlier stretches
+on every event. Version 4 takes in no record of ``events`` over the record limit its
+bound derives from (``record_limit``): a producer that is not goaicore's may write
+one, and the store worker sets it aside as ``too-large``, as it does such a record of
+``intake``. A snapshot also records the bounds of its earlier stretches
 (``earlier_bounds``): a replay folds each stretch under its own.
 """
 
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 
 from goaicore.records import ConversationSnapshot, FoldBounds, LogPosition
 
-FOLD_VERSION = 3
+FOLD_VERSION = 4
 
 SNAPSHOT_MARGIN = 16 * 1024
 """Bytes of the record limit a snapshot leaves free (a safety margin under the limit)."""
@@ -54,6 +57,14 @@ class FoldPolicy:
                 f"a snapshot bound of {self.max_bytes} bytes is below the {MIN_SNAPSHOT_BYTES} "
                 "the fold needs"
             )
+
+    @property
+    def record_limit(self) -> int | None:
+        """The largest record of ``events`` folded (version 4): the record limit the
+        bound derives from (:func:`policy_for_record_limit`); None: any size."""
+        if self.version < 4 or self.max_bytes is None:
+            return None
+        return self.max_bytes + SNAPSHOT_MARGIN
 
     @property
     def kept_eighths(self) -> int:

@@ -83,7 +83,10 @@ def fold_records(
     """
     latest: dict[bytes, ConversationSnapshot | None] = {}
     for record in records:
-        event = _admit(record, keys)
+        bounds = (own_policy(bytes(record.key)) if record.key is not None else None) or policy
+        if isinstance(bounds, PolicyTimeline):
+            bounds = bounds.at(record.position)
+        event = _admit(record, keys, bounds.record_limit)
         if isinstance(event, Unfoldable):
             yield Rejected(record, event.reason, event.detail, event.owner)
             continue
@@ -92,9 +95,6 @@ def fold_records(
         key = event.conversation_id.encode()
         before = latest[key] if key in latest else current(key)
         try:
-            bounds = own_policy(key) or policy
-            if isinstance(bounds, PolicyTimeline):
-                bounds = bounds.at(record.position)
             after = fold(before, event, record.position, bounds)
         except Exception as err:  # a bug in the fold must cost one record, not the loop
             log.exception("fold failed at %s", record.position)
@@ -104,17 +104,22 @@ def fold_records(
         yield Applied(record, event, after, changed=after is not before)
 
 
-def admitted(record: LogRecord, keys: KeyLookup | None = None) -> LoggedEvent | Unfoldable:
-    """The event a record holds with its position, or why the fold does not take it."""
-    event = _admit(record, keys)
+def admitted(
+    record: LogRecord, keys: KeyLookup | None = None, record_limit: int | None = None
+) -> LoggedEvent | Unfoldable:
+    """The event a record holds with its position, or why the fold does not take it;
+    ``record_limit``: the fold's (a reader of events passes its settings' limit)."""
+    event = _admit(record, keys, record_limit)
     if isinstance(event, Unfoldable):
         return event
     return LoggedEvent(record.position.partition, record.position.offset, event)
 
 
-def _admit(record: LogRecord, keys: KeyLookup | None) -> ConversationEvent | Unfoldable:
+def _admit(
+    record: LogRecord, keys: KeyLookup | None, record_limit: int | None
+) -> ConversationEvent | Unfoldable:
     partition = record.position.partition if record.partitions is not None else None
-    return admit(record.key, record.value, keys, partition, record.partitions)
+    return admit(record.key, record.value, keys, partition, record.partitions, record_limit)
 
 
 def log_skipped(topic: str, record: LogRecord, reason: str, detail: str) -> None:

@@ -18,8 +18,10 @@ accepted only the record limit's 965,536 bytes (at the default limit) would refu
 whole batches from a producer left at those defaults, records well under the limit
 among them. So a topic accepts the larger of the record limit and 1 MiB, plus the
 headroom. goaicore's own limit still holds where it reads: the store worker sets
-aside a record over it that it would have to write again (appending an intake
-record to ``events``, forwarding a record to its key's partition), as ``too-large``.
+aside a record over it as ``too-large``, whether it would have to write it again
+(appending an intake record to ``events``, forwarding a record to its key's
+partition) or fold it (a record of ``events``: from fold version 4, no reader folds
+one, see :mod:`goaicore.fold.admission`).
 """
 
 from __future__ import annotations

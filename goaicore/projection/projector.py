@@ -272,7 +272,13 @@ class Projector(Running):
             return 0
         try:
             batch = (
-                build_batch(polled, self.topics, self._keys, self._events_partitions)
+                build_batch(
+                    polled,
+                    self.topics,
+                    self._keys,
+                    self._events_partitions,
+                    self.settings.max_record_bytes,
+                )
                 if polled
                 else None
             )

@@ -106,7 +106,7 @@ class AsyncHistoryReader(ConsumerReader):
             yield [log_record(record, partitions) for record in batch]
 
     def _admit(self, record: LogRecord) -> LoggedEvent | None:
-        logged = admitted(record)
+        logged = admitted(record, record_limit=self.settings.max_record_bytes)
         if isinstance(logged, Unfoldable):
             self.skip(record, logged.reason, logged.detail)
             return None

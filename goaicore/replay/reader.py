@@ -85,7 +85,7 @@ class HistoryReader(Blocking[AsyncHistoryReader]):
 
     def _admitted(self, records: Iterable[LogRecord]) -> Iterator[LoggedEvent]:
         for record in records:
-            logged = admitted(record, self.keys)
+            logged = admitted(record, self.keys, self.settings.max_record_bytes)
             if isinstance(logged, Unfoldable):
                 self.skip(record, logged.reason, logged.detail)
             else:

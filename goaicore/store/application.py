@@ -386,7 +386,7 @@ class StoreApplication:
     def _admitted(self, records: list[LogRecord]) -> tuple[list[LoggedEvent], int]:
         logged, skipped = [], 0
         for record in records:
-            event = admitted(record, self.backend.keys)
+            event = admitted(record, self.backend.keys, self.backend.record_limit)
             if isinstance(event, Unfoldable):
                 skipped += 1
                 log_skipped(self.backend.events_topic, record, event.reason, event.detail)

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goaicore.fold import DEFAULT_POLICY
-from goaicore.fold.admission import ANOTHER_PARTITION, Unfoldable, another_partition
+from goaicore.fold.admission import ANOTHER_PARTITION, TOO_LARGE, Unfoldable, another_partition
+from goaicore.fold.policy import PolicyTimeline, policy_for_record_limit
 from goaicore.fold.records import Applied, LogRecord, Rejected, admitted, fold_records
 from goaicore.kafka.partitioner import partition_for
 from goaicore.records import ConversationEvent, ConversationSnapshot, LogPosition, UserMessage
@@ -155,3 +156,48 @@ def test_the_partition_rule_is_murmur2_of_the_key() -> None:
     assert another_partition(key, 1, 6) == 4
     assert zlib.crc32(key) % 6 == 1
     assert another_partition(None, 1, 6) is None
+
+
+def test_a_record_over_the_record_limit_is_set_aside_from_fold_version_4_on() -> None:
+    """A producer that is not goaicore's wrote an event over the record limit: from fold
+    version 4 no reader folds it (the store worker dead-letters it as too-large); a
+    stretch folded under version 3 folded it, and its replay still does."""
+    policy = policy_for_record_limit(65_536)
+    limit = policy.record_limit
+    assert limit == 65_536
+    log = _log_of(3)
+    big_event = dataclasses.replace(log[1][0], event_id="big", body=UserMessage(text="x" * 70_000))
+    big = LogRecord(b"c", encode_event(big_event), LogPosition(partition=0, offset=10))
+    assert len(big.value or b"") > limit
+    later = [(e, LogPosition(partition=0, offset=20 + n)) for n, (e, _) in enumerate(log[2:])]
+    records = [*_records(log[:2]), big, *_records(later)]
+
+    outcomes = list(fold_records(records, policy))
+    rejected = [o for o in outcomes if isinstance(o, Rejected)]
+    assert [(r.record, r.reason) for r in rejected] == [(big, TOO_LARGE)]
+    assert f"at most {limit:,} (GOAICORE_MAX_RECORD_BYTES)" in rejected[0].detail
+    assert _last_snapshot(outcomes) == fold_all([*log[:2], *later], policy=policy)
+    refused = admitted(big, record_limit=limit)
+    assert isinstance(refused, Unfoldable)
+    assert refused.reason == TOO_LARGE
+    assert not isinstance(admitted(big), Unfoldable)  # no limit given: any size
+
+    # One at the limit is folded.
+    fitting = big_event
+    while (size := len(encode_event(fitting))) != limit:  # the text's length prefix varies
+        text = "x" * (len(fitting.body.text) + limit - size)  # type: ignore[union-attr]
+        fitting = dataclasses.replace(fitting, body=UserMessage(text=text))
+    at_limit = LogRecord(b"c", encode_event(fitting), LogPosition(partition=0, offset=10))
+    assert len(at_limit.value or b"") == limit
+    assert [type(o) for o in fold_records([at_limit], policy)] == [Applied]
+
+    # Under version 3 (a stretch folded before version 4) it is folded: a replay of that
+    # stretch under its own bounds reproduces the snapshot written then.
+    version_3 = dataclasses.replace(policy, version=3)
+    assert version_3.record_limit is None
+    old = list(fold_records(records, version_3))
+    assert not [o for o in old if isinstance(o, Rejected)]
+    timeline = PolicyTimeline(policy, ((LogPosition(partition=0, offset=15), version_3),))
+    replayed = list(fold_records(records, timeline))
+    assert not [o for o in replayed if isinstance(o, Rejected)]
+    assert "big" in {o.event.event_id for o in replayed if isinstance(o, Applied)}

@@ -316,3 +316,35 @@ def test_librdkafkas_default_batches_are_accepted_whole_and_folded(
     assert (letter.reason, letter.topic) == ("too-large", clear.topic("intake"))
     with SnapshotReader(clear) as snapshots:
         assert snapshots.get(conversation) == snapshot
+
+    # One over the record limit to events itself: never folded, by any reader; one dead
+    # letter (the store worker's), and the conversation goes on after it.
+    produce(librdkafka(clear), clear.topic("events"), conversation, [over])
+    with EventPublisher(clear) as publisher:
+        publisher.publish(conversation, new_event(conversation, UserMessage(text="after")))
+    after = snapshot_when(clear, conversation, lambda s: s.event_count == 19, timeout=60)
+    assert after.messages[-1].text == "after"
+    assert all(len(m.text) < 950_000 for m in after.messages)
+    wait_until(
+        lambda: len(records_under(clear, "dead-letters", conversation)) == 2,
+        timeout=30,
+        what="the events record's dead letter",
+    )
+    letters = [
+        DeadLetter.from_record(r) for r in records_under(clear, "dead-letters", conversation)
+    ]
+    assert [(letter.reason, letter.topic) for letter in letters] == [
+        ("too-large", clear.topic("intake")),
+        ("too-large", clear.topic("events")),
+    ]
+    with SyncConversationStore(KafkaConversationStore(clear)) as store:
+        read = store.read(conversation)
+    assert len(read.events) == 19
+    assert read.skipped == 1
+    history = goaicore(clear, "history", conversation, "--json")
+    assert history.returncode == 0, history.stderr
+    assert len(json.loads(history.stdout)["events"]) == 19
+    with HistoryReader(clear) as reader:
+        assert verify_snapshot(reader, after) == []
+    result = verify_against_log(clear, [conversation])
+    assert (result.report.checked, result.report.differences) == (1, [])
