@@ -313,3 +313,33 @@ def test_a_snapshot_carries_the_trace_of_its_last_folded_event(
         assert position is not None
         assert dict(record.headers) == dict(by_offset[position.offset].headers)
     assert trace_of(snapshots[-1]) == traces[-1]
+
+
+def test_rewind_fork_and_delete_over_http_carry_the_callers_trace(
+    topics: Settings, served: ChatWorker
+) -> None:
+    source, target = "http-traced-ops", "http-traced-ops-fork"
+    base = f"{served.url}/v1/conversations/{source}"
+    status, answer = _post(f"{base}/events", {"text": "Kept"})
+    assert status == 201, answer
+    status, answer = _post(f"{base}/events", {"text": "Rewound away"})
+    assert status == 201, answer
+    first = records_when(topics, topics.topic("events"), source, 2)[0]
+    rewound, rewound_trace = new_traceparent()
+    status, answer = _post(f"{base}/rewind", {"until_offset": first.offset}, rewound)
+    assert status == 200, answer
+    forked, forked_trace = new_traceparent()
+    status, answer = _post(f"{base}/fork", {"to": target}, forked)
+    assert status == 201, answer
+    deleted, deleted_trace = new_traceparent()
+    status, answer = http(
+        "DELETE", base, {"reason": "traced"}, extra_headers={"traceparent": deleted}
+    )
+    assert status == 200, answer
+    *_, rewind, delete = records_when(topics, topics.topic("events"), source, 4)
+    [fork] = records_when(topics, topics.topic("events"), target, 1)
+    assert (trace_of(rewind), trace_of(fork), trace_of(delete)) == (
+        rewound_trace,
+        forked_trace,
+        deleted_trace,
+    )
