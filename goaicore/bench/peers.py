@@ -8,7 +8,9 @@ Streams' JVM has compiled its hot paths), given a few seconds to settle, then th
 are published at once and it is timed from the publishing to the broker's append time of
 its last output snapshot (the output topic has ``message.timestamp.type=LogAppendTime``).
 Each figure is the median of interleaved runs (worker, Kafka Streams, Quix, then again),
-beside the store worker's in the same run as a ratio:
+beside the store worker's in the same run as a ratio. Where the compiled core is
+installed, the store worker also runs in pure Python (``GOAICORE_NATIVE=off``), whose
+ratio is what the core buys:
 
 - events/s over the timed events;
 - CPU µs per event: the folding process's user and system time (all its threads) from
@@ -56,6 +58,7 @@ from goaicore.kafka.connection import make_admin
 from goaicore.kafka.local import LocalBroker
 from goaicore.kafka.topics import TOPICS, ensure_topics, topic_configs
 from goaicore.records import ConversationEvent
+from goaicore.records.avro.native import native_module
 from goaicore.settings import Settings
 
 with needs("kafka"):
@@ -77,6 +80,8 @@ class Peer:
     process: Process
     guarantee: str
     work: str
+    native: bool = True
+    """Whether goaicore's compiled core runs in it, where it is installed."""
 
 
 def _folded(last: dict[bytes, int], published: int) -> Callable[[list[Any]], bool]:
@@ -88,6 +93,14 @@ WORKER = Peer(
     WORKER_PROCESS,
     "effectively-once",
     "goaicore's fold, snapshots encoded with goaicore's encoder",
+)
+PURE_PYTHON = Peer(
+    "store worker in pure Python",
+    WORKER_PROCESS,
+    "effectively-once",
+    "the store worker with GOAICORE_NATIVE=off: every record written by the generated "
+    "Python writer",
+    native=False,
 )
 KAFKA_STREAMS = Peer(
     kafka_streams.LABEL,
@@ -108,7 +121,13 @@ QUIX = Peer(
     quix_app.GUARANTEE,
     "goaicore's fold and encoder in a stateful dataframe, the same work as the store worker",
 )
-PEERS = (WORKER, KAFKA_STREAMS, QUIX)
+PEERS = (
+    (WORKER, PURE_PYTHON, KAFKA_STREAMS, QUIX)
+    if native_module() is not None
+    else (WORKER, KAFKA_STREAMS, QUIX)
+)
+"""Every system compared here: the store worker in pure Python too where the compiled
+core is installed (and not switched off), to show what it buys."""
 NAMES = ("events/s", "CPU per event", "snapshots written")
 
 
@@ -154,7 +173,9 @@ def measure(
         count += 1
         data_dir = folder / f"run-{count}"
         data_dir.mkdir(parents=True)
-        settings = fresh_settings(make_settings(f"peers-{count}", data_dir))
+        settings = make_settings(f"peers-{count}", data_dir)
+        native = peer.native and native_module() is not None
+        settings = fresh_settings(settings.with_overrides(native="auto" if native else "off"))
         return timed_run(peer.process, settings, events, warm, from_publish=True)
 
     rows: list[Measurement] = []
