@@ -58,14 +58,18 @@ def _source(settings: Settings, topic: str) -> str:
     return str(_topic_configs(settings, [name])[name]["min.insync.replicas"].get("config_source"))
 
 
-def _create_topics(settings: Settings) -> str:
-    done = subprocess.run(
+def _run_create_topics(settings: Settings) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "goaicore", "create-topics"],
         env=settings_env(settings),
         capture_output=True,
         text=True,
         timeout=180,
     )
+
+
+def _create_topics(settings: Settings) -> str:
+    done = _run_create_topics(settings)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -156,13 +160,7 @@ def test_more_in_sync_replicas_than_the_brokers_default_replication_is_refused(
     settings = replace(
         kafka_settings(cluster, postgres_url, tmp_path, replication=-1), min_insync_replicas=4
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "goaicore", "create-topics"],
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    done = _run_create_topics(settings)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "GOAICORE_MIN_INSYNC_REPLICAS=4 is more than the topics' 3 replicas" in done.stderr
     assert "Traceback" not in done.stderr

@@ -16,10 +16,7 @@ equal to fastavro's for every record.
 
 from __future__ import annotations
 
-import dataclasses
-import typing
 from datetime import UTC, datetime, timedelta
-from enum import Enum
 from typing import Any
 
 from goaicore.records.avro.generated import (
@@ -27,11 +24,12 @@ from goaicore.records.avro.generated import (
     SchemaCompiler,
     Source,
     Write,
-    is_record_type,
-    named_type,
+    check_enum,
+    nullable_member,
+    record_hints,
+    union_record_types,
 )
 from goaicore.records.avro.native import native_writer
-from goaicore.records.convert import full_name
 
 _INT = (-(2**31), 2**31 - 1)
 _LONG = (-(2**63), 2**63 - 1)
@@ -145,17 +143,13 @@ class _Compiler(SchemaCompiler[None]):
 
     def union(self, branches: list[Any], hint: Any, value: str, indent: int) -> None:
         if len(branches) == 2 and branches[0] == "null":
-            members = [m for m in typing.get_args(hint) if m is not type(None)] or [hint]
             self.source.add(indent, f"if {value} is None:", "    out.append(_NULL)", "else:")
             self.source.add(indent + 1, "out.append(_SECOND)")
-            return self.emit(branches[1], members[0], value, indent + 1)
-        by_name = {full_name(m.__name__): m for m in typing.get_args(hint) if is_record_type(m)}
-        if len(by_name) != len(branches):
-            raise TypeError(f"no direct writer for the union {branches!r}")
+            return self.emit(branches[1], nullable_member(hint), value, indent + 1)
+        record_types = union_record_types(branches, hint)
         kind = self.source.var()
         self.source.add(indent, f"{kind} = type({value})")
-        for number, branch in enumerate(branches):
-            record_type = by_name[named_type(branch) or ""]
+        for number, (branch, record_type) in enumerate(zip(branches, record_types, strict=True)):
             self.source.add(
                 indent,
                 f"{'if' if number == 0 else 'elif'} {kind} is {self.source.bind(record_type)}:",
@@ -165,12 +159,7 @@ class _Compiler(SchemaCompiler[None]):
         self.source.add(indent, "else: raise NotDirect('not a branch of the union')")
 
     def record(self, schema: Any, record_type: Any, value: str, indent: int) -> None:
-        if not is_record_type(record_type):
-            raise TypeError(f"record {schema['name']} written from {record_type!r}")
-        hints = typing.get_type_hints(record_type)
-        names = [field["name"] for field in schema["fields"]]
-        if set(names) != {field.name for field in dataclasses.fields(record_type)}:
-            raise TypeError(f"{record_type.__name__} and {schema['name']} differ in fields")
+        hints = record_hints(schema, record_type)
         outer, self.outer_seen = not self.outer_seen, True
         self.source.add(
             indent,
@@ -188,8 +177,7 @@ class _Compiler(SchemaCompiler[None]):
             self.emit(field["type"], hints[name], item, indent)
 
     def enum(self, schema: Any, hint: Any, value: str, indent: int) -> None:
-        if not (isinstance(hint, type) and issubclass(hint, Enum)):
-            raise TypeError(f"enum {schema['name']} written from {hint!r}")
+        check_enum(schema, hint)
         indexes = self.source.bind({hint(s): varint(i) for i, s in enumerate(schema["symbols"])})
         encoded = self.source.var()
         self.source.add(

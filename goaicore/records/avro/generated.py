@@ -11,7 +11,10 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections.abc import Callable
+from enum import Enum
 from typing import Any, Generic, TypeVar
+
+from goaicore.records.convert import full_name
 
 PRIMITIVES = ("null", "boolean", "int", "long", "string", "bytes")
 
@@ -63,6 +66,37 @@ def plain_primitive(schema: Any) -> Any:
 
 def is_record_type(hint: Any) -> bool:
     return isinstance(hint, type) and dataclasses.is_dataclass(hint)
+
+
+def nullable_member(hint: Any) -> Any:
+    """The type of ``["null", T]``'s T, from the hint ``T | None``."""
+    return ([m for m in typing.get_args(hint) if m is not type(None)] or [hint])[0]
+
+
+def union_record_types(branches: list[Any], hint: Any) -> list[Any]:
+    """The dataclass of each branch of a union of records, in the schema's order;
+    TypeError when the hint does not name one per branch."""
+    by_name = {full_name(m.__name__): m for m in typing.get_args(hint) if is_record_type(m)}
+    if len(by_name) != len(branches):
+        raise TypeError(f"no direct code for the union {branches!r}")
+    return [by_name[named_type(branch) or ""] for branch in branches]
+
+
+def record_hints(schema: Any, record_type: Any) -> dict[str, Any]:
+    """The type hints of the dataclass written or read as the record ``schema``;
+    TypeError when it is no dataclass or its fields are not the schema's."""
+    if not is_record_type(record_type):
+        raise TypeError(f"record {schema['name']} written from {record_type!r}")
+    names = [field["name"] for field in schema["fields"]]
+    if set(names) != {field.name for field in dataclasses.fields(record_type)}:
+        raise TypeError(f"{record_type.__name__} and {schema['name']} differ in fields")
+    return typing.get_type_hints(record_type)
+
+
+def check_enum(schema: Any, hint: Any) -> None:
+    """TypeError unless ``hint`` is an Enum the enum ``schema`` is written from."""
+    if not (isinstance(hint, type) and issubclass(hint, Enum)):
+        raise TypeError(f"enum {schema['name']} written from {hint!r}")
 
 
 def named_type(schema: Any) -> str | None:

@@ -10,12 +10,9 @@ Python writer runs instead; property tests hold both to the same bytes.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib
 import os
-import typing
-from enum import Enum
 from typing import Any
 
 from goaicore.records.avro.generated import (
@@ -23,10 +20,11 @@ from goaicore.records.avro.generated import (
     SchemaCompiler,
     Source,
     Write,
-    is_record_type,
-    named_type,
+    check_enum,
+    nullable_member,
+    record_hints,
+    union_record_types,
 )
-from goaicore.records.convert import full_name
 
 Plan = tuple[Any, ...]
 
@@ -66,24 +64,16 @@ class _Planner(SchemaCompiler[Plan]):
 
     def union(self, branches: list[Any], hint: Any, name: str, indent: int) -> Plan:
         if len(branches) == 2 and branches[0] == "null":
-            members = [m for m in typing.get_args(hint) if m is not type(None)] or [hint]
-            return ("nullable", self.emit(branches[1], members[0], name, indent))
-        by_name = {full_name(m.__name__): m for m in typing.get_args(hint) if is_record_type(m)}
-        if len(by_name) != len(branches):
-            raise TypeError(f"no direct writer for the union {branches!r}")
-        plans = []
-        for branch in branches:
-            record_type = by_name[named_type(branch) or ""]
-            plans.append((record_type, self.emit(branch, record_type, name, indent)))
+            return ("nullable", self.emit(branches[1], nullable_member(hint), name, indent))
+        record_types = union_record_types(branches, hint)
+        plans = [
+            (record_type, self.emit(branch, record_type, name, indent))
+            for branch, record_type in zip(branches, record_types, strict=True)
+        ]
         return ("union", tuple(plans))
 
     def record(self, schema: Any, record_type: Any, name: str, indent: int) -> Plan:
-        if not is_record_type(record_type):
-            raise TypeError(f"record {schema['name']} written from {record_type!r}")
-        hints = typing.get_type_hints(record_type)
-        names = [field["name"] for field in schema["fields"]]
-        if set(names) != {field.name for field in dataclasses.fields(record_type)}:
-            raise TypeError(f"{record_type.__name__} and {schema['name']} differ in fields")
+        hints = record_hints(schema, record_type)
         outer, self.outer_seen = not self.outer_seen, True
         fields: list[Plan] = []
         for field in schema["fields"]:
@@ -96,8 +86,7 @@ class _Planner(SchemaCompiler[Plan]):
         return ("record", record_type, tuple(fields))
 
     def enum(self, schema: Any, hint: Any, name: str, indent: int) -> Plan:
-        if not (isinstance(hint, type) and issubclass(hint, Enum)):
-            raise TypeError(f"enum {schema['name']} written from {hint!r}")
+        check_enum(schema, hint)
         return ("enum", hint, {hint(s): i for i, s in enumerate(schema["symbols"])})
 
 
