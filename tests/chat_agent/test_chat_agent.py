@@ -29,6 +29,7 @@ from goaicore.records import (
     new_chat_request,
     utc_now,
 )
+from goaicore.records.avro.api import encode_chat_request
 from goaicore.testing import OpenAIServer
 from tests.brokers import SessionBroker
 from tests.chat_agent.helpers import ChatWorker, Replies, ScriptedLLM, snapshot_when
@@ -223,6 +224,55 @@ def test_bad_requests_are_rejected_and_bad_records_become_dead_letters(
     reasons = {(letter.topic, letter.reason) for letter in letters}
     assert (topics.topic("requests"), "bad-magic") in reasons
     assert (topics.topic("requests"), "key-mismatch") in reasons
+
+
+def test_a_request_over_the_record_limit_is_a_dead_letter_and_a_rejection_never_run(
+    topics: Settings, worker: ChatWorker, replies: Replies, llm: OpenAIServer
+) -> None:
+    """A producer that is not goaicore's sent a request larger than the record limit."""
+    from kafka import KafkaProducer
+
+    text = "tell me about " + "x" * topics.max_record_bytes
+    request = new_chat_request("too-big", text)
+    producer = KafkaProducer(
+        bootstrap_servers=topics.require_bootstrap(),
+        max_request_size=2 * topics.max_record_bytes,
+    )
+    try:
+        producer.send(
+            topics.topic("requests"), key=b"too-big", value=encode_chat_request(request)
+        ).get(30)
+    finally:
+        producer.close()
+    reply = replies.wait(request.request_id)
+    assert reply.status == ReplyStatus.REJECTED
+    assert reply.error is not None
+    assert f"at most {topics.max_record_bytes:,} (GOAICORE_MAX_RECORD_BYTES)" in reply.error
+    assert not [b for b in llm.bodies if "x" * 1000 in json.dumps(b)]  # never asked
+    letters = _dead_letters(topics, "too-big")
+    assert [(letter.topic, letter.reason) for letter in letters] == [
+        (topics.topic("requests"), "too-large")
+    ]
+    ok = new_chat_request("too-big", "and a small one?")
+    replies.send(ok)
+    assert replies.wait(ok.request_id).text == "echo: and a small one?"
+
+
+def _dead_letters(topics: Settings, key: str) -> list[Any]:
+    from goaicore.clients import DeadLetter
+    from goaicore.kafka.connection import make_consumer, topic_partitions
+    from goaicore.kafka.partition_reader import read_to_end
+
+    consumer = make_consumer(topics)
+    try:
+        return [
+            DeadLetter.from_record(r)
+            for p in topic_partitions(consumer, topics.topic("dead-letters"))
+            for r in read_to_end(consumer, p, settings=topics)
+            if r.key == key.encode()
+        ]
+    finally:
+        consumer.close()
 
 
 def test_the_same_request_id_twice_runs_the_llm_once(

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from opentelemetry.trace import SpanKind
 
 from goaicore.conversation.progress import OnProgress
-from goaicore.fold.admission import INVALID_CONVERSATION_ID, another_partition
+from goaicore.fold.admission import INVALID_CONVERSATION_ID, TOO_LARGE, another_partition
 from goaicore.kafka.aio_connection import broker_down
 from goaicore.kafka.faust.offsets import committed_offset
 from goaicore.kafka.faust.transport import steady_producer
@@ -237,6 +237,11 @@ class ChatAgent:
         if isinstance(request, DecodeError):
             await self.store.dead_letter(message, request.reason, request.message)
             return
+        limit = self.store.settings.max_record_bytes
+        size = len(message.value or b"")
+        if size > limit:  # a producer that is not goaicore's may send one
+            await self._refuse_too_large(message, request, size, limit)
+            return
         with (
             log_context(request_id=request.request_id, conversation_id=request.conversation_id),
             TRACER.start_as_current_span(
@@ -250,6 +255,23 @@ class ChatAgent:
             ),
         ):
             await self._answer_request(message, request)
+
+    async def _refuse_too_large(
+        self, message: Any, request: ChatRequest, size: int, limit: int
+    ) -> None:
+        """A request over the record limit is not run: its dead letter, and a rejected
+        reply for its asker where its key is its conversation's."""
+        detail = (
+            f"the request is {size:,} bytes; at most {limit:,} (GOAICORE_MAX_RECORD_BYTES): "
+            "not run"
+        )
+        await self.store.dead_letter(message, TOO_LARGE, detail)
+        key = request.conversation_id.encode()
+        if message.key != key or conversation_id_problem(request.conversation_id) is not None:
+            return  # no reply under a key no caller has
+        reply = failure(request, ReplyStatus.REJECTED, TOO_LARGE, detail).reply
+        await self.publish_reply(self.services.limits.fit_reply(reply), followed=False)
+        self.store.metrics.answered(reply, ())
 
     async def _answer_request(self, message: Any, request: ChatRequest) -> None:
         key: bytes = request.conversation_id.encode()
