@@ -262,8 +262,7 @@ class ChatAgent:
         """A request over the record limit is not run: its dead letter, and a rejected
         reply for its asker where its key is its conversation's."""
         detail = (
-            f"the request is {size:,} bytes; at most {limit:,} (GOAICORE_MAX_RECORD_BYTES): "
-            "not run"
+            f"the request is {size:,} bytes; at most {limit:,} (GOAICORE_MAX_RECORD_BYTES): not run"
         )
         await self.store.dead_letter(message, TOO_LARGE, detail)
         key = request.conversation_id.encode()
