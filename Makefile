@@ -24,15 +24,16 @@ $(STAMP): pyproject.toml
 	  > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 
+# Without cargo the stamp is not written, so a Rust toolchain installed later is used.
 $(NATIVE): $(STAMP) $(NATIVE_SOURCES)
 ifneq ($(CARGO),)
 	@echo "building the compiled core (native/, Rust) ..."
 	@PATH="$(dir $(CARGO)):$$PATH" $(PY) -m pip install --disable-pip-version-check ./native \
 	  > $(VENV)/native.log 2>&1 || { cat $(VENV)/native.log; exit 1; }
+	@touch $(NATIVE)
 else
 	@echo "no cargo found: the compiled core is not built, goaicore runs in pure Python"
 endif
-	@touch $(NATIVE)
 
 run: $(NATIVE)
 	@$(VENV)/bin/goaicore dev

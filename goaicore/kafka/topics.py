@@ -153,11 +153,8 @@ def _ensure(admin: Any, settings: Settings, timeout_s: float) -> list[TopicStatu
     existing = _partition_counts(admin, [settings.topic(t.name) for t in TOPICS])
     replication = 1 if settings.embedded_broker else settings.replication_factor
     resolved = replication if replication != -1 else _default_replication(admin)
-    min_insync = (
-        min_insync_replicas(resolved, settings.min_insync_replicas)
-        if resolved is not None
-        else None
-    )
+    configured = None if settings.embedded_broker else settings.min_insync_replicas
+    min_insync = min_insync_replicas(resolved, configured) if resolved is not None else None
     if min_insync is not None and resolved is not None and min_insync > resolved:
         raise ConfigError(
             f"GOAICORE_MIN_INSYNC_REPLICAS={min_insync} is more than the topics' "

@@ -95,12 +95,12 @@ def build_batch(
     topics: ProjectedTopics,
     keys: KeyLookup | None = None,
     partitions: int | None = None,
-    record_limit: int | None = None,
 ) -> Batch:
     """Sort one poll's records, by partition as Kafka consumers return them, into a Batch;
     ``partitions``: how many ``events`` has (a record whose key belongs to another of
-    them is skipped, as every reader of the log skips it); ``record_limit``: the
-    largest record of ``events`` the fold takes (a larger one is skipped too)."""
+    them is skipped, as every reader of the log skips it). A record over the record
+    limit is stored as the log holds it: the fold of its rows (verify, the console)
+    applies the bounds of the stretch it is in, which decide whether it is folded."""
     batch = Batch()
     for tp, records in polled.items():
         if not records:
@@ -108,7 +108,7 @@ def build_batch(
         for record in records:
             batch.records += 1
             if tp.topic == topics.events:
-                _add_event(batch, record, keys, partitions, record_limit)
+                _add_event(batch, record, keys, partitions)
             elif tp.topic == topics.snapshots:
                 _add_snapshot(batch, record)
             elif tp.topic == topics.replies:
@@ -121,17 +121,9 @@ def build_batch(
     return batch
 
 
-def _add_event(
-    batch: Batch,
-    record: Any,
-    keys: KeyLookup | None,
-    partitions: int | None,
-    record_limit: int | None,
-) -> None:
+def _add_event(batch: Batch, record: Any, keys: KeyLookup | None, partitions: int | None) -> None:
     # The worker's rule: both alike.
-    admitted = admit_record(
-        record.key, record.value, keys, record.partition, partitions, record_limit
-    )
+    admitted = admit_record(record.key, record.value, keys, record.partition, partitions)
     if isinstance(admitted, Unfoldable):
         if admitted.owner is None:  # another partition's: the worker forwards it there
             batch.rejected.append(set_aside(record, admitted.reason, admitted.detail))

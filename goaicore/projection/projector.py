@@ -272,13 +272,7 @@ class Projector(Running):
             return 0
         try:
             batch = (
-                build_batch(
-                    polled,
-                    self.topics,
-                    self._keys,
-                    self._events_partitions,
-                    self.settings.max_record_bytes,
-                )
+                build_batch(polled, self.topics, self._keys, self._events_partitions)
                 if polled
                 else None
             )

@@ -379,14 +379,19 @@ class StoreApplication:
     # -- the log, read and folded
 
     async def _logged(self, conversation_id: str) -> tuple[list[LoggedEvent], int]:
-        """The conversation's events the fold takes, and how many records it does not."""
+        """The conversation's events the fold takes (each under the bounds its stretch
+        was folded under), and how many records it does not."""
+        policy = await self._policy(conversation_id)
         records = await self.backend.records(conversation_id)
-        return await self.history_pool.run(self._admitted, records)
+        return await self.history_pool.run(self._admitted, records, policy)
 
-    def _admitted(self, records: list[LogRecord]) -> tuple[list[LoggedEvent], int]:
+    def _admitted(
+        self, records: list[LogRecord], policy: PolicyTimeline
+    ) -> tuple[list[LoggedEvent], int]:
         logged, skipped = [], 0
         for record in records:
-            event = admitted(record, self.backend.keys, self.backend.record_limit)
+            limit = policy.at(record.position).record_limit
+            event = admitted(record, self.backend.keys, limit)
             if isinstance(event, Unfoldable):
                 skipped += 1
                 log_skipped(self.backend.events_topic, record, event.reason, event.detail)

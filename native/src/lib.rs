@@ -14,6 +14,7 @@ use pyo3::types::{
     PyString, PyTimeAccess, PyTuple, PyType,
 };
 use pyo3::PyTypeInfo;
+use pyo3::{PyTraverseError, PyVisit};
 
 /// How one value of the schema is written.
 enum Node {
@@ -276,8 +277,12 @@ fn write(node: &Node, value: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> Written {
                 .downcast_exact::<PyDict>()
                 .map_err(|_| Fail::NotDirect("not a dict"))?;
             if !dict.is_empty() {
-                length(dict.len(), out);
-                for (key, item) in dict.iter() {
+                // Its items first, as a list: a dict changed meanwhile (by Python code a
+                // write runs, on another thread) is not iterated over.
+                let items = dict.items();
+                length(items.len(), out);
+                for pair in items.iter() {
+                    let (key, item) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>()?;
                     string(&key, out)?;
                     write(values, &item, out)?;
                 }
@@ -296,8 +301,46 @@ struct Writer {
     not_direct: Py<PyType>,
 }
 
+/// Every Python object a plan holds, for the cycle collector (a record type's writer
+/// may hold a function whose owner holds the writer).
+fn visit_node(node: &Node, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+    match node {
+        Node::Nullable(inner) | Node::Array(inner) | Node::Map(inner) => visit_node(inner, visit),
+        Node::Union(branches) => {
+            for (record_type, inner) in branches {
+                visit.call(record_type)?;
+                visit_node(inner, visit)?;
+            }
+            Ok(())
+        }
+        Node::Record(record_type, fields) => {
+            visit.call(record_type)?;
+            for field in fields {
+                match field {
+                    Field::Value(name, inner) => {
+                        visit.call(name)?;
+                        visit_node(inner, visit)?;
+                    }
+                    Field::Override(function) => visit.call(function)?,
+                }
+            }
+            Ok(())
+        }
+        Node::Enum(enum_type, indexes) => {
+            visit.call(enum_type)?;
+            visit.call(indexes)
+        }
+        _ => Ok(()),
+    }
+}
+
 #[pymethods]
 impl Writer {
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.not_direct)?;
+        visit_node(&self.root, &visit)
+    }
+
     #[new]
     fn new(plan: &Bound<'_, PyAny>, not_direct: &Bound<'_, PyType>) -> PyResult<Self> {
         Ok(Writer {

@@ -11,12 +11,16 @@ the store worker encodes them.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import shutil
 import subprocess
 import sys
+import weakref
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -156,6 +160,40 @@ def test_any_event_sequence_folds_to_the_same_snapshot_bytes_in_both(
         for i, event in enumerate(events)
     ]
     _same_snapshot_bytes(log, limit)
+
+
+@needs_core
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        datetime(2026, 3, 1, 12, 30, 5, 999_999, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+        datetime(1901, 7, 4, 0, 0, 0, 1, tzinfo=timezone(timedelta(seconds=-3601, microseconds=7))),
+        datetime(1969, 12, 31, 23, 59, 59, 999_500, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=timezone(timedelta(hours=-23))),
+        datetime(2026, 11, 1, 1, 30, tzinfo=ZoneInfo("America/New_York"), fold=0),
+        datetime(2026, 11, 1, 1, 30, tzinfo=ZoneInfo("America/New_York"), fold=1),
+    ],
+)
+def test_timestamps_in_any_zone_are_written_as_fastavro_writes_them(stamp: datetime) -> None:
+    snapshot = ConversationSnapshot(conversation_id="c")
+    object.__setattr__(snapshot, "started_at", stamp)  # as the record keeps it, any zone
+    native, pure = _writers(snapshot)
+    written = _written(native, snapshot)
+    assert written == _written(pure, snapshot)
+    codec = CODECS.snapshot
+    assert codec._header + written == codec.encode_generic(snapshot)  # type: ignore[operator]
+
+
+@needs_core
+def test_a_writer_holding_its_owner_is_collected_with_it() -> None:
+    """The snapshot encoder's writer holds the encoder's own messages writer, which holds
+    the encoder: the cycle collector sees through the compiled writer."""
+    encoder = SnapshotEncoder(CODECS.snapshot)
+    assert type(encoder._write).__module__ == "goaicore_native"
+    gone = weakref.ref(encoder)
+    del encoder
+    gc.collect()
+    assert gone() is None
 
 
 @needs_core

@@ -260,13 +260,13 @@ class ChatAgent:
         self, message: Any, request: ChatRequest, size: int, limit: int
     ) -> None:
         """A request over the record limit is not run: its dead letter, and a rejected
-        reply for its asker where its key is its conversation's."""
+        reply for its asker (as for a request under another key: none under an id no
+        caller can give)."""
         detail = (
             f"the request is {size:,} bytes; at most {limit:,} (GOAICORE_MAX_RECORD_BYTES): not run"
         )
         await self.store.dead_letter(message, TOO_LARGE, detail)
-        key = request.conversation_id.encode()
-        if message.key != key or conversation_id_problem(request.conversation_id) is not None:
+        if conversation_id_problem(request.conversation_id) is not None:
             return  # no reply under a key no caller has
         reply = failure(request, ReplyStatus.REJECTED, TOO_LARGE, detail).reply
         await self.publish_reply(self.services.limits.fit_reply(reply), followed=False)
