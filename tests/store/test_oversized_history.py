@@ -38,7 +38,8 @@ def test_the_read_lists_what_each_stretch_folded_an_oversized_event_under() -> N
     snapshot: ConversationSnapshot | None = None
     stretches = [version_3, version_3, current, current]
     for record, policy in zip([*log, big_again], stretches, strict=True):
-        outcomes = list(fold_records([record], policy, lambda key, s=snapshot: s))
+        folded: dict[bytes, ConversationSnapshot | None] = {b"c": snapshot}
+        outcomes = list(fold_records([record], policy, folded.get))
         applied = [o.snapshot for o in outcomes if isinstance(o, Applied)]
         snapshot = applied[-1] if applied else snapshot
     assert snapshot is not None
