@@ -381,8 +381,9 @@ class StoreApplication:
     async def _logged(self, conversation_id: str) -> tuple[list[LoggedEvent], int]:
         """The conversation's events the fold takes (each under the bounds its stretch
         was folded under), and how many records it does not."""
-        policy = await self._policy(conversation_id)
         records = await self.backend.records(conversation_id)
+        stored = await self.backend.snapshot(conversation_id)  # its stretches' bounds
+        policy = history.policy_for(stored, self.backend.record_limit)
         return await self.history_pool.run(self._admitted, records, policy)
 
     def _admitted(
