@@ -126,7 +126,9 @@ class Injector:
     def _undecodable(self, conversation: str) -> None:
         size = self.rng.choice([1, 50, 5000, self.settings.max_record_bytes + 20_000])
         value = bytes([0]) + self.rng.randbytes(size)
-        self._raw(conversation.encode(), value, "bad-magic")
+        # Over the record limit, the fold sets it aside for its size before decoding it.
+        reason = "too-large" if len(value) > self.settings.max_record_bytes else "bad-magic"
+        self._raw(conversation.encode(), value, reason)
 
     def _truncated(self, conversation: str) -> None:
         whole = encode_event(new_event(conversation, UserMessage(text="cut short " * 20)))
