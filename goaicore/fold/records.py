@@ -108,7 +108,7 @@ def admitted(
     record: LogRecord, keys: KeyLookup | None = None, record_limit: int | None = None
 ) -> LoggedEvent | Unfoldable:
     """The event a record holds with its position, or why the fold does not take it;
-    ``record_limit``: the fold's (a reader of events passes its settings' limit)."""
+    ``record_limit``: the fold's at the record's position (None: any size)."""
     event = _admit(record, keys, record_limit)
     if isinstance(event, Unfoldable):
         return event

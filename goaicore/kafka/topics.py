@@ -105,11 +105,12 @@ class TopicStatus:
     """The ``min.insync.replicas`` it was created with (None: the broker's default)."""
 
 
-def min_insync_replicas(replication: int, configured: int | None = None) -> int:
-    """What goaicore sets for a topic of ``replication`` replicas: ``configured``
-    (GOAICORE_MIN_INSYNC_REPLICAS) when given, else 2 from 3 replicas on, else 1."""
-    if configured is not None:
-        return configured
+def min_insync_replicas(replication: int, settings: Settings) -> int:
+    """What goaicore sets for a topic of ``replication`` replicas: GOAICORE_MIN_INSYNC_REPLICAS
+    when given (never on the embedded broker, which has no replication), else 2 from 3
+    replicas on, else 1."""
+    if settings.min_insync_replicas is not None and not settings.embedded_broker:
+        return settings.min_insync_replicas
     return 2 if replication >= 3 else 1
 
 
@@ -153,8 +154,7 @@ def _ensure(admin: Any, settings: Settings, timeout_s: float) -> list[TopicStatu
     existing = _partition_counts(admin, [settings.topic(t.name) for t in TOPICS])
     replication = 1 if settings.embedded_broker else settings.replication_factor
     resolved = replication if replication != -1 else _default_replication(admin)
-    configured = None if settings.embedded_broker else settings.min_insync_replicas
-    min_insync = min_insync_replicas(resolved, configured) if resolved is not None else None
+    min_insync = min_insync_replicas(resolved, settings) if resolved is not None else None
     if min_insync is not None and resolved is not None and min_insync > resolved:
         raise ConfigError(
             f"GOAICORE_MIN_INSYNC_REPLICAS={min_insync} is more than the topics' "
@@ -356,7 +356,7 @@ def _check_configs(admin: Any, settings: Settings) -> None:
         insync = configs.get("min.insync.replicas")
         replicas = replication.get(name)
         if insync is not None and insync.isdigit() and replicas is not None:
-            floor = min_insync_replicas(replicas, settings.min_insync_replicas)
+            floor = min_insync_replicas(replicas, settings)
             if int(insync) < floor:
                 log.warning(
                     "topic %s has %d replicas and min.insync.replicas=%s: an acknowledged "

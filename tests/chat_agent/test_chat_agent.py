@@ -34,6 +34,7 @@ from goaicore.testing import OpenAIServer
 from tests.brokers import SessionBroker
 from tests.chat_agent.helpers import ChatWorker, Replies, ScriptedLLM, snapshot_when
 from tests.kafka_segments import stored_batches
+from tests.projector.helpers import all_dead_letters
 
 
 def _bodies_with(llm: OpenAIServer, text: str) -> list[dict[str, Any]]:
@@ -259,20 +260,7 @@ def test_a_request_over_the_record_limit_is_a_dead_letter_and_a_rejection_never_
 
 
 def _dead_letters(topics: Settings, key: str) -> list[Any]:
-    from goaicore.clients import DeadLetter
-    from goaicore.kafka.connection import make_consumer, topic_partitions
-    from goaicore.kafka.partition_reader import read_to_end
-
-    consumer = make_consumer(topics)
-    try:
-        return [
-            DeadLetter.from_record(r)
-            for p in topic_partitions(consumer, topics.topic("dead-letters"))
-            for r in read_to_end(consumer, p, settings=topics)
-            if r.key == key.encode()
-        ]
-    finally:
-        consumer.close()
+    return [letter for letter in all_dead_letters(topics) if letter.key == key.encode()]
 
 
 def test_the_same_request_id_twice_runs_the_llm_once(

@@ -266,9 +266,13 @@ class ChatAgent:
             f"the request is {size:,} bytes; at most {limit:,} (GOAICORE_MAX_RECORD_BYTES): not run"
         )
         await self.store.dead_letter(message, TOO_LARGE, detail)
-        if conversation_id_problem(request.conversation_id) is not None:
-            return  # no reply under a key no caller has
-        reply = failure(request, ReplyStatus.REJECTED, TOO_LARGE, detail).reply
+        if conversation_id_problem(request.conversation_id) is None:  # else no caller has it
+            await self._reject_record(request, TOO_LARGE, detail)
+
+    async def _reject_record(self, request: ChatRequest, kind: str, detail: str) -> None:
+        """A rejected reply to a request record set aside before its turn, to its asker
+        only: not to the followers of the conversation's request of that id, not theirs."""
+        reply = failure(request, ReplyStatus.REJECTED, kind, detail).reply
         await self.publish_reply(self.services.limits.fit_reply(reply), followed=False)
         self.store.metrics.answered(reply, ())
 
@@ -280,10 +284,7 @@ class ChatAgent:
                 f"{request.conversation_id!r}"
             )
             await self.store.dead_letter(message, "key-mismatch", detail)
-            reply = failure(request, ReplyStatus.REJECTED, "key-mismatch", detail).reply
-            # Not to the followers of the conversation's request of that id: not theirs.
-            await self.publish_reply(self.services.limits.fit_reply(reply), followed=False)
-            self.store.metrics.answered(reply, ())
+            await self._reject_record(request, "key-mismatch", detail)
             return
         problem = conversation_id_problem(request.conversation_id)
         if problem is not None:  # a foreign producer's: no reply under a key no caller has
