@@ -30,11 +30,11 @@ from goaicore.fold.size import (
 from goaicore.records import ConversationSnapshot, LogPosition, SnapshotMessage, ToolCall
 from goaicore.records.truncate import truncate_json_arguments, truncate_utf8
 
-_NOTE_ROOM = 512
+NOTE_ROOM = 512
 """Bytes kept free for the anomaly note the policy adds about itself."""
 _LENGTH = 5
 """The length varint in front of a string's bytes."""
-_SUMMARY_SHARE = 8
+SUMMARY_SHARE = 8
 """The latest compaction summary, kept beside the history, takes at most 1/8 of the bound."""
 
 
@@ -50,13 +50,13 @@ def bounded(
         return _bounded_in_chars(snapshot, policy, where)
     notes = []
     summary = snapshot.summary
-    if summary is not None and string_bytes(summary) > policy.max_bytes // _SUMMARY_SHARE:
+    if summary is not None and string_bytes(summary) > policy.max_bytes // SUMMARY_SHARE:
         notes.append("size policy truncated the summary")
         snapshot = evolve(
-            snapshot, summary=_truncated_text(summary, policy.max_bytes // _SUMMARY_SHARE, None)
+            snapshot, summary=_truncated_text(summary, policy.max_bytes // SUMMARY_SHARE, None)
         )
     messages = snapshot.messages
-    budget = policy.max_bytes - bookkeeping_bytes(snapshot) - _NOTE_ROOM
+    budget = policy.max_bytes - bookkeeping_bytes(snapshot) - NOTE_ROOM
     over = len(messages) > policy.max_messages or messages_bytes(messages) > budget
     if not over and not notes:
         return snapshot

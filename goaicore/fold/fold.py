@@ -11,6 +11,10 @@ redelivery) returns the snapshot unchanged. An event whose id is in the
 recent-id window (the same event published again) leaves the history and the
 counts of applied events unchanged; only the position moves past it and
 ``duplicate_count`` counts it.
+
+Where the compiled core is installed, :func:`fold` runs its fold of the common events
+first (:mod:`goaicore.fold.native`) and this module's for whatever it hands back;
+:func:`python_fold` is this module's alone, the definition both are held to.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from goaicore.fold.carried import history_problem
 from goaicore.fold.compaction import CompactionMismatch, apply_compaction_record
 from goaicore.fold.evolve import SnapshotChanges, evolve
 from goaicore.fold.metadata import metadata_changes, metadata_problem
+from goaicore.fold.native import native_folder
 from goaicore.fold.pending import note_appended, pending_caller, unanswered_calls
 from goaicore.fold.policy import DEFAULT_POLICY, MAX_EARLIER_BOUNDS, FoldPolicy
 from goaicore.fold.size import note_inserted, note_window_slid
@@ -58,6 +63,23 @@ def fold(
     policy: FoldPolicy = DEFAULT_POLICY,
 ) -> ConversationSnapshot:
     """The snapshot after applying ``event``, read from the log at ``position``."""
+    params = policy.native_params
+    if params is not None:
+        folder = native_folder()
+        if folder is not None:
+            folded: ConversationSnapshot | None = folder(snapshot, event, position, params)
+            if folded is not None:
+                return folded
+    return python_fold(snapshot, event, position, policy)
+
+
+def python_fold(
+    snapshot: ConversationSnapshot | None,
+    event: ConversationEvent,
+    position: LogPosition,
+    policy: FoldPolicy = DEFAULT_POLICY,
+) -> ConversationSnapshot:
+    """:func:`fold` in Python alone: the definition the compiled fold is held to."""
     if snapshot is None:
         snapshot = ConversationSnapshot(conversation_id=event.conversation_id)
     last = snapshot.last_position
@@ -241,12 +263,23 @@ def _assistant(
     snapshot: ConversationSnapshot, body: AssistantTurn, eid: str, position: LogPosition
 ) -> SnapshotChanges:
     usage = body.usage
+    prompt, completion = (usage.prompt_tokens, usage.completion_tokens) if usage else (0, 0)
     return SnapshotChanges(
         **_adds_message(snapshot, body, eid, position),
-        prompt_tokens=snapshot.prompt_tokens + (usage.prompt_tokens if usage else 0),
-        completion_tokens=snapshot.completion_tokens + (usage.completion_tokens if usage else 0),
-        cost_usd_nanos=snapshot.cost_usd_nanos + (body.cost_usd_nanos or 0),
+        prompt_tokens=_long_sum(snapshot.prompt_tokens, prompt),
+        completion_tokens=_long_sum(snapshot.completion_tokens, completion),
+        cost_usd_nanos=_long_sum(snapshot.cost_usd_nanos, body.cost_usd_nanos or 0),
     )
+
+
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+
+def _long_sum(total: int, added: int) -> int:
+    """``total + added`` held inside a long, as the snapshot stores it: each addend is a
+    long (the event's schema), but a producer's counts can sum past one, and a snapshot
+    that cannot be written would stop its conversation."""
+    return min(max(total + added, LONG_MIN), LONG_MAX)
 
 
 def _compaction(

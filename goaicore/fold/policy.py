@@ -16,6 +16,7 @@ one, and the store worker sets it aside as ``too-large``, as it does such a reco
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from goaicore.records import ConversationSnapshot, FoldBounds, LogPosition
@@ -65,6 +66,14 @@ class FoldPolicy:
         if self.version < 4 or self.max_bytes is None:
             return None
         return self.max_bytes + SNAPSHOT_MARGIN
+
+    @functools.cached_property
+    def native_params(self) -> tuple[int, int, int, int, int | None] | None:
+        """The bounds as the compiled fold takes them (``goaicore.fold.native``), made
+        once per policy; None for version 1's, which it does not fold."""
+        if self.max_bytes is None:
+            return None
+        return (self.version, self.max_bytes, self.recent_ids, self.max_messages, self.max_id_chars)
 
     @property
     def kept_eighths(self) -> int:

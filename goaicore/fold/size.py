@@ -189,7 +189,7 @@ def _remember_total(messages: tuple[SnapshotMessage, ...], total: int) -> None:
     _totals[id(messages)] = (messages, total)
 
 
-_FIXED = (
+FIXED_BYTES = (
     HEADER_SIZE
     + _LONG  # format_version
     + _LONG
@@ -214,7 +214,7 @@ def bookkeeping_bytes(snapshot: ConversationSnapshot) -> int:
     """Everything but the messages: the header, ids, counts, notes, positions, times."""
     bounds = len(snapshot.earlier_bounds)
     return (
-        _FIXED
+        FIXED_BYTES
         + string_bytes(snapshot.conversation_id)
         + _optional(snapshot.summary)
         + _strings(snapshot.recent_event_ids)

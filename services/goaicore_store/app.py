@@ -26,7 +26,7 @@ import faust
 
 from goaicore.conversation.pricing import PriceTable
 from goaicore.conversation.providers.choice import Providers
-from goaicore.fold.size import snapshot_bytes
+from goaicore.fold.native import snapshot_size
 from goaicore.kafka.faust.disk_table import lock_table_dir, store_url
 from goaicore.kafka.faust.durable_table import DurableTable
 from goaicore.kafka.faust.lanes import add_batch_lane
@@ -203,7 +203,7 @@ def create_app(
             table,
             settings.snapshot_flush_ms / 1000,
             settings.snapshot_flush_bytes,
-            snapshot_bytes,
+            snapshot_size,
         ),
         replies_table=_replies_table(app, settings),
         keys=_keys(app, settings, table),

@@ -59,9 +59,17 @@ async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> asyncio.Futur
     erasures: list[tuple[str, int]] = []
     forwarded: list[Any] = []
     folded = 0
-    for outcome in fold_records(
-        records, store.fold_policy, store.table.get, keys=store.keys.lookup
-    ):
+    table = store.table
+    peek = table.peek
+    reads = 0
+
+    def current(key: bytes) -> ConversationSnapshot | None:
+        nonlocal reads
+        reads += 1
+        snapshot: ConversationSnapshot | None = peek(key)
+        return snapshot
+
+    for outcome in fold_records(records, store.fold_policy, current, keys=store.keys.lookup):
         if isinstance(outcome, Rejected):
             origin = outcome.record.origin
             if outcome.owner is not None:  # its key's partition folds it
@@ -76,6 +84,7 @@ async def apply_batch(store: StoreApp, messages: Sequence[Any]) -> asyncio.Futur
             traced[key] = trace_headers(outcome.record.origin.headers)
         if erasure_applied(outcome):
             erasures.append((outcome.event.conversation_id, outcome.record.position.offset))
+    table.count_reads(reads)
     writes = store.snapshot_writes
     written = writes.stage(touched, traced)  # read at once; on the broker once this is done
     if erasures:  # the erased snapshots are on the broker before the keys are destroyed

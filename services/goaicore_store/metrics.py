@@ -52,14 +52,44 @@ def _histogram(
 
 def faust_monitor(registry: CollectorRegistry) -> PrometheusMonitor:
     """faust-streaming's own sensors in ``registry``, under our prefix, each labelled
-    child looked up once (:class:`LabelledOnce`)."""
+    child looked up once (:class:`LabelledOnce`), counting batch lanes a batch at a
+    time (:class:`BatchedMonitor`)."""
     metrics = FaustMetrics.create(registry, PREFIX)
     labelled: dict[str, Any] = {
         name: LabelledOnce(metric)
         for name, metric in metrics._asdict().items()
         if getattr(metric, "_labelnames", ())
     }
-    return PrometheusMonitor(metrics=metrics._replace(**labelled))
+    return BatchedMonitor(metrics=metrics._replace(**labelled))
+
+
+class BatchedMonitor(PrometheusMonitor):
+    """Faust's Prometheus monitor, which also counts a batch lane's records and a batch's
+    table reads at once (``goaicore.kafka.faust.lanes``): the same figures as its calls
+    for each record and each read, which cost the store worker a tenth of its time."""
+
+    def on_messages_in(self, tp: Any, count: int, last_offset: int) -> None:
+        """``count`` records of ``tp`` read, up to ``last_offset``: what ``count`` calls
+        of ``on_message_in`` record (but each record's arrival time, which only a
+        stream's own latency figures read)."""
+        self.messages_received_total += count
+        self.messages_active += count
+        self.messages_received_by_topic[tp.topic] += count
+        self.tp_read_offsets[tp] = last_offset
+        metrics = self._metrics
+        metrics.messages_received.inc(count)
+        metrics.active_messages.inc(count)
+        metrics.messages_received_per_topics.labels(topic=tp.topic).inc(count)
+        metrics.messages_received_per_topics_partition.labels(
+            topic=tp.topic, partition=tp.partition
+        ).set(last_offset)
+
+    def on_table_gets(self, table: Any, count: int) -> None:
+        """``count`` reads of ``table``: what ``count`` calls of ``on_table_get`` record."""
+        self._table_or_create(table).keys_retrieved += count
+        self._metrics.table_operations.labels(
+            table=f"table.{table.name}", operation=self.KEYS_RETRIEVED
+        ).inc(count)
 
 
 class LabelledOnce:

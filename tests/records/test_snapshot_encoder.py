@@ -3,6 +3,8 @@
 Each test compares with the codec's ``encode_generic`` (fastavro's writer over the whole
 snapshot): for any snapshot, for histories that grow, shrink and share message objects
 as the fold's do, with a cache small enough to forget, and for records that do not fit.
+Each runs on both encoders: the compiled core's history cache where it is installed
+(``compiled``; the Python one where it is not) and the Python one (``python``).
 """
 
 from __future__ import annotations
@@ -20,14 +22,16 @@ from tests.records.records_strategies import messages, snapshots
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CODEC = default_codecs().snapshot
+ENCODERS = pytest.mark.parametrize("native", [True, False], ids=["compiled", "python"])
 
 
+@ENCODERS
 @FAST
 @given(snapshots)
 def test_any_snapshot_encodes_to_fastavros_bytes_cold_and_warm(
-    snapshot: ConversationSnapshot,
+    native: bool, snapshot: ConversationSnapshot
 ) -> None:
-    encoder = SnapshotEncoder(CODEC)
+    encoder = SnapshotEncoder(CODEC, native=native)
     expected = CODEC.encode_generic(snapshot)
     assert encoder.encode(snapshot) == expected  # every message new
     assert encoder.encode(snapshot) == expected  # every message remembered
@@ -67,12 +71,13 @@ def _step(snapshot: ConversationSnapshot, kind: str, value: object) -> Conversat
     return dataclasses.replace(snapshot, messages=history)
 
 
+@ENCODERS
 @FAST
 @given(snapshots, st.lists(steps, max_size=25), st.integers(min_value=0, max_value=4000))
 def test_a_history_that_changes_encodes_like_fastavro_at_every_step(
-    start: ConversationSnapshot, history: list[tuple[str, object]], cache_bytes: int
+    native: bool, start: ConversationSnapshot, history: list[tuple[str, object]], cache_bytes: int
 ) -> None:
-    encoder = SnapshotEncoder(CODEC, cache_bytes=cache_bytes)  # small: it must forget
+    encoder = SnapshotEncoder(CODEC, cache_bytes=cache_bytes, native=native)  # it must forget
     snapshot = start
     assert encoder.encode(snapshot) == CODEC.encode_generic(snapshot)
     for kind, value in history:
@@ -81,12 +86,13 @@ def test_a_history_that_changes_encodes_like_fastavro_at_every_step(
     assert encoder.remembered_bytes <= cache_bytes
 
 
+@ENCODERS
 @FAST
 @given(st.lists(st.tuples(st.sampled_from(["a", "b"]), steps), max_size=30))
 def test_conversations_encoded_in_turn_each_reuse_only_their_own_history(
-    moves: list[tuple[str, tuple[str, object]]],
+    native: bool, moves: list[tuple[str, tuple[str, object]]]
 ) -> None:
-    encoder = SnapshotEncoder(CODEC)
+    encoder = SnapshotEncoder(CODEC, native=native)
     shared = SnapshotMessage(role="user", text="the same object in both histories")
     current = {
         name: ConversationSnapshot(conversation_id=name, messages=(shared,)) for name in "ab"
@@ -109,10 +115,13 @@ BAD_MESSAGES = [
 ]
 
 
+@ENCODERS
 @pytest.mark.parametrize("bad", BAD_MESSAGES, ids=["text-int", "bool-int", "surrogate"])
-def test_a_message_that_does_not_fit_fails_with_the_codecs_error(bad: SnapshotMessage) -> None:
+def test_a_message_that_does_not_fit_fails_with_the_codecs_error(
+    native: bool, bad: SnapshotMessage
+) -> None:
     good = SnapshotMessage(role="user", text="hello")
-    encoder = SnapshotEncoder(CODEC)
+    encoder = SnapshotEncoder(CODEC, native=native)
     encoder.encode(ConversationSnapshot(conversation_id="c", messages=(good,)))  # remembered
     snapshot = ConversationSnapshot(conversation_id="c", messages=(good, bad))
     assert _error(encoder.encode, snapshot) == _error(CODEC.encode_generic, snapshot)
@@ -120,8 +129,9 @@ def test_a_message_that_does_not_fit_fails_with_the_codecs_error(bad: SnapshotMe
     assert _error(encoder.encode, snapshot) == _error(CODEC.encode_generic, snapshot)
 
 
-def test_bookkeeping_that_does_not_fit_fails_with_the_codecs_error() -> None:
-    encoder = SnapshotEncoder(CODEC)
+@ENCODERS
+def test_bookkeeping_that_does_not_fit_fails_with_the_codecs_error(native: bool) -> None:
+    encoder = SnapshotEncoder(CODEC, native=native)
     good = ConversationSnapshot(
         conversation_id="c", messages=(SnapshotMessage(role="user", text="hi"),)
     )

@@ -63,6 +63,30 @@ class DurableTable(faust.Table[Any, Any]):
             return self.__missing__(key)
         return value
 
+    def peek(self, key: bytes) -> Any:
+        """The key's value as ``get`` reads it (staged first; None when there is none),
+        without the sensors' call of each read: a reader of many keys counts its reads
+        with :meth:`count_reads`."""
+        staged = self.staged
+        if staged:
+            value = staged.get(key, _ABSENT)
+            if value is not _ABSENT:
+                return value
+        return self.data.get(key)
+
+    def count_reads(self, count: int) -> None:
+        """Tell the sensors of ``count`` reads made with :meth:`peek`: at once to those
+        that take a count (``on_table_gets``), one call each to the others."""
+        if not count:
+            return
+        for sensor in self.app.sensors:
+            counted = getattr(sensor, "on_table_gets", None)
+            if counted is not None:
+                counted(self, count)
+            else:
+                for _ in range(count):
+                    sensor.on_table_get(self, None)
+
     def __contains__(self, key: object) -> bool:
         if self.staged and key in self.staged:
             return self.staged[key] is not None

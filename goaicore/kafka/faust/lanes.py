@@ -23,6 +23,11 @@ drains them before it waits for acks on revocation or at shutdown, so that wait
 ends. A batch fetched while flow is suspended (a rebalance) is dropped unacked,
 as Faust drops records then, and read again from the committed offsets.
 
+A batch's records are tracked and acked together: one call of the sensors per
+partition for the batch where they take counts (``on_messages_in``; one per record
+for any other), and one take of Faust's ack lock for the whole batch, with Faust's
+bookkeeping of each record's ack.
+
 The topic is subscribed through the app's conductor (so its records are fetched and
 acks are enabled for it); no stream reads it. Lanes need goaicore's transports
 (``goaicore.kafka.faust.transport``), whose consumer runs them.
@@ -36,6 +41,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
+
+from faust.types.tuples import ack_lock
+from mode.utils.futures import notify
 
 BatchHandler = Callable[[Sequence[Any]], Awaitable[asyncio.Future[None] | None]]
 """A lane's handler: None acks the batch on return, a future once it is done."""
@@ -107,12 +115,10 @@ async def run_lane(
         if lane.writes is not None and caught_up(consumer, fetched_to or {}):
             await lane.writes.write()
         return
-    for message in batch:
-        consumer.track_message(message)
+    track_batch(consumer, batch)
     written = await lane.handler(batch)
     if written is None:
-        for message in batch:
-            consumer.ack(message)
+        ack_batch(consumer, batch)
     else:
         written.add_done_callback(partial(_ack_written, consumer, batch))
         if lane.writes is not None and (
@@ -137,13 +143,58 @@ def caught_up(consumer: Any, fetched_to: Mapping[Any, int]) -> bool:
     return True
 
 
+def track_batch(consumer: Any, batch: Sequence[Any]) -> None:
+    """``consumer.track_message`` of each record: each pending its ack, and the sensors
+    told of them, a partition's records at once where they take a count."""
+    unacked = consumer._unacked_messages
+    for message in batch:
+        unacked.add(message)
+    sensors = list(consumer.app.sensors)
+    if all(hasattr(sensor, "on_messages_in") for sensor in sensors):
+        last: dict[Any, tuple[int, int]] = {}
+        for message in batch:
+            count, _ = last.get(message.tp, (0, 0))
+            last[message.tp] = (count + 1, message.offset)
+        for tp, (count, offset) in last.items():
+            for sensor in sensors:
+                sensor.on_messages_in(tp, count, offset)
+    else:
+        for message in batch:
+            consumer._on_message_in(message.tp, message.offset, message)
+
+
+def ack_batch(consumer: Any, batch: Sequence[Any]) -> None:
+    """``consumer.ack`` of each record, under one take of Faust's ack lock: the same
+    bookkeeping (acked once, at or past the committed offset, counted towards
+    ``broker_commit_every``), and the waiters for acks woken once."""
+    acks_enabled_for = consumer.app.topics.acks_enabled_for
+    committed = consumer._committed_offset
+    acked_index, acked, unacked = consumer._acked_index, consumer._acked, consumer._unacked_messages
+    with ack_lock:
+        try:
+            for message in batch:
+                if message.acked:
+                    continue
+                message.acked = True
+                if not acks_enabled_for(message.topic):
+                    continue
+                tp, offset = message.tp, message.offset
+                floor = committed[tp]
+                if (floor is None or offset >= floor) and offset not in acked_index[tp]:
+                    unacked.discard(message)
+                    acked_index[tp].add(offset)
+                    acked[tp].append(offset)
+                    consumer._n_acked += 1
+        finally:
+            notify(consumer._waiting_for_ack)
+
+
 def _ack_written(consumer: Any, batch: Sequence[Any], written: asyncio.Future[None]) -> None:
     """Ack a deferred batch once its writes are on the broker; a failed or cancelled
     write leaves it unacked, to be read again."""
     if written.cancelled() or written.exception() is not None:
         return
-    for message in batch:
-        consumer.ack(message)
+    ack_batch(consumer, batch)
 
 
 async def drain_lanes(app: Any) -> None:

@@ -72,7 +72,10 @@ class Codec(Generic[R]):
         registry: SchemaRegistry,
         to_avro: Callable[[R], dict[str, Any]],
         from_avro: Callable[[Mapping[str, Any]], R],
+        native: bool = True,
     ) -> None:
+        """``native``: read and write directly with the compiled core where it is
+        installed (else, and when False, with the generated Python reader and writer)."""
         self.name = name
         self.record_type = record_type
         self.registry = registry
@@ -82,8 +85,8 @@ class Codec(Generic[R]):
         self.writer = registry.current(name)
         self._header = header(self.writer.fingerprint)
         self._check = compile_check(self.writer.parsed)
-        self._direct = compile_reader(self.writer.parsed, record_type)
-        self._direct_write = compile_writer(self.writer.parsed, record_type)
+        self._direct = compile_reader(self.writer.parsed, record_type, native=native)
+        self._direct_write = compile_writer(self.writer.parsed, record_type, native=native)
 
     def to_datum(self, record: R) -> dict[str, Any]:
         """The validated fastavro dict of ``record``; EncodeError when it does not fit."""
@@ -228,50 +231,40 @@ class Codecs:
     reply_chunk: Codec[ReplyChunk]
 
     @classmethod
-    def for_registry(cls, registry: SchemaRegistry) -> Codecs:
+    def for_registry(cls, registry: SchemaRegistry, native: bool = True) -> Codecs:
+        """The codecs of every record type; ``native`` as for :class:`Codec`."""
+
+        def codec(name: str, record_type: Any, to_avro: Any, from_avro: Any) -> Codec[Any]:
+            return Codec(name, record_type, registry, to_avro, from_avro, native=native)
+
         return cls(
             registry=registry,
-            event=Codec(
+            event=codec(
                 "ConversationEvent",
                 ConversationEvent,
-                registry,
                 convert.event_to_avro,
                 convert.event_from_avro,
             ),
-            chat_request=Codec(
+            chat_request=codec(
                 "ChatRequest",
                 ChatRequest,
-                registry,
                 convert.chat_request_to_avro,
                 convert.chat_request_from_avro,
             ),
-            chat_reply=Codec(
-                "ChatReply",
-                ChatReply,
-                registry,
-                convert.chat_reply_to_avro,
-                convert.chat_reply_from_avro,
+            chat_reply=codec(
+                "ChatReply", ChatReply, convert.chat_reply_to_avro, convert.chat_reply_from_avro
             ),
-            snapshot=Codec(
+            snapshot=codec(
                 "ConversationSnapshot",
                 ConversationSnapshot,
-                registry,
                 convert.snapshot_to_avro,
                 convert.snapshot_from_avro,
             ),
-            key=Codec(
-                "ConversationKey",
-                ConversationKey,
-                registry,
-                convert.key_to_avro,
-                convert.key_from_avro,
+            key=codec(
+                "ConversationKey", ConversationKey, convert.key_to_avro, convert.key_from_avro
             ),
-            reply_chunk=Codec(
-                "ReplyChunk",
-                ReplyChunk,
-                registry,
-                convert.reply_chunk_to_avro,
-                convert.reply_chunk_from_avro,
+            reply_chunk=codec(
+                "ReplyChunk", ReplyChunk, convert.reply_chunk_to_avro, convert.reply_chunk_from_avro
             ),
         )
 

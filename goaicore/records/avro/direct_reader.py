@@ -31,6 +31,7 @@ from goaicore.records.avro.generated import (
     is_record_type,
     named_type,
 )
+from goaicore.records.avro.native import native_reader
 from goaicore.records.convert import full_name
 
 Read = Callable[[bytes, int], tuple[Any, int]]
@@ -199,15 +200,22 @@ class _Compiler(SchemaCompiler[None]):
         )
 
 
-def compile_reader(schema: Any, record_type: type[Any]) -> Read | None:
+def compile_reader(schema: Any, record_type: type[Any], native: bool = True) -> Read | None:
     """A direct reader of ``record_type`` for bodies written with the parsed ``schema``
     (``read(data, position) -> (record, end)``), or None when the schema uses something
-    it does not read."""
+    it does not read. The reader is the compiled core's where it is installed
+    (``native``: unless False), else generated Python; the two take the same payloads
+    and read the same records."""
     compiler = _Compiler()
     try:
         compiler.emit(schema, record_type, "record", 1)
     except (TypeError, KeyError):
         return None
+    if native:
+        compiled = native_reader(schema, record_type)
+        if compiled is not None:
+            read_native: Read = compiled
+            return read_native
     read: Read = compiler.source.function(
         "read(b, p)", f"direct reader {record_type.__name__}", "return record, p"
     )

@@ -25,6 +25,7 @@ from goaicore.records.avro.generated import (
     Source,
     Write,
     check_enum,
+    named_types,
     nullable_member,
     record_hints,
     union_record_types,
@@ -189,24 +190,6 @@ class _Compiler(SchemaCompiler[None]):
         )
 
 
-def _named_types(schema: Any, named: dict[str, Any]) -> dict[str, Any]:
-    """Every named type defined in ``schema``, by full name."""
-    if isinstance(schema, list):
-        for branch in schema:
-            _named_types(branch, named)
-    elif isinstance(schema, dict):
-        if schema.get("type") in ("record", "enum", "fixed"):
-            named[schema["name"]] = schema
-        for field in schema.get("fields", ()):
-            _named_types(field["type"], named)
-        for key in ("items", "values"):
-            if key in schema:
-                _named_types(schema[key], named)
-        if isinstance(schema.get("type"), dict | list):
-            _named_types(schema["type"], named)
-    return named
-
-
 def write_direct(write: Write | None, head: bytes, record: Any) -> bytes | None:
     """``head`` then ``record`` written by ``write``; None when there is no direct writer
     or it does not take the record, and the caller's generic path decides."""
@@ -234,7 +217,7 @@ def compile_writer(
     schema ``schema`` is part of, whose named types it may refer to. The writer is the
     compiled core's where it is installed (``native``: unless False), else generated
     Python; the two take the same records and write the same bytes."""
-    named = _named_types(within, {}) if within else {}
+    named = named_types(within, {}) if within else {}
     compiler = _Compiler(overrides or {}, dict(named))
     try:
         compiler.emit(schema, record_type, "record", 1)

@@ -109,6 +109,24 @@ def named_type(schema: Any) -> str | None:
     return None
 
 
+def named_types(schema: Any, named: dict[str, Any]) -> dict[str, Any]:
+    """Every named type defined in ``schema``, by full name."""
+    if isinstance(schema, list):
+        for branch in schema:
+            named_types(branch, named)
+    elif isinstance(schema, dict):
+        if schema.get("type") in ("record", "enum", "fixed"):
+            named[schema["name"]] = schema
+        for field in schema.get("fields", ()):
+            named_types(field["type"], named)
+        for key in ("items", "values"):
+            if key in schema:
+                named_types(schema[key], named)
+        if isinstance(schema.get("type"), dict | list):
+            named_types(schema["type"], named)
+    return named
+
+
 class SchemaCompiler(Generic[T]):
     """Walks a schema and emits, kind by kind, the code for a value of it.
 

@@ -12,6 +12,12 @@ the direct writer (``direct_writer``), as are the fields around the array. Prope
 tests hold the bytes equal to fastavro's for any snapshot and any sequence of
 histories.
 
+Where the compiled core is installed, its history cache (``Histories``) keeps the
+encoded messages instead, and the core writes the whole snapshot, messages included,
+with no Python call: the same run found by identity, the same bytes. The compiled fold
+writes there the bytes of each message it adds, so a folded snapshot's new messages
+are not even encoded again (see :mod:`goaicore.fold.native`).
+
 A record the direct writer does not take goes to the codec, which writes it or names
 the offending field; so errors are the codec's, word for word.
 """
@@ -22,11 +28,13 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from itertools import islice
+from typing import Any
 
 from goaicore.records.avro.codec import Codec
 from goaicore.records.avro.direct_writer import compile_writer, varint, write_direct
 from goaicore.records.avro.framing import header
 from goaicore.records.avro.generated import NotDirect
+from goaicore.records.avro.native import native_histories
 from goaicore.records.types import ConversationSnapshot, SnapshotMessage
 
 # The encoded messages kept, by total size: enough for the histories of every
@@ -51,16 +59,19 @@ class SnapshotEncoder:
         self.cache_bytes = cache_bytes
         schema = codec.writer.parsed
         (messages,) = (field for field in schema["fields"] if field["name"] == "messages")
-        self._write_message = compile_writer(
-            messages["type"]["items"], SnapshotMessage, within=schema, native=native
+        items = messages["type"]["items"]
+        self._write_message = compile_writer(items, SnapshotMessage, within=schema, native=native)
+        self.histories = (
+            native_histories(items, schema, cache_bytes)
+            if native and self._write_message is not None
+            else None
         )
+        """The compiled core's history cache, where it writes the messages (else None)."""
+        overrides: dict[str, Any] = {
+            "messages": self._write_messages if self.histories is None else self.histories
+        }
         self._write = (
-            compile_writer(
-                schema,
-                ConversationSnapshot,
-                overrides={"messages": self._write_messages},
-                native=native,
-            )
+            compile_writer(schema, ConversationSnapshot, overrides=overrides, native=native)
             if self._write_message is not None
             else None
         )
@@ -120,6 +131,9 @@ class SnapshotEncoder:
     @property
     def remembered_bytes(self) -> int:
         """The size of the encoded histories kept (at most ``cache_bytes``)."""
+        if self.histories is not None:
+            remembered: int = self.histories.remembered_bytes
+            return remembered
         return self._remembered
 
     def _remember(self, conversation_id: str, encoded: _Encoded) -> None:
