@@ -909,6 +909,23 @@ impl Folder {
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for slots in [
+            &self.snapshot,
+            &self.message,
+            &self.event,
+            &self.user,
+            &self.assistant,
+            &self.tool_result,
+            &self.game,
+            &self.failed,
+            &self.usage,
+            &self.tool_call,
+            &self.position,
+            &self.fork,
+            &self.sealed,
+        ] {
+            visit.call(&slots.ty)?;
+        }
         visit.call(&self.histories)
     }
 

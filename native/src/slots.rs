@@ -37,15 +37,27 @@ impl SlotType {
                 ty.name()?
             )));
         }
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        Self::named(ty, &refs)?.ok_or_else(|| {
+            pyo3::exceptions::PyTypeError::new_err(format!(
+                "{} keeps its fields in no writable object slots",
+                ty.name().map(|n| n.to_string()).unwrap_or_default()
+            ))
+        })
+    }
+
+    /// The slots of the fields `names` of `ty`, in that order; None when one of them is
+    /// not kept in a writable object slot (not a slotted dataclass's field).
+    pub fn named(ty: &Bound<'_, PyType>, names: &[&str]) -> PyResult<Option<Self>> {
+        let py = ty.py();
         let member_type = py.import("types")?.getattr("MemberDescriptorType")?;
         let mut offsets = Vec::with_capacity(names.len());
-        for name in &names {
-            let descriptor = ty.getattr(PyString::new(py, name))?;
+        for name in names {
+            let Ok(descriptor) = ty.getattr(PyString::new(py, name)) else {
+                return Ok(None);
+            };
             if !descriptor.get_type().is(&member_type) {
-                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                    "{}.{name} is not a slot",
-                    ty.name()?
-                )));
+                return Ok(None);
             }
             // SAFETY: a member descriptor is a PyMemberDescrObject, whose d_member points
             // at its class's PyMemberDef (pyo3-ffi types the pointer as a PyGetSetDef).
@@ -54,17 +66,14 @@ impl SlotType {
                 &*((*descr).d_member as *const ffi::PyMemberDef)
             };
             if member.type_code != ffi::Py_T_OBJECT_EX || member.flags & ffi::Py_READONLY != 0 {
-                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                    "{}.{name} is not a writable object slot",
-                    ty.name()?
-                )));
+                return Ok(None);
             }
             offsets.push(member.offset);
         }
-        Ok(SlotType {
+        Ok(Some(SlotType {
             ty: ty.clone().unbind(),
             offsets,
-        })
+        }))
     }
 
     /// Whether `value` is exactly of this record type.

@@ -17,6 +17,7 @@ use pyo3::PyTypeInfo;
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::histories::Histories;
+use crate::slots::SlotType;
 
 /// How one value of the schema is written.
 pub(crate) enum Node {
@@ -31,8 +32,9 @@ pub(crate) enum Node {
     Nullable(Box<Node>),
     /// A union of records, told apart by their exact Python type.
     Union(Vec<(Py<PyType>, Node)>),
-    /// A dataclass's fields in schema order.
-    Record(Py<PyType>, Vec<Field>),
+    /// A dataclass's fields in schema order, and the slots of its value fields (in the
+    /// order of those fields) where it keeps them in slots.
+    Record(Py<PyType>, Vec<Field>, Option<SlotType>),
     /// The enum's type, and its members' indexes in the schema's symbols.
     Enum(Py<PyType>, Py<PyDict>),
     Array(Box<Node>),
@@ -94,6 +96,7 @@ pub(crate) fn node(plan: &Bound<'_, PyAny>) -> PyResult<Node> {
         "record" => {
             let record_type = plan.get_item(1)?.downcast::<PyType>()?.clone().unbind();
             let mut fields = Vec::new();
+            let mut names: Vec<String> = Vec::new();
             for field in plan.get_item(2)?.downcast::<PyTuple>()?.iter() {
                 let field = field.downcast::<PyTuple>()?;
                 let how = text(&field.get_item(0)?)?;
@@ -103,11 +106,15 @@ pub(crate) fn node(plan: &Bound<'_, PyAny>) -> PyResult<Node> {
                     let histories = field.get_item(1)?.downcast::<Histories>()?.clone().unbind();
                     fields.push(Field::History(histories));
                 } else {
-                    let name = PyString::intern(plan.py(), &text(&field.get_item(1)?)?).unbind();
+                    let named = text(&field.get_item(1)?)?;
+                    let name = PyString::intern(plan.py(), &named).unbind();
                     fields.push(Field::Value(name, node(&field.get_item(2)?)?));
+                    names.push(named);
                 }
             }
-            Node::Record(record_type, fields)
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let slots = SlotType::named(record_type.bind(plan.py()), &refs)?;
+            Node::Record(record_type, fields, slots)
         }
         "enum" => {
             let enum_type = plan.get_item(1)?.downcast::<PyType>()?.clone().unbind();
@@ -240,13 +247,25 @@ pub(crate) fn write(node: &Node, value: &Bound<'_, PyAny>, out: &mut Vec<u8>) ->
             length(index, out);
             write(&branches[index].1, value, out)?;
         }
-        Node::Record(record_type, fields) => {
+        Node::Record(record_type, fields, slots) => {
             if !value.get_type().is(record_type.bind(py)) {
                 return Err(Fail::NotDirect("not the record type"));
             }
+            let mut slot = 0;
             for field in fields {
                 match field {
-                    Field::Value(name, inner) => write(inner, &value.getattr(name.bind(py))?, out)?,
+                    Field::Value(name, inner) => {
+                        // Exactly the record type: its slots are where the plan found them.
+                        let found = match slots {
+                            Some(slots) => slots.get(value, slot),
+                            None => None,
+                        };
+                        slot += 1;
+                        match found {
+                            Some(field_value) => write(inner, &field_value, out)?,
+                            None => write(inner, &value.getattr(name.bind(py))?, out)?,
+                        }
+                    }
                     Field::History(histories) => histories.get().write_messages(value, out)?,
                     Field::Override(function) => {
                         let parts = PyList::empty(py);
@@ -322,7 +341,7 @@ pub(crate) fn visit_node(node: &Node, visit: &PyVisit<'_>) -> Result<(), PyTrave
             }
             Ok(())
         }
-        Node::Record(record_type, fields) => {
+        Node::Record(record_type, fields, _) => {
             visit.call(record_type)?;
             for field in fields {
                 match field {
@@ -361,8 +380,28 @@ impl Writer {
 
     fn __call__(&self, record: &Bound<'_, PyAny>, out: &Bound<'_, PyList>) -> PyResult<()> {
         let mut buffer = Vec::with_capacity(256);
-        match write(&self.root, record, &mut buffer) {
-            Ok(()) => out.append(PyBytes::new(record.py(), &buffer)),
+        self.written(record, &mut buffer)?;
+        out.append(PyBytes::new(record.py(), &buffer))
+    }
+
+    /// `head` then the record's Avro body, as one bytes object (a single-object
+    /// encoding: its header, then the body), or the writer's refusal.
+    fn with_header<'py>(
+        &self,
+        record: &Bound<'py, PyAny>,
+        head: &Bound<'py, PyBytes>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let mut buffer = Vec::with_capacity(512);
+        buffer.extend_from_slice(head.as_bytes());
+        self.written(record, &mut buffer)?;
+        Ok(PyBytes::new(record.py(), &buffer))
+    }
+}
+
+impl Writer {
+    fn written(&self, record: &Bound<'_, PyAny>, buffer: &mut Vec<u8>) -> PyResult<()> {
+        match write(&self.root, record, buffer) {
+            Ok(()) => Ok(()),
             Err(Fail::Python(err)) => Err(err),
             Err(Fail::NotDirect(why)) => Err(PyErr::from_type(
                 self.not_direct.bind(record.py()).clone(),

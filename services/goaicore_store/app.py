@@ -184,7 +184,7 @@ def create_app(
     metrics = StoreMetrics()
     # faust-streaming's own sensors, in the same registry and under the same prefix.
     app.monitor = faust_monitor(metrics.registry)
-    CODEC.on_encoded = metrics.snapshot_bytes.observe
+    CODEC.on_encoded = metrics.snapshot_sizes.observe
     events = log_topic(app, settings, "events")
     snapshots = log_topic(app, settings, "snapshots", SNAPSHOT_CODEC, acks=False)
     table = keyed_table(app, "snapshots", snapshots, SNAPSHOT_CODEC, partitions)

@@ -60,7 +60,7 @@ from faust.transport.consumer import CONSUMER_FETCHING
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP
 
-from goaicore.kafka.faust.lanes import drain_lanes, lanes_of, run_lane
+from goaicore.kafka.faust.lanes import LaneBatch, drain_lanes, lanes_of, run_lane
 from goaicore.kafka.record_batches import Record, SentBatch, send_batches
 
 SCHEME = "goaicore-kafka"
@@ -91,50 +91,29 @@ class SteadyConsumer(driver.Consumer):
         return self.consumer_thread(self, loop=self.loop, beacon=self.beacon)
 
     async def _drain_messages(self, fetcher: Any) -> None:
-        """Faust's fetch loop (0.15), with lane topics batched instead of streamed."""
+        """Faust's fetch loop (0.15), with lane topics batched instead of streamed: each
+        fetch's records of other topics go to their streams one at a time as Faust's
+        ``getmany`` hands them over, then each lane's records to its handler."""
         lanes = lanes_of(self.app)
         if not lanes:
             return await super()._drain_messages(fetcher)
-        callback = self.callback
-        get_read_offset = self._read_offset.__getitem__
-        set_read_offset = self._read_offset.__setitem__
-        acks_enabled_for = self.app.topics.acks_enabled_for
         try:
             while not (self._stopped.is_set() or fetcher._stopped.is_set()):
                 self.diag.set_flag(CONSUMER_FETCHING)
                 generation = self.app.consumer_generation_id
-                records = self.getmany(timeout=1.0)
+                records, active = await self._wait_next_records(1.0)
                 await self.sleep(0)
-                batches: dict[str, list[Any]] = {}
-                fetched_to: dict[str, dict[TP, int]] = {}  # per lane topic: next offset read
-                if not self.should_stop:
-                    since_yield = 0
-                    async for tp, message in records:
-                        since_yield += 1
-                        if since_yield > 100:  # let the loop breathe, as Faust does
-                            await asyncio.sleep(0)
-                            since_yield = 0
-                        offset = message.offset
-                        read = get_read_offset(tp)
-                        if read is not None and offset < read:
-                            continue  # Faust drops a record it has read before
-                        if read and offset - read > 1 and acks_enabled_for(message.topic):
-                            await self._add_gap(tp, read + 1, offset)
-                        if self._commit_every is not None and self._n_acked >= self._commit_every:
-                            self._n_acked = 0
-                            await self.commit()
-                        lane = lanes.get(tp.topic)
-                        if lane is None:
-                            await self.wait_first(callback(message), self.suspend_flow.wait())
-                        else:
-                            batch = batches.setdefault(tp.topic, [])
-                            batch.append(message)
-                            fetched_to.setdefault(tp.topic, {})[tp] = offset + 1
-                            if len(batch) >= lane.max_batch:
-                                await run_lane(self, lane, batches.pop(tp.topic), generation)
-                        set_read_offset(tp, offset)
-                    for topic, ends in fetched_to.items():
-                        await run_lane(self, lanes[topic], batches.get(topic, []), generation, ends)
+                if records is not None and not self.should_stop:
+                    if not self.flow_active:
+                        await self._seek_back()
+                    else:
+                        streamed = {tp: rs for tp, rs in records.items() if tp.topic not in lanes}
+                        if streamed:
+                            await self._stream(streamed, active, generation)
+                        for topic, lane in lanes.items():
+                            laned = [(tp, rs) for tp, rs in records.items() if tp.topic == topic]
+                            if laned:
+                                await self._run_lane(lane, laned, active, generation)
                 self.diag.unset_flag(CONSUMER_FETCHING)
         except self.consumer_stopped_errors:
             if self.transport.app.should_stop:
@@ -146,6 +125,105 @@ class SteadyConsumer(driver.Consumer):
             raise
         finally:
             self.diag.unset_flag(CONSUMER_FETCHING)
+
+    async def _seek_back(self) -> None:
+        """Faust's ``getmany`` when flow stopped meanwhile: back to the committed offsets."""
+        self.log.dev("getmany called while flow not active. Seek back to committed offsets.")
+        try:
+            await self.perform_seek()
+        except Exception as ex:
+            self.log.warning(f"exception performing seek when flow not active {ex}")
+
+    def _readable(self, tp: TP, active: frozenset[TP] | None, generation: int) -> bool | None:
+        """Whether ``tp``'s fetched records are to be read (Faust's ``getmany`` checks);
+        None when the fetch is to be given up (flow stopped, a new generation)."""
+        if not self.flow_active or self.app.consumer_generation_id != generation:
+            return None
+        if active is None or tp in active or tp in self._buffered_partitions:
+            self.app.monitor.track_tp_end_offset(tp, self.highwater(tp))
+            return True
+        return False
+
+    async def _stream(
+        self, records: dict[TP, list[Any]], active: frozenset[TP] | None, generation: int
+    ) -> None:
+        """Faust's ``getmany`` and fetch loop for streamed topics: each record made a
+        Faust message and handed to the streams, round robin over the partitions."""
+        callback = self.callback
+        get_read_offset = self._read_offset.__getitem__
+        set_read_offset = self._read_offset.__setitem__
+        acks_enabled_for = self.app.topics.acks_enabled_for
+        since_yield = 0
+        for tp, record in self.scheduler.iterate(records):
+            readable = self._readable(tp, active, generation)
+            if readable is None:
+                return
+            if not readable:
+                continue
+            message = self._to_message(tp, record)
+            since_yield += 1
+            if since_yield > 100:  # let the loop breathe, as Faust does
+                await asyncio.sleep(0)
+                since_yield = 0
+            offset = message.offset
+            read = get_read_offset(tp)
+            if read is not None and offset < read:
+                continue  # Faust drops a record it has read before
+            if read and offset - read > 1 and acks_enabled_for(message.topic):
+                await self._add_gap(tp, read + 1, offset)
+            await self._commit_if_due()
+            await self.wait_first(callback(message), self.suspend_flow.wait())
+            set_read_offset(tp, offset)
+
+    async def _run_lane(
+        self,
+        lane: Any,
+        laned: list[tuple[TP, list[Any]]],
+        active: frozenset[TP] | None,
+        generation: int,
+    ) -> None:
+        """A fetch's records of a lane's topic, partition by partition, to its handler in
+        batches of at most ``lane.max_batch``, with Faust's read-offset bookkeeping."""
+        get_read_offset = self._read_offset.__getitem__
+        set_read_offset = self._read_offset.__setitem__
+        acks = self.app.topics.acks_enabled_for(laned[0][0].topic)
+        batch = LaneBatch()
+        fetched_to: dict[TP, int] = {}  # the next offset read, of each partition
+        for tp, records in laned:
+            readable = self._readable(tp, active, generation)
+            if readable is None:
+                return
+            if not readable:
+                continue
+            read = get_read_offset(tp)
+            if read is not None and records and records[0].offset < read:
+                records = [r for r in records if r.offset >= read]  # read before: dropped
+            if not records:
+                continue
+            if acks:
+                previous = read
+                for record in records:
+                    if previous and record.offset - previous > 1:
+                        await self._add_gap(tp, previous + 1, record.offset)
+                    previous = record.offset
+            await self._commit_if_due()
+            set_read_offset(tp, records[-1].offset)
+            fetched_to[tp] = records[-1].offset + 1
+            while records:
+                room = lane.max_batch - len(batch)
+                batch.add(tp, records[:room])
+                records = records[room:]
+                if len(batch) >= lane.max_batch:
+                    await run_lane(self, lane, batch, generation)
+                    batch = LaneBatch()
+        if fetched_to:
+            await run_lane(self, lane, batch, generation, fetched_to)
+
+    async def _commit_if_due(self) -> None:
+        """Commit once ``broker_commit_every`` records were acked, as Faust's loop does."""
+        if self._commit_every is not None and self._n_acked >= self._commit_every:
+            self._n_acked = 0
+            await self.commit()
 
     async def wait_empty(self) -> None:
         """Faust's wait for every tracked record to be acked, once the lanes that defer

@@ -195,6 +195,13 @@ def write_direct(write: Write | None, head: bytes, record: Any) -> bytes | None:
     or it does not take the record, and the caller's generic path decides."""
     if write is None:
         return None
+    with_header = getattr(write, "with_header", None)  # the compiled core's: one copy
+    if with_header is not None:
+        try:
+            whole: bytes = with_header(record, head)
+        except Exception:  # NotDirect, or what Python raises for the value
+            return None
+        return whole
     parts = [head]
     try:
         write(record, parts)
