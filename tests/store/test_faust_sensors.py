@@ -77,7 +77,7 @@ def test_a_batch_counted_at_once_counts_what_a_call_per_record_counts() -> None:
     batches = [(TP("events", 0), [3, 4, 5]), (TP("events", 1), [7]), (TP("events", 0), [6, 9])]
     for tp, offsets in batches:
         for offset in offsets:
-            one_by_one.on_message_in(tp, offset, SimpleNamespace())
+            one_by_one.on_message_in(tp, offset, SimpleNamespace())  # type: ignore[arg-type]
         batched.on_messages_in(tp, len(offsets), offsets[-1])
     for _ in range(5):
         one_by_one.on_table_get(table, b"key")  # type: ignore[arg-type]

@@ -34,7 +34,7 @@ class Record:
 async def _consumer() -> Any:
     app = faust.App(f"lanes-{id(object())}", broker="kafka://localhost:1")
     app.topics.add(app.topic("events"))
-    await app.topics._update_indices()
+    await app.topics._update_indices()  # type: ignore[attr-defined]
     return app.consumer
 
 
