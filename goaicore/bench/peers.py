@@ -10,7 +10,8 @@ its last output snapshot (the output topic has ``message.timestamp.type=LogAppen
 Each figure is the median of interleaved runs (worker, Kafka Streams, Quix, then again),
 beside the store worker's in the same run as a ratio. Where the compiled core is
 installed, the store worker also runs in pure Python (``GOAICORE_NATIVE=off``), whose
-ratio is what the core buys:
+ratio is what the core buys (the Quix app folds with goaicore's fold, so the core runs
+in it too):
 
 - events/s over the timed events;
 - CPU µs per event: the folding process's user and system time (all its threads) from
@@ -98,8 +99,8 @@ PURE_PYTHON = Peer(
     "store worker in pure Python",
     WORKER_PROCESS,
     "effectively-once",
-    "the store worker with GOAICORE_NATIVE=off: every record written by the generated "
-    "Python writer",
+    "the store worker with GOAICORE_NATIVE=off: every record read, written and folded "
+    "in Python alone",
     native=False,
 )
 KAFKA_STREAMS = Peer(

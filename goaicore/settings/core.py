@@ -13,9 +13,10 @@ CORE: tuple[Setting, ...] = (
         "native",
         "GOAICORE_NATIVE",
         "`auto`",
-        "`off` writes every record with the generated Python writer even where the compiled "
-        "core (`native/`, Rust, which `make` builds wherever cargo is found) is installed; "
-        "the bytes are the same, the writing slower.",
+        "`off` reads and writes every record with the generated Python reader and writer "
+        "and folds in Python alone even where the compiled core (`native/`, Rust, which "
+        "`make` builds wherever cargo is found) is installed; the records, snapshots and "
+        "bytes are the same, the work slower.",
         one_of(*get_args(NativeCore)),
         "auto",
     ),

@@ -16,6 +16,8 @@
 //! (`Histories`), which the fold keeps up to date: a new message's bytes are written
 //! here once, and the snapshot encoder copies them.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString, PyTuple, PyType};
 use pyo3::{PyTraverseError, PyVisit};
@@ -494,7 +496,7 @@ impl Folder {
         let messages = values[S_MESSAGES].downcast_exact::<PyTuple>().ok()?;
         let key = exact_str(&values[S_ID])?.to_str().ok()?;
         let histories = self.histories.get();
-        let mut inner = histories.inner.try_lock().ok()?;
+        let mut inner = histories.held()?;
         let (total, window) = match inner.current(key, messages) {
             Some(entry) => {
                 let window = match &entry.window {
@@ -580,7 +582,7 @@ impl Folder {
         }
 
         let histories = self.histories.get();
-        let mut inner = histories.inner.try_lock().ok()?;
+        let mut inner = histories.held()?;
         let key = exact_str(&conversation_id)?.to_str().ok()?.to_owned();
         let messages = values[S_MESSAGES].downcast_exact::<PyTuple>().ok()?.clone();
 
@@ -932,7 +934,8 @@ impl Folder {
     /// `goaicore.fold.size.snapshot_bytes(snapshot)`, or None: the Python function's to
     /// compute (a value the records do not declare, text with no UTF-8 form).
     fn snapshot_bytes(&self, py: Python<'_>, snapshot: &Bound<'_, PyAny>) -> Option<i64> {
-        let size = self.size(snapshot);
+        // A panic (a bug here) costs the speed of this call, never the caller's work.
+        let size = catch_unwind(AssertUnwindSafe(|| self.size(snapshot))).unwrap_or(None);
         if size.is_none() && PyErr::occurred(py) {
             PyErr::fetch(py);
         }
@@ -960,7 +963,11 @@ impl Folder {
             max_messages: max_messages as usize,
             max_id_chars: max_id_chars.map(|m| m as usize),
         };
-        let folded = self.fold(py, snapshot, event, position, &policy);
+        // A panic (a bug here) hands the event to the Python fold, as any refusal does.
+        let folded = catch_unwind(AssertUnwindSafe(|| {
+            self.fold(py, snapshot, event, position, &policy)
+        }))
+        .unwrap_or(None);
         if folded.is_none() && PyErr::occurred(py) {
             PyErr::fetch(py); // a value the fold did not take: the Python fold decides
         }

@@ -16,7 +16,7 @@
 //! goes without it, so the cache changes no result, only the time taken.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple, PyType};
@@ -122,6 +122,13 @@ impl Inner {
         }
     }
 
+    /// Forget `key`'s history.
+    pub fn forget(&mut self, key: &str) {
+        if let Some(gone) = self.entries.remove(key) {
+            self.bytes -= gone.body.len();
+        }
+    }
+
     /// Record that an entry changed in place from `before` bytes to `after`.
     pub fn resized(&mut self, before: usize, after: usize) {
         self.bytes = self.bytes + after - before;
@@ -143,6 +150,21 @@ pub struct Histories {
 }
 
 impl Histories {
+    /// The cache, unless it is busy (see the module docstring). One left behind by a
+    /// panic (a bug) is emptied first: what it held may be half changed.
+    pub(crate) fn held(&self) -> Option<MutexGuard<'_, Inner>> {
+        match self.inner.try_lock() {
+            Ok(inner) => Some(inner),
+            Err(TryLockError::WouldBlock) => None,
+            Err(TryLockError::Poisoned(poisoned)) => {
+                let mut inner = poisoned.into_inner();
+                *inner = Inner::default();
+                self.inner.clear_poison();
+                Some(inner)
+            }
+        }
+    }
+
     /// One item's bytes (a history message), appended to `out`.
     pub(crate) fn encode_item(&self, message: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> Written {
         write(&self.item, message, out)
@@ -171,16 +193,20 @@ impl Histories {
         let messages = messages
             .downcast_exact::<PyTuple>()
             .map_err(|_| Fail::NotDirect("messages not a tuple"))?;
-        if messages.is_empty() {
-            out.push(0);
-            return Ok(());
-        }
         let conversation_id = record.getattr(pyo3::intern!(py, "conversation_id"))?;
         let key = conversation_id
             .downcast_exact::<PyString>()
             .ok()
             .and_then(|id| id.to_str().ok().map(str::to_owned));
-        let guard = key.as_ref().and_then(|_| self.inner.try_lock().ok());
+        if messages.is_empty() {
+            // A history emptied (reset, deleted, erased): what it held is not kept here.
+            if let (Some(key), Some(mut inner)) = (&key, self.held()) {
+                inner.forget(key);
+            }
+            out.push(0);
+            return Ok(());
+        }
+        let guard = key.as_ref().and_then(|_| self.held());
         let (Some(key), Some(mut inner)) = (key, guard) else {
             // No key to keep it under, or the cache is busy: written whole.
             let (_, body) = self.encode_all(messages)?;
@@ -274,7 +300,7 @@ impl Histories {
     /// The bytes of the items kept (at most `cache_bytes`).
     #[getter]
     fn remembered_bytes(&self) -> usize {
-        self.inner.lock().map(|inner| inner.bytes()).unwrap_or(0)
+        self.held().map(|inner| inner.bytes()).unwrap_or(0)
     }
 
     #[getter]
@@ -284,15 +310,12 @@ impl Histories {
 
     /// Forget every history (a test's clean start; the results never depend on it).
     fn clear(&self) {
-        if let Ok(mut inner) = self.inner.lock() {
+        if let Some(mut inner) = self.held() {
             *inner = Inner::default();
         }
     }
 
     fn __len__(&self) -> usize {
-        self.inner
-            .lock()
-            .map(|inner| inner.entries.len())
-            .unwrap_or(0)
+        self.held().map(|inner| inner.entries.len()).unwrap_or(0)
     }
 }

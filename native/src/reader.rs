@@ -9,6 +9,8 @@
 //! 63 bits, a time outside the years 1 to 9999) raises the `NotDirect` class it was
 //! given, and the codec reads the payload with fastavro, whose result or error stands.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDateTime, PyDict, PyString, PyTuple, PyType, PyTzInfo};
 use pyo3::{PyTraverseError, PyVisit};
@@ -359,7 +361,10 @@ impl Reader {
             data: bytes,
             at: position,
         };
-        match read(py, &self.root, &mut b) {
+        // A panic (a bug here) is a refusal: fastavro reads the payload.
+        let read = catch_unwind(AssertUnwindSafe(|| read(py, &self.root, &mut b)))
+            .unwrap_or(Err(Fail::NotDirect("the compiled reader failed")));
+        match read {
             Ok(record) => Ok((record, b.at)),
             Err(Fail::Python(err)) => Err(err),
             Err(Fail::NotDirect(why)) => {

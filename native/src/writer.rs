@@ -8,6 +8,8 @@
 //! class it was given (`NotDirect`), so the codec's generic path writes the record or
 //! names what is wrong. Both writers are held to the same bytes by property tests.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
 use pyo3::prelude::*;
 use pyo3::types::{
     PyBool, PyBytes, PyDateAccess, PyDateTime, PyDelta, PyDeltaAccess, PyDict, PyInt, PyList,
@@ -400,7 +402,10 @@ impl Writer {
 
 impl Writer {
     fn written(&self, record: &Bound<'_, PyAny>, buffer: &mut Vec<u8>) -> PyResult<()> {
-        match write(&self.root, record, buffer) {
+        // A panic (a bug here) is a refusal: the codec's generic path writes the record.
+        let written = catch_unwind(AssertUnwindSafe(|| write(&self.root, record, buffer)))
+            .unwrap_or(Err(Fail::NotDirect("the compiled writer failed")));
+        match written {
             Ok(()) => Ok(()),
             Err(Fail::Python(err)) => Err(err),
             Err(Fail::NotDirect(why)) => Err(PyErr::from_type(

@@ -27,7 +27,9 @@ from goaicore.fold.policy import policy_for_record_limit
 from goaicore.fold.size import snapshot_bytes
 from goaicore.records import (
     AssistantTurn,
+    ConversationErased,
     ConversationEvent,
+    ConversationReset,
     ConversationSnapshot,
     EventBody,
     GameEvent,
@@ -296,3 +298,23 @@ def test_token_counts_that_would_pass_a_long_stay_inside_one(tokens: int) -> Non
     snapshot = both(log)["c"]
     assert snapshot.prompt_tokens == snapshot.completion_tokens == snapshot.cost_usd_nanos == tokens
     assert encode_snapshot(snapshot) == CODEC.encode_generic(snapshot)
+
+
+@pytest.mark.parametrize("body", [ConversationReset(), ConversationErased(reason="asked")])
+def test_a_history_emptied_leaves_the_cache(body: ConversationReset | ConversationErased) -> None:
+    """Once a conversation's history is gone (reset, deleted, erased), the history cache
+    keeps none of its bytes: an erased conversation's text is not left in memory."""
+    histories = default_snapshot_encoder().histories
+    assert histories is not None
+    snapshot = None
+    log = _events(Shape(1, 6), prefix=f"emptied-{type(body).__name__}")
+    for offset, event in enumerate(log):
+        snapshot = fold(snapshot, event, LogPosition(partition=0, offset=offset))
+    assert snapshot is not None
+    encode_snapshot(snapshot)
+    held = histories.remembered_bytes
+    emptying = dataclasses.replace(log[-1], event_id="emptying", body=body)
+    snapshot = fold(snapshot, emptying, LogPosition(partition=0, offset=len(log)))
+    assert snapshot.messages == ()
+    assert encode_snapshot(snapshot) == CODEC.encode_generic(snapshot)
+    assert histories.remembered_bytes < held

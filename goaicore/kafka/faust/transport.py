@@ -100,9 +100,11 @@ class SteadyConsumer(driver.Consumer):
         try:
             while not (self._stopped.is_set() or fetcher._stopped.is_set()):
                 self.diag.set_flag(CONSUMER_FETCHING)
-                generation = self.app.consumer_generation_id
-                records, active = await self._wait_next_records(1.0)
                 await self.sleep(0)
+                records, active = await self._wait_next_records(1.0)
+                # Read once the fetch is back, as Faust's getmany reads it: a rebalance
+                # during the wait (recovery starting, say) must not void what it fetched.
+                generation = self.app.consumer_generation_id
                 if records is not None and not self.should_stop:
                     if not self.flow_active:
                         await self._seek_back()

@@ -54,13 +54,9 @@ def native_module() -> Any | None:
         return None
 
 
-class _Planner(SchemaCompiler[Plan]):
-    """The plan of a schema's value: nested tuples the native writer walks."""
-
-    def __init__(self, overrides: dict[str, Write], named: dict[str, Any]) -> None:
-        super().__init__(Source({}), named)
-        self.overrides = overrides
-        self.outer_seen = False
+class _Plans(SchemaCompiler[Plan]):
+    """A schema's value as a plan, nested tuples: the kinds a writer and a reader plan
+    alike (their records, unions and enums are each their own)."""
 
     def primitive(self, kind: str, name: str, indent: int) -> Plan:
         return (kind,)
@@ -73,6 +69,15 @@ class _Planner(SchemaCompiler[Plan]):
 
     def map(self, values: Any, hint: Any, name: str, indent: int) -> Plan:
         return ("map", self.emit(values, hint, name, indent))
+
+
+class _Planner(_Plans):
+    """The plan of a schema's value: nested tuples the native writer walks."""
+
+    def __init__(self, overrides: dict[str, Write], named: dict[str, Any]) -> None:
+        super().__init__(Source({}), named)
+        self.overrides = overrides
+        self.outer_seen = False
 
     def union(self, branches: list[Any], hint: Any, name: str, indent: int) -> Plan:
         if len(branches) == 2 and branches[0] == "null":
@@ -119,25 +124,13 @@ def native_writer(
     return write
 
 
-class _ReadPlanner(SchemaCompiler[Plan]):
+class _ReadPlanner(_Plans):
     """The plan the native reader walks, with the generated Python reader's rules
     (``direct_reader``): a union's branch read as the member its name gives, fields the
     dataclass lacks read and dropped, an enum's symbols as the Enum's members."""
 
     def __init__(self) -> None:
         super().__init__(Source({}), {})
-
-    def primitive(self, kind: str, name: str, indent: int) -> Plan:
-        return (kind,)
-
-    def timestamp(self, name: str, indent: int) -> Plan:
-        return ("timestamp",)
-
-    def array(self, items: Any, hint: Any, name: str, indent: int) -> Plan:
-        return ("array", self.emit(items, hint, name, indent))
-
-    def map(self, values: Any, hint: Any, name: str, indent: int) -> Plan:
-        return ("map", self.emit(values, hint, name, indent))
 
     def union(self, branches: list[Any], hint: Any, name: str, indent: int) -> Plan:
         members = [m for m in typing.get_args(hint) if m is not type(None)] or [hint]
