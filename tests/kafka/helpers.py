@@ -8,6 +8,7 @@ broker's failure is noticed by the controller only after its own session.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -36,6 +37,8 @@ from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ChatWorker, Replies, llm_env
 from tests.deploy.processes import goaicore
 from tests.store.workers import StoreWorker
+
+log = logging.getLogger(__name__)
 
 # goaicore's own topics (the Faust app adds the replies table's changelog).
 TOPICS = (
@@ -93,13 +96,20 @@ def projector(settings: Settings, name: str = "projector") -> ProjectorProcess:
     return ProjectorProcess(settings, settings.data_dir / f"{name}.log").start()
 
 
-def wait_until(check: Callable[[], bool], timeout: float, what: str, poll: float = 0.5) -> None:
+def wait_until(
+    check: Callable[[], bool],
+    timeout: float,
+    what: str,
+    poll: float = 0.5,
+    state: Callable[[], str] | None = None,
+) -> None:
+    """Poll ``check``; on timeout say ``what`` and, when given, ``state()`` (why it is not so)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
             return
         time.sleep(poll)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s")
+    raise AssertionError(f"{what}: not within {timeout:.0f} s" + (f"\n{state()}" if state else ""))
 
 
 def snapshots(settings: Settings) -> dict[str, ConversationSnapshot] | None:
@@ -132,11 +142,18 @@ def wait_event_counts(
         for c, n in expected.items()
         if c not in seen or seen[c].event_count < n
     }
-    logs = "".join(f"\n--- {w.log_path.name} ---\n{worker_log_digest(w.log())}" for w in workers)
+    logs = "".join(
+        f"\n--- {w.log_path.name}: its tasks ---\n{w.task_stacks()}"
+        f"\n--- {w.log_path.name} ---\n{worker_log_digest(w.log())}"
+        for w in workers
+    )
     raise AssertionError(
         f"not folded in {timeout:.0f} s: {len(behind)} conversations behind, "
         f"(folded, wanted) {dict(list(behind.items())[:10])}{logs}"
     )
+
+
+_unread_offsets_errors: set[str] = set()
 
 
 def committed_events(settings: Settings) -> int:
@@ -146,10 +163,13 @@ def committed_events(settings: Settings) -> int:
     this counts folded records without reading the snapshots topic.
     """
     admin = KafkaAdminClient(bootstrap_servers=settings.require_bootstrap())
+    group = f"{settings.topic_prefix}.store"
     try:
-        group = f"{settings.topic_prefix}.store"
         offsets = admin.list_group_offsets({group: None}).get(group, {})
-    except KafkaError:
+    except KafkaError as err:
+        if repr(err) not in _unread_offsets_errors:  # said once: the tests poll this
+            _unread_offsets_errors.add(repr(err))
+            log.warning("the committed offsets of %s were not read: %r", group, err)
         return 0
     finally:
         admin.close()

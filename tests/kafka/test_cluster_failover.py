@@ -38,6 +38,7 @@ from tests.kafka.helpers import (
     wait_event_counts,
     wait_projected,
     wait_until,
+    worker_log_digest,
 )
 
 pytestmark = [pytest.mark.apache_kafka, pytest.mark.timeout(1800)]
@@ -75,6 +76,13 @@ def test_kill9_of_a_leading_broker_loses_and_doubles_nothing(
                 lambda: committed_events(settings) >= 2500 and chats.answered() >= 30,
                 timeout=300,
                 what="folding and answering before the kill",
+                state=lambda: (
+                    f"committed events {committed_events(settings)}, stream sent {stream.sent}"
+                    f" {stream.errors}, replies {chats.answered()} of {len(chats.requests)} sent"
+                    f" {chats.errors}\n"
+                    f"--- worker's tasks ---\n{worker.task_stacks()}\n"
+                    f"--- worker ---\n{worker_log_digest(worker.log())}"
+                ),
             )
             assert not stream.done.is_set(), "the stream ended before the kill: slow it down"
             assert not chats.done.is_set(), "the requests ended before the kill: slow them down"

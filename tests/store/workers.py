@@ -62,6 +62,60 @@ class StoreWorker:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def task_stacks(self, timeout: float = 10.0) -> str:
+        """Where each of the worker's asyncio tasks waits, for a test that found it stuck.
+
+        mode's worker dumps every thread and task on SIGUSR1 into its log; this keeps the
+        frames of goaicore, Faust and aiokafka, a line each, one stack per kind of task.
+        """
+        if not self.alive():
+            return "(the worker is not running)"
+        assert self.process is not None
+        start = len(self.log())
+        self.process.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            dump = self.log()[start:]
+            if "TASKS" in dump and dump.rstrip().endswith(("~", "-", ")")):
+                time.sleep(0.5)  # the dump is written in pieces: let it end
+                if len(self.log()) - start == len(dump):
+                    break
+            time.sleep(0.2)
+        return task_stacks_digest(self.log()[start:])
+
+
+_OWN_FRAMES = ("/goaicore/", "/services/", "/faust/", "/aiokafka/")
+
+
+def task_stacks_digest(dump: str) -> str:
+    """The tasks of a mode ``cry`` dump, each as its frames in goaicore, Faust and aiokafka
+    (``file:line function``), identical stacks counted once."""
+    stacks: dict[str, int] = {}
+    frames: list[str] = []
+    in_tasks = False
+
+    def close() -> None:
+        if frames:
+            key = " <- ".join(reversed(frames))
+            stacks[key] = stacks.get(key, 0) + 1
+        frames.clear()
+
+    for line in dump.splitlines():
+        if line.startswith("TASKS"):
+            in_tasks = True
+        elif in_tasks and line.startswith("  TASK "):
+            close()
+        elif in_tasks and line.startswith('  File "') and any(p in line for p in _OWN_FRAMES):
+            path, _, rest = line.strip()[len('File "') :].partition('", line ')
+            number, _, function = rest.partition(", in ")
+            short = path.split("/site-packages/")[-1].split("/main/")[-1]
+            frames.append(f"{short}:{number} {function}")
+    close()
+    if not stacks:
+        return "(no task dump found in the log)"
+    rows = sorted(stacks.items(), key=lambda item: -item[1])
+    return "\n".join(f"{count}x {stack}" for stack, count in rows)
+
 
 def publish_ticks(
     settings: Settings, prefix: str, events: int = 200, each: int = 10
