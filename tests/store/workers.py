@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
@@ -74,47 +75,41 @@ class StoreWorker:
         start = len(self.log())
         self.process.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        size = -1
+        while time.monotonic() < deadline:  # the dump is written in pieces: wait for its end
             dump = self.log()[start:]
-            if "TASKS" in dump and dump.rstrip().endswith(("~", "-", ")")):
-                time.sleep(0.5)  # the dump is written in pieces: let it end
-                if len(self.log()) - start == len(dump):
-                    break
-            time.sleep(0.2)
+            if "TASKS" in dump and len(dump) == size:
+                break
+            size = len(dump)
+            time.sleep(0.5)
         return task_stacks_digest(self.log()[start:])
 
 
 _OWN_FRAMES = ("/goaicore/", "/services/", "/faust/", "/aiokafka/")
+_CHECKOUT = f"{Path(__file__).resolve().parents[2]}/"
 
 
 def task_stacks_digest(dump: str) -> str:
     """The tasks of a mode ``cry`` dump, each as its frames in goaicore, Faust and aiokafka
-    (``file:line function``), identical stacks counted once."""
-    stacks: dict[str, int] = {}
+    (``file:line function``, innermost first), identical stacks counted once."""
+    stacks: Counter[str] = Counter()
     frames: list[str] = []
     in_tasks = False
-
-    def close() -> None:
-        if frames:
-            key = " <- ".join(reversed(frames))
-            stacks[key] = stacks.get(key, 0) + 1
-        frames.clear()
-
-    for line in dump.splitlines():
+    for line in [*dump.splitlines(), "  TASK (end)"]:
         if line.startswith("TASKS"):
             in_tasks = True
         elif in_tasks and line.startswith("  TASK "):
-            close()
+            if frames:
+                stacks[" <- ".join(reversed(frames))] += 1
+            frames = []
         elif in_tasks and line.startswith('  File "') and any(p in line for p in _OWN_FRAMES):
             path, _, rest = line.strip()[len('File "') :].partition('", line ')
             number, _, function = rest.partition(", in ")
-            short = path.split("/site-packages/")[-1].split("/main/")[-1]
+            short = path.split("/site-packages/")[-1].removeprefix(_CHECKOUT)
             frames.append(f"{short}:{number} {function}")
-    close()
     if not stacks:
         return "(no task dump found in the log)"
-    rows = sorted(stacks.items(), key=lambda item: -item[1])
-    return "\n".join(f"{count}x {stack}" for stack, count in rows)
+    return "\n".join(f"{count}x {stack}" for stack, count in stacks.most_common())
 
 
 def publish_ticks(
