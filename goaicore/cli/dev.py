@@ -1,6 +1,8 @@
 """``goaicore dev``: run the whole local stack until Ctrl-C or SIGTERM.
 
-A signal stops it at any point, its start included; while it runs, a process of the
+A signal stops it at any moment, its start included: the handler only asks
+(``goaicore.stopping``), and the stack stops at its next step or wait, stopping what it
+started. While it runs, a process of the
 stack that stops is started again (``LocalStack.watch``) and the stack gives up,
 exiting 1, on one that keeps stopping.
 """
@@ -9,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from goaicore.settings import Settings, mask_password
+from goaicore.stopping import Stopping, StopRequested
 
 if TYPE_CHECKING:
     from goaicore.devstack.stack import LocalStack, StackInfo
@@ -41,40 +42,30 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=handle)
 
 
-class _Stopped(BaseException):
-    """SIGINT or SIGTERM: the stack stops wherever it is, its start included."""
-
-
 def handle(args: argparse.Namespace) -> int:
     from goaicore.devstack.stack import LocalStack
 
     console = Console()
-    stopping = threading.Event()
-
-    def on_signal(signum: int, frame: object) -> None:
-        if stopping.is_set():
-            return  # already stopping: let that finish
-        stopping.set()
-        raise _Stopped
-
+    # SIGINT or SIGTERM only asks: the stack stops at its next step or wait, its start
+    # included (a handler that raised could land inside a lock or a finalizer).
+    stopping = Stopping()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
-    stack = LocalStack(Settings())
+        signal.signal(sig, lambda signum, frame: stopping.request())
+    stack = LocalStack(Settings(), stopping=stopping)
     starting = "starting the local stack ..."
     if stack.settings.bootstrap_servers is None and stack.settings.local_broker == "kafka":
         starting = "starting the local stack (Apache Kafka takes a few seconds) ..."
     try:
         with console.status(starting):
             info = stack.start()  # stops what it started on any exception
-    except _Stopped:
+    except StopRequested:
         console.print("stopped while starting; stopped everything the dev stack started")
         return 0
     try:
         _run(args, console, stack, info)
-    except _Stopped:
+    except StopRequested:
         pass
     finally:
-        stopping.set()
         with console.status("stopping ..."):
             stack.stop()
         console.print("stopped everything the dev stack started")
@@ -149,7 +140,7 @@ def _run(args: argparse.Namespace, console: Console, stack: LocalStack, info: St
     console.print("[bold]running[/bold] — Ctrl-C to stop")
     errors = Console(stderr=True)
     while True:
-        time.sleep(0.5)
+        stack.stopping.pause(0.5)
         for line in stack.watch():
             errors.print(f"goaicore dev: {escape(line)}", soft_wrap=True)
 

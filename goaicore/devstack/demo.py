@@ -16,6 +16,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from goaicore.stopping import Pause
+
 CONVERSATION = "demo-player"
 
 SESSION: tuple[tuple[str, str], ...] = (
@@ -97,7 +99,7 @@ def _headers(token: str | None) -> dict[str, str]:
     return headers
 
 
-def wait_ready(http_url: str, timeout: float = 90.0) -> None:
+def wait_ready(http_url: str, timeout: float = 90.0, pause: Pause = time.sleep) -> None:
     """Wait until the worker's web server answers and owns its partitions (``/ready``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -106,7 +108,7 @@ def wait_ready(http_url: str, timeout: float = 90.0) -> None:
             return
         except OSError:  # not listening yet, or 503 while partitions are assigned
             pass
-        time.sleep(0.3)
+        pause(0.3)
     raise RuntimeError(f"the store worker's HTTP server at {http_url} did not answer")
 
 

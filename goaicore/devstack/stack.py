@@ -43,6 +43,7 @@ from goaicore.settings import (
     read_dev_file,
     read_local_master_keys,
 )
+from goaicore.stopping import Pause, Stopping
 
 if TYPE_CHECKING:
     from goaicore.devstack.demo import DemoStep
@@ -114,8 +115,12 @@ class LocalStack:
         settings: Settings,
         local_postgres: tuple[str, int] = LOCAL_SERVER,
         schema_given: bool | None = None,
+        stopping: Stopping | None = None,
     ) -> None:
+        """``stopping``: asked for (by a signal), it ends ``start()`` and the checks at their
+        next step or wait with StopRequested; ``start()`` then stops what it started."""
         self.settings = settings
+        self.stopping = stopping or Stopping()
         self.local_postgres = local_postgres
         self.broker: LocalBroker | None = None
         self.database: DatabaseHandle | None = None
@@ -164,10 +169,13 @@ class LocalStack:
         # (a broker it left running is ours to stop), then it goes, as it is not true.
         self._left_behind = _dev_file_left_behind(self.dev_file)
         self.dev_file.unlink(missing_ok=True)
+        step = self.stopping.check  # between the steps: each leaves what it started known
         try:
+            step()
             settings = self.settings
             if settings.bootstrap_servers is None:
                 self.broker = self._start_broker(settings)
+                step()
                 settings = settings.with_overrides(
                     bootstrap_servers=self.broker.bootstrap_servers,
                     broker_profile=self.broker.profile,
@@ -178,6 +186,7 @@ class LocalStack:
             self.database = discover_postgres(
                 settings, local_server=self.local_postgres, adopt_orphan=True
             )
+            step()
             url = self.database.url
             if self.database.source != "DATABASE_URL":
                 url = ensure_database(url, DEV_DATABASE)
@@ -189,6 +198,7 @@ class LocalStack:
                 self.master_keys_file = local_master_keys_file(settings.data_dir)
             self.topics = ensure_topics(settings)
             self.settings = settings
+            step()
             web_port = free_loopback_port()
             self.worker = WorkerProcess(
                 settings, settings.data_dir / "worker.log", web_port=web_port
@@ -206,14 +216,17 @@ class LocalStack:
                 )
                 settings = settings.with_overrides(db_schema=self.schema_choice.schema)
                 self.settings = settings
+            step()
             projector_port = free_loopback_port()
             self.projector = ProjectorProcess(
                 settings, settings.data_dir / "projector.log", web_port=projector_port
             ).start()
+            step()
             console_port = free_loopback_port()
             self.console = ConsoleProcess(
                 settings, settings.data_dir / "console.log", web_port=console_port
             ).start()
+            step()
             broker = self.broker
             self.info = StackInfo(
                 pid=os.getpid(),
@@ -285,7 +298,7 @@ class LocalStack:
         )
         self.broker = broker  # stopped by stop() if starting fails half way
         try:
-            return broker.start()
+            return broker.start(pause=self.stopping.pause)
         except KafkaUnavailable as err:
             raise KafkaUnavailable(f"GOAICORE_LOCAL_BROKER=kafka, but {err}") from None
 
@@ -320,8 +333,11 @@ class LocalStack:
                 )
             kafka = broker.kafka
             self._stopped("Apache Kafka", broker.server_log)
+            pause = self.stopping.pause
             said.append(
-                self._restart("Apache Kafka", broker.server_log, lambda: kafka.start_node(0))
+                self._restart(
+                    "Apache Kafka", broker.server_log, lambda: kafka.start_node(0, pause=pause)
+                )
             )
         for name, child in (
             ("store worker", self.worker),
@@ -369,11 +385,11 @@ class LocalStack:
 
     def check(self) -> StackCheck:
         """Send one record through the broker and one row through PostgreSQL."""
-        return check_stack(self.settings)
+        return check_stack(self.settings, self.stopping.pause)
 
     def check_fold(self, timeout: float = 90.0) -> FoldCheck:
         """Publish one game event and wait until the worker has folded it into a snapshot."""
-        return fold_round_trip(self.settings, timeout, self.worker)
+        return fold_round_trip(self.settings, timeout, self.worker, self.stopping.pause)
 
     def chat_session(self) -> list[DemoStep]:
         """Play the scripted game session through the store worker's HTTP API."""
@@ -382,7 +398,7 @@ class LocalStack:
         url = self.started().http_url
         if url is None:
             raise RuntimeError("the dev stack runs no store worker with an HTTP port")
-        wait_ready(url)
+        wait_ready(url, pause=self.stopping.pause)
         tokens = self.settings.http_tokens
         return run_session(url, token=tokens[0] if tokens else None)
 
@@ -394,7 +410,9 @@ class LocalStack:
 
     def check_projection(self, folded: FoldCheck, timeout: float = 60.0) -> ProjectionCheck:
         """Wait until the projector has written the folded check event to PostgreSQL."""
-        return projection_round_trip(self.settings, folded, timeout, self.projector)
+        return projection_round_trip(
+            self.settings, folded, timeout, self.projector, self.stopping.pause
+        )
 
     def check_console(self, folded: FoldCheck, timeout: float = 60.0) -> ConsoleCheck:
         """Wait until the console shows the folded check event's conversation."""
@@ -402,7 +420,8 @@ class LocalStack:
         if url is None or self.console is None:
             raise RuntimeError("the dev stack runs no console")
         tokens = self.settings.http_tokens
-        return console_round_trip(url, folded, timeout, self.console, tokens[0] if tokens else None)
+        token = tokens[0] if tokens else None
+        return console_round_trip(url, folded, timeout, self.console, token, self.stopping.pause)
 
     def stop(self) -> None:
         """Remove dev.json (if ours) and stop what this stack started, nothing else."""
@@ -554,7 +573,10 @@ class FoldCheck:
 
 
 def fold_round_trip(
-    settings: Settings, timeout: float, worker: WorkerProcess | None = None
+    settings: Settings,
+    timeout: float,
+    worker: WorkerProcess | None = None,
+    pause: Pause = time.sleep,
 ) -> FoldCheck:
     """Publish a game event to the check conversation and wait for its snapshot (through
     ``intake`` when the stack seals: the snapshot then names the event, not its offset)."""
@@ -580,7 +602,7 @@ def fold_round_trip(
                 return FoldCheck(
                     conversation, last.offset, len(snapshot.messages), time.perf_counter() - started
                 )
-            time.sleep(0.25)
+            pause(0.25)
     raise StackError(f"the store worker did not fold the check event in {timeout:.0f} s")
 
 
@@ -594,7 +616,11 @@ class ProjectionCheck:
 
 
 def projection_round_trip(
-    settings: Settings, folded: FoldCheck, timeout: float, projector: ProjectorProcess | None
+    settings: Settings,
+    folded: FoldCheck,
+    timeout: float,
+    projector: ProjectorProcess | None,
+    pause: Pause = time.sleep,
 ) -> ProjectionCheck:
     """Wait for the check event's row in ``conversation_events``."""
     import psycopg
@@ -619,7 +645,7 @@ def projection_round_trip(
             return ProjectionCheck(
                 "conversation_events", int(row[0]), time.perf_counter() - started
             )
-        time.sleep(0.25)
+        pause(0.25)
     raise StackError(f"the projector did not write the check event in {timeout:.0f} s")
 
 
@@ -632,7 +658,12 @@ class ConsoleCheck:
 
 
 def console_round_trip(
-    base_url: str, folded: FoldCheck, timeout: float, console: ConsoleProcess, token: str | None
+    base_url: str,
+    folded: FoldCheck,
+    timeout: float,
+    console: ConsoleProcess,
+    token: str | None,
+    pause: Pause = time.sleep,
 ) -> ConsoleCheck:
     """Fetch the conversation's page until it names the check event's position."""
     import urllib.error
@@ -655,17 +686,18 @@ def console_round_trip(
                     return ConsoleCheck(url, time.perf_counter() - started)
         except OSError:  # not listening yet, or a 404 before the projector wrote the row
             pass
-        time.sleep(0.25)
+        pause(0.25)
     raise StackError(f"the console did not show {url} in {timeout:.0f} s")
 
 
-def check_stack(settings: Settings) -> StackCheck:
+def check_stack(settings: Settings, pause: Pause = time.sleep) -> StackCheck:
     """Send one record through the broker and one row through PostgreSQL."""
-    return StackCheck(*record_round_trip(settings), *row_round_trip(settings))
+    return StackCheck(*record_round_trip(settings, pause), *row_round_trip(settings))
 
 
-def record_round_trip(settings: Settings) -> tuple[str, int, int, float]:
-    """Produce one record to the check topic and consume it back."""
+def record_round_trip(settings: Settings, pause: Pause = time.sleep) -> tuple[str, int, int, float]:
+    """Produce one record to the check topic and consume it back (``pause(0)`` between
+    the polls: a ``Stopping.pause`` ends the wait on a stop)."""
     from kafka import TopicPartition
     from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
@@ -698,6 +730,7 @@ def record_round_trip(settings: Settings) -> tuple[str, int, int, float]:
                 if record.value == token:
                     elapsed = (time.perf_counter() - started) * 1000
                     return topic, sent.partition, sent.offset, elapsed
+            pause(0)
     finally:
         consumer.close()
     raise RuntimeError(f"the check record sent to {topic} did not come back in 10 s")

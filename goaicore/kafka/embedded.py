@@ -18,6 +18,7 @@ from goaicore.extras import needs
 from goaicore.kafka.process import BrokerExited, BrokerProcess, BrokerStartError, wait_answering
 from goaicore.lifecycle import Running
 from goaicore.net import free_loopback_port, wait_port_closed
+from goaicore.stopping import Pause
 
 __all__ = ["BrokerStartError", "EmbeddedBroker", "broker_binary", "broker_version"]
 
@@ -78,7 +79,8 @@ class EmbeddedBroker(Running):
         """True while the broker process runs."""
         return self._process is not None and self._process.running()
 
-    def start(self, timeout: float = 20.0) -> Self:
+    def start(self, timeout: float = 20.0, pause: Pause = time.sleep) -> Self:
+        """``pause`` sleeps between the readiness tries (a ``Stopping.pause`` ends them)."""
         if self._process is not None:
             return self
         url = f"tcp://{self.host}:{self.port}"
@@ -87,15 +89,16 @@ class EmbeddedBroker(Running):
         self._process = BrokerProcess(command, self.log_path, with_parent=self.with_parent)
         self._process.start()
         try:
-            self._wait_ready(self._process, timeout)
+            self._wait_ready(self._process, timeout, pause)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _wait_ready(self, process: BrokerProcess, timeout: float) -> None:
+    def _wait_ready(self, process: BrokerProcess, timeout: float, pause: Pause) -> None:
         try:
-            last = wait_answering(process, self.host, self.port, time.monotonic() + timeout)
+            deadline = time.monotonic() + timeout
+            last = wait_answering(process, self.host, self.port, deadline, pause=pause)
         except BrokerExited as exited:
             raise BrokerStartError(
                 f"embedded broker exited with code {exited.code} "

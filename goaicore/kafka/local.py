@@ -28,6 +28,7 @@ from goaicore.kafka.embedded import EmbeddedBroker, broker_version
 from goaicore.lifecycle import Running
 from goaicore.processes import pid_alive
 from goaicore.settings.kafka import BrokerProfile, LocalBrokerKind
+from goaicore.stopping import Pause
 
 # Server settings of a one-node local Apache Kafka: with a single broker there are no
 # other group members to wait for before the first rebalance.
@@ -136,8 +137,10 @@ class LocalBroker(Running):
             return self.kafka.nodes[0].log_path
         return self.log_path
 
-    def start(self, timeout: float = 180.0) -> Self:
-        """Start it; Apache Kafka raises KafkaUnavailable when Java or its jars are missing."""
+    def start(self, timeout: float = 180.0, pause: Pause = time.sleep) -> Self:
+        """Start it; Apache Kafka raises KafkaUnavailable when Java or its jars are missing.
+
+        ``pause`` sleeps between the readiness tries (a ``Stopping.pause`` ends them)."""
         if self.kind == "kafka":
             if self.folder is None:
                 raise ValueError("a local Apache Kafka needs a folder for its data")
@@ -145,11 +148,11 @@ class LocalBroker(Running):
                 self.folder, nodes=1, overrides=self.overrides, with_parent=self.with_parent
             )
             self.new_storage = not all(node.formatted() for node in kafka.nodes)
-            self.kafka = kafka.start(timeout=timeout)
+            self.kafka = kafka.start(timeout=timeout, pause=pause)
         else:
             self.embedded = EmbeddedBroker(
                 log_path=self.log_path, with_parent=self.with_parent
-            ).start()
+            ).start(pause=pause)
             self.new_storage = True
         return self
 

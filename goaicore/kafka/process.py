@@ -19,6 +19,7 @@ from typing import IO
 from goaicore.errors import BrokerError
 from goaicore.kafka.probe import kafka_api_versions_error
 from goaicore.parent_death import end_with_parent
+from goaicore.stopping import Pause
 
 
 class BrokerStartError(BrokerError, RuntimeError):
@@ -116,11 +117,17 @@ class BrokerExited(BrokerStartError):
 
 
 def wait_answering(
-    process: BrokerProcess, host: str, port: int, deadline: float, interval: float = 0.05
+    process: BrokerProcess,
+    host: str,
+    port: int,
+    deadline: float,
+    interval: float = 0.05,
+    pause: Pause = time.sleep,
 ) -> str:
     """Poll host:port with ApiVersions until it answers ("") or ``deadline`` (the last error).
 
     Raises :class:`BrokerExited` as soon as the process is gone: no wait for a dead broker.
+    ``pause`` sleeps between the tries (a ``Stopping.pause`` ends the wait on a stop).
     """
     last = "no answer yet"
     while time.monotonic() < deadline:
@@ -130,7 +137,7 @@ def wait_answering(
         last = kafka_api_versions_error(host, port, timeout=1.0) or ""
         if not last:
             return ""
-        time.sleep(interval)
+        pause(interval)
     return last
 
 

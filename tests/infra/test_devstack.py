@@ -26,6 +26,7 @@ from goaicore.kafka import EmbeddedBroker, ensure_topics
 from goaicore.kafka.apache import KAFKA_VERSION, unavailable_reason
 from goaicore.net import free_loopback_port, port_open
 from goaicore.projection.postgres import EmbeddedPostgres
+from goaicore.stopping import Stopping, StopRequested
 from goaicore.testing import OpenAIServer
 from tests.chat_agent.helpers import ScriptedLLM
 from tests.cli import run_goaicore
@@ -306,6 +307,57 @@ def test_sigterm_while_starting_and_sigkill_after_leave_nothing_running(
     fresh = {**env, "GOAICORE_DB_SCHEMA": f"dev_kill_{uuid.uuid4().hex[:8]}"}
     again = run_goaicore("dev", "--check-only", env=fresh, timeout=STACK_UP_TIMEOUT)
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr
+
+
+# After the worker's log appears: inside the worker's start, the projector's, the
+# console's, the checks and the demo. A handler that raised once landed in a logging
+# lock's release inside a finalizer: the stop was swallowed, the lock kept, and the
+# check's producer thread then waited on it for good.
+SIGNAL_DELAYS = (0.0, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+
+
+def test_a_sigterm_at_any_moment_of_the_start_stops_it(tmp_path: Path, postgres_url: str) -> None:
+    for delay in SIGNAL_DELAYS:
+        data_dir = tmp_path / f"signalled-after-{delay}"
+        env = _clean_env(
+            data_dir, DATABASE_URL=postgres_url, GOAICORE_DB_SCHEMA=f"dev_{uuid.uuid4().hex[:8]}"
+        )
+        process = _start_dev(env)
+        try:
+            deadline = time.monotonic() + STACK_UP_TIMEOUT
+            while not (data_dir / "worker.log").exists():
+                assert process.poll() is None, f"{delay} s: exit {process.poll()}"
+                assert time.monotonic() < deadline
+                time.sleep(0.002)
+            time.sleep(delay)
+            children = _descendants(process.pid)
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=120) == 0, f"signalled {delay} s after the worker"
+            assert process.stdout is not None
+            said = process.stdout.read()
+        finally:
+            _stop(process)
+        assert (
+            "stopped while starting; stopped everything the dev stack started" in said
+            or "stopped everything the dev stack started" in said
+        ), said
+        assert "Traceback" not in said, said
+        assert "Exception ignored" not in said, said
+        _, alive = psutil.wait_procs(children, timeout=10)
+        assert alive == [], f"signalled {delay} s after the worker, left running: {alive}"
+        assert not (data_dir / "dev.json").exists()
+
+
+def test_a_stop_asked_for_before_the_start_starts_nothing(tmp_path: Path) -> None:
+    stopping = Stopping()
+    stopping.request()
+    stack = LocalStack(Settings(env={}, data_dir=tmp_path), stopping=stopping)
+    with pytest.raises(StopRequested):
+        stack.start()
+    assert (stack.broker, stack.database, stack.worker) == (None, None, None)
+    # It let go of the data dir: another stack starts on it at once.
+    with LocalStack(Settings(env={}, data_dir=tmp_path)) as again:
+        assert again.check().row_id > 0
 
 
 def _dev_pid(data_dir: Path, name: str, other_than: int | None = None) -> int:

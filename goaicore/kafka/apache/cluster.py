@@ -28,6 +28,7 @@ from goaicore.kafka.probe import kafka_known_brokers
 from goaicore.kafka.process import BrokerExited, BrokerProcess, BrokerStartError, wait_answering
 from goaicore.lifecycle import Running
 from goaicore.net import free_loopback_port, port_open, wait_port_closed
+from goaicore.stopping import Pause
 
 HOST = "127.0.0.1"
 CLIENT_LISTENER = "PLAINTEXT"
@@ -157,12 +158,12 @@ class KafkaNode:
         )
         self._process.start()
 
-    def wait_ready(self, deadline: float) -> None:
+    def wait_ready(self, deadline: float, pause: Pause = time.sleep) -> None:
         """Return once the node answers ApiVersions on its client listener (it is unfenced)."""
         if self._process is None:
             raise BrokerStartError(f"Apache Kafka node {self.node_id} was never started")
         try:
-            last = wait_answering(self._process, HOST, self.ports.client, deadline, 0.1)
+            last = wait_answering(self._process, HOST, self.ports.client, deadline, 0.1, pause)
         except BrokerExited as exited:
             raise BrokerStartError(
                 f"Apache Kafka node {self.node_id} exited with code {exited.code} while starting "
@@ -258,8 +259,10 @@ class LocalKafka(Running):
     def voters(self) -> str:
         return ",".join(f"{n.node_id}@{HOST}:{n.ports.controller}" for n in self.nodes)
 
-    def start(self, timeout: float = 180.0) -> Self:
-        """Fetch the jars if needed, format new storage, start every node, wait for all."""
+    def start(self, timeout: float = 180.0, pause: Pause = time.sleep) -> Self:
+        """Fetch the jars if needed, format new storage, start every node, wait for all.
+
+        ``pause`` sleeps between the readiness tries (a ``Stopping.pause`` ends them)."""
         self.java = require_java()
         self.jars = kafka_jars(self.version)
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -270,20 +273,20 @@ class LocalKafka(Running):
                 node.start()
             deadline = time.monotonic() + timeout
             for node in self.nodes:
-                node.wait_ready(deadline)
-            self._wait_registered(deadline)
+                node.wait_ready(deadline, pause)
+            self._wait_registered(deadline, pause)
         except BaseException:
             self.stop(grace=5)
             raise
         return self
 
-    def start_node(self, index: int, timeout: float = 120.0) -> None:
+    def start_node(self, index: int, timeout: float = 120.0, pause: Pause = time.sleep) -> None:
         """Start node ``index`` (0-based) again on its data and ports."""
         node = self.nodes[index]
         node.start()
         deadline = time.monotonic() + timeout
-        node.wait_ready(deadline)
-        self._wait_registered(deadline)
+        node.wait_ready(deadline, pause)
+        self._wait_registered(deadline, pause)
 
     def kill_node(self, index: int) -> None:
         self.nodes[index].kill()
@@ -299,7 +302,7 @@ class LocalKafka(Running):
         for node in running:
             node.stop(grace)
 
-    def _wait_registered(self, deadline: float) -> None:
+    def _wait_registered(self, deadline: float, pause: Pause = time.sleep) -> None:
         """Wait until every running node lists every running node and a controller among them.
 
         A node answers before the others know it: an admin request routed to it
@@ -320,7 +323,7 @@ class LocalKafka(Running):
                     break
             if not last:
                 return
-            time.sleep(0.1)
+            pause(0.1)
         raise BrokerStartError(
             f"Apache Kafka nodes {sorted(wanted)} answer but do not all know each other ({last})"
         )

@@ -1,0 +1,46 @@
+"""``Stopping``: a signal only asks; the waits take the stop up, where nothing is half done."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from goaicore.stopping import Stopping, StopRequested
+
+
+def test_a_pause_sleeps_its_time_until_a_stop_is_asked_for() -> None:
+    stopping = Stopping()
+    started = time.monotonic()
+    stopping.pause(0.05)
+    assert time.monotonic() - started >= 0.05
+    stopping.check()
+    assert not stopping.requested
+
+
+def test_a_stop_asked_for_from_another_thread_ends_a_long_pause() -> None:
+    stopping = Stopping()
+    threading.Timer(0.05, stopping.request).start()
+    with pytest.raises(StopRequested):
+        stopping.pause(600)
+    assert stopping.requested
+    stopping.request()  # asked again: still the one stop
+    with pytest.raises(StopRequested):
+        stopping.check()
+    with pytest.raises(StopRequested):
+        stopping.pause(0)
+
+
+def test_the_stop_passes_by_an_except_exception() -> None:
+    stopping = Stopping()
+    stopping.request()
+
+    def a_retrying_wait() -> None:
+        try:
+            stopping.pause(1)
+        except Exception:  # a wait loop's retry
+            pytest.fail("a retry swallowed the stop")
+
+    with pytest.raises(StopRequested):
+        a_retrying_wait()
