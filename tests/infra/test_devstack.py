@@ -254,6 +254,15 @@ def _descendants(pid: int) -> list[psutil.Process]:
     return psutil.Process(pid).children(recursive=True)
 
 
+def _wait_worker_log(process: subprocess.Popen[str], data_dir: Path) -> None:
+    """Until the stack's worker log appears: the worker is being started."""
+    deadline = time.monotonic() + STACK_UP_TIMEOUT
+    while not (data_dir / "worker.log").exists():
+        assert process.poll() is None, f"exit {process.poll()} before the worker started"
+        assert time.monotonic() < deadline, "no worker started"
+        time.sleep(0.002)
+
+
 def test_sigterm_while_starting_and_sigkill_after_leave_nothing_running(
     tmp_path: Path, postgres_url: str
 ) -> None:
@@ -263,11 +272,7 @@ def test_sigterm_while_starting_and_sigkill_after_leave_nothing_running(
     starting = _start_dev(env)
     try:
         # Its worker has started, the checks have not passed: the stack is starting.
-        deadline = time.monotonic() + STACK_UP_TIMEOUT
-        while not (tmp_path / "worker.log").exists():
-            assert starting.poll() is None
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        _wait_worker_log(starting, tmp_path)
         children = _descendants(starting.pid)
         assert children
         starting.send_signal(signal.SIGTERM)
@@ -324,11 +329,7 @@ def test_a_sigterm_at_any_moment_of_the_start_stops_it(tmp_path: Path, postgres_
         )
         process = _start_dev(env)
         try:
-            deadline = time.monotonic() + STACK_UP_TIMEOUT
-            while not (data_dir / "worker.log").exists():
-                assert process.poll() is None, f"{delay} s: exit {process.poll()}"
-                assert time.monotonic() < deadline
-                time.sleep(0.002)
+            _wait_worker_log(process, data_dir)
             time.sleep(delay)
             children = _descendants(process.pid)
             process.send_signal(signal.SIGTERM)
