@@ -11,7 +11,10 @@ there, where nothing is half done.
 
 from __future__ import annotations
 
-import threading
+import contextlib
+import os
+import select
+import time
 from collections.abc import Callable
 
 Pause = Callable[[float], None]
@@ -24,25 +27,47 @@ class StopRequested(BaseException):
 
 
 class Stopping:
-    """Set once by a signal handler (or any thread); read by the waits it should end."""
+    """Asked once by a signal handler (or any thread); read by the waits it should end.
+
+    Asking takes no lock: a handler that took one (``threading.Event.set`` does) would
+    wait forever for the main thread it interrupted, were that holding it. It sets a
+    flag and writes a byte to a pipe of its own, which wakes a :meth:`pause` at once.
+    """
 
     def __init__(self) -> None:
-        self._asked = threading.Event()
+        self._asked = False
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_write, False)
 
     def request(self) -> None:
         """Ask for the stop: safe in a signal handler, and again when already asked."""
-        self._asked.set()
+        self._asked = True
+        with contextlib.suppress(OSError):  # the pipe full, or closed: asked all the same
+            os.write(self._wake_write, b"\0")
 
     @property
     def requested(self) -> bool:
-        return self._asked.is_set()
+        return self._asked
 
     def check(self) -> None:
         """Raise StopRequested if the stop was asked for."""
-        if self._asked.is_set():
+        if self._asked:
             raise StopRequested
 
     def pause(self, seconds: float) -> None:
         """Sleep up to ``seconds``; raise StopRequested as soon as the stop is asked for."""
-        if self._asked.wait(max(seconds, 0.0)):
-            raise StopRequested
+        self.check()
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            select.select([self._wake_read], [], [], left)  # readable from the first ask on
+            self.check()
+
+    def close(self) -> None:
+        for fd in (self._wake_read, self._wake_write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._wake_read = self._wake_write = -1
+
+    def __del__(self) -> None:
+        if getattr(self, "_wake_read", -1) >= 0:
+            self.close()

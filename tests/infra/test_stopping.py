@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 
@@ -44,3 +46,15 @@ def test_the_stop_passes_by_an_except_exception() -> None:
 
     with pytest.raises(StopRequested):
         a_retrying_wait()
+
+
+def test_a_signal_handler_that_asks_ends_the_main_threads_pause() -> None:
+    stopping = Stopping()
+    previous = signal.signal(signal.SIGUSR2, lambda signum, frame: stopping.request())
+    try:
+        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGUSR2)).start()
+        with pytest.raises(StopRequested):
+            stopping.pause(600)
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+        stopping.close()
