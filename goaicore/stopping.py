@@ -16,9 +16,18 @@ import os
 import select
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 Pause = Callable[[float], None]
 """How a wait loop sleeps between its tries: ``time.sleep``, or a ``Stopping.pause``."""
+
+
+class StopFlag(Protocol):
+    """What a loop that runs until stopped reads: a ``threading.Event`` or a Stopping."""
+
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
 
 
 class StopRequested(BaseException):
@@ -45,8 +54,18 @@ class Stopping:
         with contextlib.suppress(OSError):  # the pipe full, or closed: asked all the same
             os.write(self._wake_write, b"\0")
 
-    @property
-    def requested(self) -> bool:
+    def is_set(self) -> bool:
+        """Asked for (as ``threading.Event.is_set``: a Stopping serves where one does)."""
+        return self._asked
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` s (None: for good) for the ask; whether it came."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._asked:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            select.select([self._wake_read], [], [], left)  # readable from the first ask on
         return self._asked
 
     def check(self) -> None:
@@ -56,11 +75,8 @@ class Stopping:
 
     def pause(self, seconds: float) -> None:
         """Sleep up to ``seconds``; raise StopRequested as soon as the stop is asked for."""
-        self.check()
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            select.select([self._wake_read], [], [], left)  # readable from the first ask on
-            self.check()
+        if self.wait(seconds):
+            raise StopRequested
 
     def close(self) -> None:
         for fd in (self._wake_read, self._wake_write):

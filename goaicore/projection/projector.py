@@ -64,6 +64,7 @@ from goaicore.projection.migrations import migrate
 from goaicore.projection.writer import load_positions, write_batch
 from goaicore.sealing.keyring import KeyRing, TopicKeys, topic_key_ring
 from goaicore.settings import Settings
+from goaicore.stopping import StopFlag
 from goaicore.tracing import context_of, tracer
 
 with needs("kafka"):
@@ -183,7 +184,7 @@ class Projector(Running):
             raise RuntimeError("start() the projector first")
         return self._conn
 
-    def start(self, stop: threading.Event | None = None) -> Projector:
+    def start(self, stop: StopFlag | None = None) -> Projector:
         """Migrate, take the schema's lock (waiting as a standby), seek to stored positions."""
         self._conn = connect(self.settings)
         applied = migrate(self._conn, self.settings.db_schema)
@@ -218,7 +219,7 @@ class Projector(Running):
         )
         return self
 
-    def _take_lock(self, stop: threading.Event | None) -> bool:
+    def _take_lock(self, stop: StopFlag | None) -> bool:
         key = lock_key(f"goaicore.projector:{self.settings.db_schema}")
         waited = 0.0
         while True:
@@ -478,9 +479,7 @@ class Projector(Running):
             return "projecting"
         return "standby" if self.standby else "starting"
 
-    def run(
-        self, stop: threading.Event, after_step: Callable[[Projector], None] | None = None
-    ) -> None:
+    def run(self, stop: StopFlag, after_step: Callable[[Projector], None] | None = None) -> None:
         """Project until ``stop`` is set; ``after_step(self)`` after each step."""
         if not self.started:
             return

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import signal
-import threading
 
 from goaicore import logs, tracing
 from goaicore.kafka.topics import ensure_topics
 from goaicore.projection.projector import DEFAULT_BATCH, Projector
 from goaicore.settings import Settings
+from goaicore.stopping import Stopping
 from goaicore_projector.observe import ProjectorMetrics, StatusServer
 
 log = logging.getLogger(__name__)
@@ -29,9 +29,9 @@ def main(
     logs.configure(logging.INFO, settings.log_format)
     tracing.setup_from_environment("goaicore-projector")
     ensure_topics(settings)
-    stop = threading.Event()
+    stop = Stopping()  # asked without a lock: a handler's Event.set could wait on main
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, lambda *_: stop.request())
     metrics = ProjectorMetrics()
     projector = Projector(
         settings,

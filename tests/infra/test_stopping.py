@@ -18,7 +18,7 @@ def test_a_pause_sleeps_its_time_until_a_stop_is_asked_for() -> None:
     stopping.pause(0.05)
     assert time.monotonic() - started >= 0.05
     stopping.check()
-    assert not stopping.requested
+    assert not stopping.is_set()
 
 
 def test_a_stop_asked_for_from_another_thread_ends_a_long_pause() -> None:
@@ -26,7 +26,7 @@ def test_a_stop_asked_for_from_another_thread_ends_a_long_pause() -> None:
     threading.Timer(0.05, stopping.request).start()
     with pytest.raises(StopRequested):
         stopping.pause(600)
-    assert stopping.requested
+    assert stopping.is_set()
     stopping.request()  # asked again: still the one stop
     with pytest.raises(StopRequested):
         stopping.check()
@@ -58,3 +58,13 @@ def test_a_signal_handler_that_asks_ends_the_main_threads_pause() -> None:
     finally:
         signal.signal(signal.SIGUSR2, previous)
         stopping.close()
+
+
+def test_it_serves_where_a_threading_event_does() -> None:
+    stopping = Stopping()
+    assert not stopping.wait(0.01)
+    assert not stopping.is_set()
+    threading.Timer(0.05, stopping.request).start()
+    assert stopping.wait()  # no timeout: until asked
+    assert stopping.wait(0)
+    stopping.close()
