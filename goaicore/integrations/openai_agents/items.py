@@ -190,7 +190,10 @@ def _call(item: Item) -> ToolCall | None:
 
 
 def _is_input_message(item: Item) -> bool:
-    return item.get("role") in _INPUT_ROLES and item.get("type", "message") == "message"
+    role = item.get("role")  # any JSON value: a list's not hashable, so not looked up
+    return (
+        isinstance(role, str) and role in _INPUT_ROLES and item.get("type", "message") == "message"
+    )
 
 
 def _is_output(item: Item) -> bool:
