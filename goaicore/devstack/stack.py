@@ -363,7 +363,11 @@ class LocalStack:
         return said
 
     def _stopped(self, name: str, log_path: Path | None) -> None:
-        """Count one stop of ``name``; a StackError when it stops too often to go on."""
+        """Count one stop of ``name``; a StackError when it stops too often to go on.
+
+        Once the stack is stopping, StopRequested instead: a Ctrl-C reaches its children
+        too, and one that ended with it is not started again."""
+        self.stopping.check()
         now = time.monotonic()
         recent = [t for t in self._stops.get(name, []) if now - t < RESTART_WINDOW] + [now]
         self._stops[name] = recent
