@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -254,6 +255,15 @@ def _descendants(pid: int) -> list[psutil.Process]:
     return psutil.Process(pid).children(recursive=True)
 
 
+def _names(processes: list[psutil.Process]) -> set[str]:
+    """Their names; one gone meanwhile (a short-lived ``java -version``) has none."""
+    names = set()
+    for child in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            names.add(child.name())
+    return names
+
+
 def _wait_worker_log(process: subprocess.Popen[str], data_dir: Path) -> None:
     """Until the stack's worker log appears: the worker is being started."""
     deadline = time.monotonic() + STACK_UP_TIMEOUT
@@ -471,6 +481,39 @@ def _start_dev(env: dict[str, str]) -> subprocess.Popen[str]:
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+def test_a_sigterm_while_apache_kafka_starts_stops_it(tmp_path: Path, postgres_url: str) -> None:
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    env = _clean_env(
+        tmp_path,
+        GOAICORE_LOCAL_BROKER="kafka",
+        DATABASE_URL=postgres_url,
+        GOAICORE_DB_SCHEMA=f"dev_kafka_{uuid.uuid4().hex[:8]}",
+    )
+    process = _start_dev(env)
+    try:
+        # A JVM runs (the storage's format or the node): the node does not answer yet, so
+        # the stop is taken up in the readiness wait at the latest.
+        deadline = time.monotonic() + STACK_UP_TIMEOUT
+        while "java" not in _names(_descendants(process.pid)):
+            assert process.poll() is None, f"exit {process.poll()} before Apache Kafka started"
+            assert time.monotonic() < deadline, "Apache Kafka was not started"
+            time.sleep(0.01)
+        children = _descendants(process.pid)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 0
+        assert process.stdout is not None
+        said = process.stdout.read()
+    finally:
+        _stop(process)
+    assert "stopped while starting; stopped everything the dev stack started" in said, said
+    assert "Traceback" not in said, said
+    _, alive = psutil.wait_procs(children, timeout=30)
+    assert alive == [], f"left running: {alive}"
+    assert not (tmp_path / "worker.log").exists()  # it stopped before starting the worker
 
 
 def test_dev_on_apache_kafka_keeps_its_log_between_runs(tmp_path: Path, postgres_url: str) -> None:
