@@ -11,14 +11,18 @@ it, so the store remembers its latest such write of each conversation, and the n
 read or operation on that conversation waits for it. A history operation gives its
 caller no ``Appended`` to read after, so the store remembers its latest operation on
 each conversation too, and the next read of that conversation's snapshot waits for it.
+So with an ask: its reply can come before the snapshot has folded its turn, so the
+store remembers where the turn ended (:mod:`goaicore.store.turn_ends`) and the next
+read waits for that.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Self
 
@@ -87,8 +91,8 @@ class StoreApplication:
         """Each conversation's latest write to an intake a worker may not have sealed yet
         (the newest UNSEALED_KEPT: an older one is sealed long since)."""
         self._operated: OrderedDict[str, Appended] = OrderedDict()
-        """Each conversation's latest history operation by this store, until a read saw
-        its snapshot apply it (the newest UNSEALED_KEPT)."""
+        """Each conversation's latest history operation or answered ask by this store,
+        until a read saw its snapshot apply it (the newest UNSEALED_KEPT)."""
 
     # -- reading
 
@@ -191,7 +195,7 @@ class StoreApplication:
         request = self._chat_request(
             conversation_id, text, system, tools, model, request_id, timeout, stream=False
         )
-        return await self.backend.ask(request, timeout)
+        return self._answered(request, await self.backend.ask(request, timeout))
 
     def ask_stream(
         self,
@@ -207,7 +211,26 @@ class StoreApplication:
         request = self._chat_request(
             conversation_id, text, system, tools, model, request_id, timeout, stream=True
         )
-        return self.backend.ask_stream(request, timeout, join=request_id is not None)
+        return self._answered_stream(
+            request, self.backend.ask_stream(request, timeout, join=request_id is not None)
+        )
+
+    async def _answered_stream(
+        self, request: ChatRequest, items: AsyncGenerator[StreamedReply, None]
+    ) -> AsyncGenerator[StreamedReply, None]:
+        """``items``, the reply noted as :meth:`_answered` notes it; leaving early
+        closes them."""
+        async with contextlib.aclosing(items) as stream:
+            async for item in stream:
+                yield self._answered(request, item) if isinstance(item, ChatReply) else item
+
+    def _answered(self, request: ChatRequest, reply: ChatReply) -> ChatReply:
+        """``reply``, once the store knows to read after its turn: the conversation's
+        next read waits until its snapshot applied the turn's last event."""
+        end = self.backend.turn_end(request.conversation_id, request.request_id)
+        if end is not None:
+            _remember(self._operated, request.conversation_id, Appended("", end))
+        return reply
 
     def _chat_request(
         self,
@@ -261,7 +284,7 @@ class StoreApplication:
             None,
             regenerate=True,
         )
-        return await self.backend.ask(request, timeout)
+        return self._answered(request, await self.backend.ask(request, timeout))
 
     async def regenerated_text(self, conversation_id: str) -> str:
         """The user message a regenerate asks again, once undo's checks pass (nothing to

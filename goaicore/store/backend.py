@@ -10,7 +10,7 @@ inside the store worker) is thin and all of them behave alike.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Protocol
 
 from goaicore.fold.records import LogRecord
@@ -99,10 +99,17 @@ class StoreBackend(Protocol):
         request: ChatRequest,
         timeout: float,
         join: bool = False,
-    ) -> AsyncIterator[StreamedReply]:
+    ) -> AsyncGenerator[StreamedReply, None]:
         """The progress of ``request``'s turn as it happens (it asks for streaming,
         checked already), then its reply; a run of it already under way is joined from
         its start (``join``: the caller retries, so one may be)."""
+        ...
+
+    def turn_end(self, conversation_id: str, request_id: str) -> TopicPosition | None:
+        """Where the turn of the reply :meth:`ask` (or :meth:`ask_stream`) just gave
+        for ``request_id`` ended in ``events``, taken once: the store's next read waits
+        until the snapshot has applied it. None: nothing to wait for (nothing appended,
+        a reply sent again, or a backend whose snapshots fold as events are written)."""
         ...
 
     async def cancel(self, conversation_id: str, request_id: str) -> None:

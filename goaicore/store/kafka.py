@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from goaicore.clients.aio.chat_client import AsyncChatClient
@@ -171,13 +171,17 @@ class KafkaBackend:
         request: ChatRequest,
         timeout: float,  # noqa: ASYNC109 - the wait for the reply
         join: bool = False,
-    ) -> AsyncIterator[StreamedReply]:
+    ) -> AsyncGenerator[StreamedReply, None]:
         chat = await self._opened(self._chat)
         asking = _asking(request)
         async for item in chat.ask_stream(
             request.conversation_id, request.text, timeout, join=join, **asking
         ):
             yield item
+
+    def turn_end(self, conversation_id: str, request_id: str) -> TopicPosition | None:
+        """From the reply record's header (:mod:`goaicore.store.turn_ends`)."""
+        return self._chat.turn_ends.take(conversation_id, request_id)
 
     async def cancel(self, conversation_id: str, request_id: str) -> None:
         chat = await self._opened(self._chat)

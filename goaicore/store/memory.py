@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from goaicore.conversation.pricing import PriceTable
@@ -151,6 +151,10 @@ class MemoryBackend:
     async def ask(self, request: ChatRequest, timeout: float) -> ChatReply:  # noqa: ASYNC109
         return await self._ask(request, self._request_at())
 
+    def turn_end(self, conversation_id: str, request_id: str) -> TopicPosition | None:
+        """None: a turn's events are folded as they are written, before its reply."""
+        return None
+
     def _request_at(self) -> str:
         return request_at(0, next(self._requests))
 
@@ -203,7 +207,7 @@ class MemoryBackend:
         request: ChatRequest,
         timeout: float,  # noqa: ASYNC109 - the wait for the reply
         join: bool = False,
-    ) -> AsyncIterator[StreamedReply]:
+    ) -> AsyncGenerator[StreamedReply, None]:
         following = self.streams.follow(request.conversation_id, request.request_id)
         following.sent_at = self._request_at()
         # Runs on without a follower.

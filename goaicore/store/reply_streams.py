@@ -26,8 +26,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from goaicore.conversation.progress import TurnProgress
-from goaicore.records import ChatReply, new_id
+from goaicore.records import ChatReply, TopicPosition, new_id
 from goaicore.store.errors import ReplyTimeout, timed_out
+from goaicore.store.turn_ends import TurnEnds
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,9 @@ class ReplyStreams:
     def __init__(self) -> None:
         self._runs: dict[RequestKey, Run] = {}
         self._cancelled: OrderedDict[RequestKey, None] = OrderedDict()
+        self.turn_ends = TurnEnds()
+        """Where the turns answered to followers here ended in ``events``, for their
+        callers' next reads (:mod:`goaicore.store.turn_ends`)."""
 
     def running(self, conversation_id: str, request_id: str) -> bool:
         """A turn of the request runs here now."""
@@ -131,14 +135,22 @@ class ReplyStreams:
         run.cancel.set()
         return True
 
-    def finish(self, reply: ChatReply, answers: str | None = None) -> None:
+    def finish(
+        self,
+        reply: ChatReply,
+        answers: str | None = None,
+        turn_end: TopicPosition | None = None,
+    ) -> None:
         """The request is answered: its followers get the reply and stop. A reply that
         ``answers`` only one request record (not final) goes to the followers that sent
-        that record or joined the run; the others wait on for their own record's."""
+        that record or joined the run; the others wait on for their own record's.
+        ``turn_end``: the turn's last event, kept for the followers' next reads."""
         key = (reply.conversation_id, reply.request_id)
         run = self._runs.pop(key, None)
         if run is None:
             return
+        if turn_end is not None and run.followers:
+            self.turn_ends.put(*key, turn_end)
         if answers is None:
             run.send(reply)
             return

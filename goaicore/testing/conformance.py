@@ -653,6 +653,31 @@ async def _a_snapshot_read_after_an_operation_sees_it(store: ConversationStore) 
     expect(left == [], f"a read right after undo holds {left}")
 
 
+async def _a_snapshot_read_after_an_ask_sees_its_turn(store: ConversationStore) -> None:
+    cid = new_id("asked")
+
+    async def said() -> list[tuple[str, str | None]]:
+        read = await store.read(cid, history=False, timeout=30.0)
+        snapshot = read.snapshot
+        return [(m.role, m.text) for m in snapshot.messages] if snapshot is not None else []
+
+    asked = await ask_ok(store, cid, "Where is the inn?")
+    seen = await said()
+    expect(
+        seen == [("user", "Where is the inn?"), ("assistant", asked.text)],
+        f"a read right after an ask holds {seen}",
+    )
+    reply = (await streamed(store, cid, "And the smith?"))[-1]
+    seen = await said()
+    expect(seen[2:] == [("user", "And the smith?"), ("assistant", reply.text)], f"then {seen}")
+    again = await store.regenerate(cid, timeout=60.0)
+    seen = await said()
+    expect(
+        seen[2:] == [("user", "And the smith?"), ("assistant", again.text)],
+        f"a read right after a regenerate holds {seen}",
+    )
+
+
 async def _metadata(store: ConversationStore) -> None:
     cid = new_id("meta")
     await store.set_metadata(
@@ -1057,6 +1082,12 @@ CHECKS: tuple[Check, ...] = (
         "a_snapshot_read_after_an_operation_sees_it",
         "a read of the snapshot alone right after a history operation sees it",
         _a_snapshot_read_after_an_operation_sees_it,
+    ),
+    Check(
+        "a_snapshot_read_after_an_ask_sees_its_turn",
+        "a read of the snapshot alone right after an ask, a streamed ask or a regenerate "
+        "has its turn (the reply can come before the snapshot folds it)",
+        _a_snapshot_read_after_an_ask_sees_its_turn,
     ),
     Check(
         "metadata",

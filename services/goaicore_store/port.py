@@ -164,6 +164,10 @@ class WorkerBackend(KafkaBackend):
         async for item in following.items(timeout, REPLY_GRACE):
             yield item
 
+    def turn_end(self, conversation_id: str, request_id: str) -> TopicPosition | None:
+        """What this worker's chat agent told its followers (the replies it follows)."""
+        return self.store.chat.streams.turn_ends.take(conversation_id, request_id)
+
     async def cancel(self, conversation_id: str, request_id: str) -> None:
         """Stop the turn here when this worker owns the conversation (now, or when it
         starts); else the owner's chat agent gets the cancel through ``requests``."""

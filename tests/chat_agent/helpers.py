@@ -121,6 +121,8 @@ class Replies:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.seen: dict[str, list[ChatReply]] = defaultdict(list)
+        self.headers: dict[str, list[list[tuple[str, bytes]]]] = defaultdict(list)
+        """Each reply's record headers, as ``seen``."""
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -158,6 +160,7 @@ class Replies:
                     reply = decode_chat_reply(record.value)
                     with self._cond:
                         self.seen[reply.request_id].append(reply)
+                        self.headers[reply.request_id].append(list(record.headers or ()))
                         self._cond.notify_all()
         consumer.close()
 

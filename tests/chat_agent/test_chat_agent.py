@@ -30,6 +30,8 @@ from goaicore.records import (
     utc_now,
 )
 from goaicore.records.avro.api import encode_chat_request
+from goaicore.store.kafka import KafkaConversationStore
+from goaicore.store.turn_ends import turn_end_of
 from goaicore.testing import OpenAIServer
 from tests.brokers import SessionBroker
 from tests.chat_agent.helpers import ChatWorker, Replies, ScriptedLLM, snapshot_when
@@ -185,6 +187,43 @@ def test_a_passed_deadline_and_a_slow_llm_are_timeouts(
     assert slow_reply.latency_ms < 2500
     assert _turn_failed(topics, "late", late.request_id).kind == "deadline"
     assert _turn_failed(topics, "slow", slow.request_id).kind == "timeout"
+
+
+def test_a_reply_names_its_turns_last_event_and_a_read_after_it_waits_for_the_fold(
+    topics: Settings, worker: ChatWorker, replies: Replies
+) -> None:
+    """The header a store reads after (goaicore.store.turn_ends): the turn's last event,
+    an assistant turn or the TurnFailed of a rejected request; a store's read right
+    after its ask has the turn in the snapshot."""
+    asked = new_chat_request("turn-end", "where does it end?")
+    rejected = new_chat_request("turn-end", "and this?", tools=["teleport"])
+    for request in (asked, rejected):
+        replies.send(request)
+        replies.wait(request.request_id)
+    with HistoryReader(topics) as history:
+        logged = list(history.logged_events("turn-end"))
+    ends = [
+        turn_end_of(replies.headers[r.request_id][0], topics.topic("events"))
+        for r in (asked, rejected)
+    ]
+    assert all(end is not None for end in ends), replies.headers
+    by_offset = {e.offset: e.event for e in logged}
+    [turn, failed] = [by_offset[end.offset].body for end in ends if end is not None]
+    assert isinstance(turn, AssistantTurn)
+    assert turn.text == replies.wait(asked.request_id).text
+    assert isinstance(failed, TurnFailed)
+    assert failed.kind == "unknown-tool"
+    assert ends[1] is not None
+    assert ends[1].offset == logged[-1].offset
+
+    async def ask_then_read() -> tuple[ChatReply, Any]:
+        async with KafkaConversationStore(topics) as store:
+            reply = await store.ask("turn-end", "once more", timeout=60)
+            return reply, (await store.read("turn-end", history=False)).snapshot
+
+    reply, snapshot = asyncio.run(ask_then_read())
+    assert snapshot is not None
+    assert snapshot.messages[-1].text == reply.text
 
 
 def test_bad_requests_are_rejected_and_bad_records_become_dead_letters(

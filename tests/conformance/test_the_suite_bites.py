@@ -66,6 +66,27 @@ class ReplacesWhateverIsLast(InMemoryConversationStore):
         return await super().replace_tail(conversation_id, count, messages, **kw)
 
 
+class ReadsBeforeItsTurnIsFolded(InMemoryConversationStore):
+    """Gives a reply before its snapshot has folded the turn, and its next read does not
+    wait for that: it returns the snapshot from before the ask."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._before: dict[str, Any] = {}
+
+    async def ask(self, conversation_id: str, text: str, **kw: Any) -> ChatReply:
+        before = self.memory.stored.get(conversation_id)
+        reply = await super().ask(conversation_id, text, **kw)
+        self._before[conversation_id] = before
+        return reply
+
+    async def read(self, conversation_id: str, **kw: Any) -> Conversation:
+        read = await super().read(conversation_id, **kw)
+        if conversation_id not in self._before:
+            return read
+        return dataclasses.replace(read, snapshot=self._before.pop(conversation_id))
+
+
 @pytest.mark.parametrize(
     ("mutant", "check"),
     [
@@ -75,6 +96,7 @@ class ReplacesWhateverIsLast(InMemoryConversationStore):
         (AppendsAGroupOneByOne, "append_all_groups_never_interleave"),
         (AppendsAGroupOneByOne, "append_all_refuses_the_whole_group"),
         (ReplacesWhateverIsLast, "replace_tail"),
+        (ReadsBeforeItsTurnIsFolded, "a_snapshot_read_after_an_ask_sees_its_turn"),
     ],
 )
 async def test_a_broken_promise_fails_its_check(mutant: type, check: str) -> None:

@@ -41,6 +41,7 @@ from goaicore.store.errors import not_acknowledged, timed_out
 from goaicore.store.inputs import cancel_record, chat_request_record
 from goaicore.store.reply_chunks import RUN_HEADER, ChunkReader
 from goaicore.store.reply_streams import ANSWERS_HEADER, StreamedReply, request_at
+from goaicore.store.turn_ends import TurnEnds, turn_end_of
 from goaicore.tracing import ask_span, record_headers
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,9 @@ class AsyncChatClient(AsyncRunning):
         self._chunks_opening = asyncio.Lock()
         self._streams: dict[tuple[str, str], list[asyncio.Queue[Any]]] = {}
         self._asked: dict[str, str] = {}  # request id -> conversation id
+        self.turn_ends = TurnEnds()
+        """Where the turns of the replies this client's asks took ended in ``events``
+        (:mod:`goaicore.store.turn_ends`): a store over it reads after them."""
 
     async def start(self) -> Self:
         if self._listener is not None:
@@ -469,6 +473,10 @@ class AsyncChatClient(AsyncRunning):
         answers = headers.get(ANSWERS_HEADER)  # not final: only its own request's asker's
         at = answers.decode(errors="replace") if answers is not None else None
         waiting = self._pending.get(reply.request_id, ())
+        if waiting:
+            end = turn_end_of(record.headers, self.settings.topic("events"))
+            if end is not None:
+                self.turn_ends.put(reply.conversation_id, reply.request_id, end)
         for asked in waiting:
             if (at is None or asked.sent_at == at) and not asked.future.done():
                 asked.future.set_result(reply)

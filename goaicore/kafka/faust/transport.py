@@ -291,23 +291,6 @@ class SteadyProducer(driver.Producer):
             await asyncio.sleep(0.1)
             await client.force_metadata_update()
 
-    async def send_together(
-        self,
-        topic: str,
-        key: bytes,
-        values: Sequence[bytes],
-        headers: Sequence[tuple[str, bytes]] = (),
-    ) -> list[Awaitable[Any]]:
-        """Send records under one key in as few record batches as the batch size allows.
-
-        The broker appends a record batch whole or not at all, so records that fit
-        one batch reach the log together, and they cost one produce round trip
-        instead of one each (an idempotent producer has one request in flight per
-        partition). Returns each batch's delivery future, in order.
-        """
-        partition = self.key_partition(topic, key).partition
-        return await self.send_in_batches(topic, partition, [(key, v, headers) for v in values])
-
     async def send_in_batches(
         self,
         topic: str,

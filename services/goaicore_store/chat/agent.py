@@ -54,6 +54,7 @@ from goaicore.kafka.aio_connection import broker_down
 from goaicore.kafka.faust.offsets import committed_offset
 from goaicore.kafka.faust.transport import steady_producer
 from goaicore.kafka.partitioner import partition_for
+from goaicore.kafka.record_batches import positions
 from goaicore.logs import log_context, origin
 from goaicore.records import (
     ChatReply,
@@ -62,6 +63,7 @@ from goaicore.records import (
     ConversationRewound,
     ReplyChunk,
     ReplyStatus,
+    TopicPosition,
 )
 from goaicore.records.avro.api import (
     decode_chat_request,
@@ -79,6 +81,7 @@ from goaicore.store.inputs import RecordLimits
 from goaicore.store.ordering import KeyedDispatcher
 from goaicore.store.reply_chunks import RUN_HEADER, ChunkWriter
 from goaicore.store.reply_streams import ANSWERS_HEADER, Run, request_at
+from goaicore.store.turn_ends import turn_end_header
 from goaicore.store.turns import TurnOutcome, failure
 from goaicore.tracing import context_of, record_headers, tracer
 from goaicore_store.forwarding import forward
@@ -324,7 +327,7 @@ class ChatAgent:
         events = limits.fit_events(outcome.events)
         with TRACER.start_as_current_span("chat.events.append") as span:
             span.set_attribute("goaicore.events", len(events))
-            await self.append(events)
+            turn_end = await self.append(events)
         reply = limits.fit_reply(outcome.reply)
         # Stored before it is published: a client that has seen this reply gets the
         # same one again for its request id, also from a worker that took over. Only a
@@ -340,6 +343,7 @@ class ChatAgent:
                 reply,
                 run.run_id if writer is not None else None,
                 answers=None if outcome.final else at,
+                turn_end=turn_end,
             )
         self.store.metrics.answered(reply, events)
 
@@ -442,8 +446,9 @@ class ChatAgent:
         stored = self.store.replies_table.get(key)
         return stored if isinstance(stored, RecentReplies) else RecentReplies()
 
-    async def append(self, events: Sequence[ConversationEvent]) -> None:
-        """Append one turn's events in order and wait until the broker has them all.
+    async def append(self, events: Sequence[ConversationEvent]) -> TopicPosition | None:
+        """Append one turn's events in order and wait until the broker has them all;
+        where the last one landed (None: no events).
 
         They go in one record batch when they fit the record limit: the turn reaches
         the log whole or not at all, in one round trip. A larger turn takes several
@@ -451,11 +456,12 @@ class ChatAgent:
         fold recognises by id.
         """
         if not events:
-            return
+            return None
         key = events[0].conversation_id.encode()
         if any(e.conversation_id.encode() != key for e in events):
             raise ValueError("a turn's events belong to one conversation")
-        await self._send_now(self.store.events.get_topic_name(), key, await self._encoded(events))
+        topic = self.store.events.get_topic_name()
+        return (await self._send_now(topic, key, await self._encoded(events)))[-1]
 
     async def _encoded(self, events: Sequence[ConversationEvent]) -> list[bytes]:
         """The events' record values: sealed under their conversation's key when the
@@ -472,11 +478,14 @@ class ChatAgent:
         run_id: str | None = None,
         followed: bool = True,
         answers: str | None = None,
+        turn_end: TopicPosition | None = None,
     ) -> None:
         """Publish the reply (after the turn's events and, for a streamed ``run_id``, the
         run's last chunk, named in its header) and end the local followers of its
         request (``followed``). A reply that is not final ``answers`` only the request
         record it names (in its header): a retry sent meanwhile waits for its own.
+        ``turn_end``, the turn's last event, is named in a header too: the asker's next
+        read waits for the snapshot to apply it (:mod:`goaicore.store.turn_ends`).
 
         ``reply`` is already within the record limit: fitted by the caller, or stored
         (the replies table keeps only fitted replies).
@@ -485,11 +494,13 @@ class ChatAgent:
         headers = [(RUN_HEADER, run_id.encode())] if run_id else []
         if answers is not None:
             headers.append((ANSWERS_HEADER, answers.encode()))
+        if turn_end is not None:
+            headers.append(turn_end_header(turn_end))
         await self._send_now(
             self.store.replies.get_topic_name(), key, [encode_chat_reply(reply)], headers
         )
         if followed:
-            self.services.streams.finish(reply, answers)
+            self.services.streams.finish(reply, answers, turn_end)
 
     async def _send_now(
         self,
@@ -497,16 +508,17 @@ class ChatAgent:
         key: bytes,
         values: Sequence[bytes],
         extra_headers: Sequence[tuple[str, bytes]] = (),
-    ) -> None:
+    ) -> list[TopicPosition]:
         """Send records under one key straight to the producer (not through Faust's
-        buffer, nor tied to the current request's commit), with the current trace
-        context in their headers, and return once the broker has them all."""
+        buffer, nor tied to the current request's commit), in as few record batches as
+        fit, with the current trace context in their headers; where each landed, once
+        the broker has them all."""
         producer = steady_producer(self.store.app)
         headers = [*record_headers(), *extra_headers]
-        for delivered in await _retrying(
-            lambda: producer.send_together(topic, key, values, headers)
-        ):
-            await delivered
+        records = [(key, value, headers) for value in values]
+        partition = producer.key_partition(topic, key).partition
+        sent = await _retrying(lambda: producer.send_batches(topic, partition, records))
+        return await positions(sent)
 
 
 def _decoded(value: bytes | None) -> ChatRequest | DecodeError:
