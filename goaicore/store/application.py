@@ -11,9 +11,9 @@ it, so the store remembers its latest such write of each conversation, and the n
 read or operation on that conversation waits for it. A history operation gives its
 caller no ``Appended`` to read after, so the store remembers its latest operation on
 each conversation too, and the next read of that conversation's snapshot waits for it.
-So with an ask: its reply can come before the snapshot has folded its turn, so the
-store remembers where the turn ended (:mod:`goaicore.store.turn_ends`) and the next
-read waits for that.
+An ask is remembered the same way: its reply can come before the snapshot has folded
+its turn, so the store keeps where the turn ended (:mod:`goaicore.store.turn_ends`),
+and the next read of that conversation waits for it.
 """
 
 from __future__ import annotations
