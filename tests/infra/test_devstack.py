@@ -483,16 +483,23 @@ def _start_dev(env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
-def test_a_sigterm_while_apache_kafka_starts_stops_it(tmp_path: Path, postgres_url: str) -> None:
+def _apache_kafka_env(tmp_path: Path, postgres_url: str) -> dict[str, str]:
+    """The environment of a dev stack on Apache Kafka, in a schema of its own; the test
+    is skipped, saying why, where Apache Kafka cannot run (no Java 17, or no jars and no
+    mvn to fetch them)."""
     reason = unavailable_reason()
     if reason is not None:
         pytest.skip(reason)
-    env = _clean_env(
+    return _clean_env(
         tmp_path,
         GOAICORE_LOCAL_BROKER="kafka",
         DATABASE_URL=postgres_url,
         GOAICORE_DB_SCHEMA=f"dev_kafka_{uuid.uuid4().hex[:8]}",
     )
+
+
+def test_a_sigterm_while_apache_kafka_starts_stops_it(tmp_path: Path, postgres_url: str) -> None:
+    env = _apache_kafka_env(tmp_path, postgres_url)
     process = _start_dev(env)
     try:
         # A JVM runs (the storage's format or the node): the node does not answer yet, so
@@ -517,15 +524,7 @@ def test_a_sigterm_while_apache_kafka_starts_stops_it(tmp_path: Path, postgres_u
 
 
 def test_dev_on_apache_kafka_keeps_its_log_between_runs(tmp_path: Path, postgres_url: str) -> None:
-    reason = unavailable_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    env = _clean_env(
-        tmp_path,
-        GOAICORE_LOCAL_BROKER="kafka",
-        DATABASE_URL=postgres_url,
-        GOAICORE_DB_SCHEMA=f"dev_kafka_{uuid.uuid4().hex[:8]}",
-    )
+    env = _apache_kafka_env(tmp_path, postgres_url)
     # An earlier embedded run's rows, in a schema of their own, as `make run` leaves them.
     earlier = f"dev_embedded_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(postgres_url, autocommit=True) as conn:
