@@ -68,6 +68,7 @@ class AsyncChatClient(AsyncRunning):
         self.requests_topic = self.settings.topic("requests")
         self.replies_topic = self.settings.topic("replies")
         self.stream_topic = self.settings.topic("reply-stream")
+        self.events_topic = self.settings.topic("events")  # where replies' turns end
         self.skipped = 0
         self._producer: Any = None
         self._consumer: Any = None
@@ -474,7 +475,7 @@ class AsyncChatClient(AsyncRunning):
         at = answers.decode(errors="replace") if answers is not None else None
         waiting = self._pending.get(reply.request_id, ())
         if waiting:
-            end = turn_end_of(record.headers, self.settings.topic("events"))
+            end = turn_end_of(record.headers, self.events_topic)
             if end is not None:
                 self.turn_ends.put(reply.conversation_id, reply.request_id, end)
         for asked in waiting:
