@@ -22,9 +22,10 @@ from goaicore.store.errors import NotAcknowledged
 
 
 async def start_producer(settings: Settings, **overrides: Any) -> Any:
-    """A started AIOKafkaProducer: acks=all, idempotent (but on the embedded broker), lz4."""
+    """A started AIOKafkaProducer (a TopicTrackingProducer): acks=all, idempotent (but on
+    the embedded broker), lz4."""
     with needs("kafka"):
-        from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
+        from goaicore.kafka.aio_producer import TopicTrackingProducer
 
     options = {
         **producer_options(settings),
@@ -33,7 +34,7 @@ async def start_producer(settings: Settings, **overrides: Any) -> Any:
         **overrides,
     }
     await asyncio.to_thread(require_reachable, settings)
-    producer = AIOKafkaProducer(**options)
+    producer = TopicTrackingProducer(**options)
     await _start(producer, settings)
     return producer
 
@@ -41,7 +42,7 @@ async def start_producer(settings: Settings, **overrides: Any) -> Any:
 async def start_consumer(settings: Settings, *topics: str, **overrides: Any) -> Any:
     """A started AIOKafkaConsumer with the profile's settings; no auto-commit by default."""
     with needs("kafka"):
-        from aiokafka import AIOKafkaConsumer
+        from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]
 
     options = {**consumer_options(settings), **aiokafka_options(settings), **overrides}
     await asyncio.to_thread(require_reachable, settings)

@@ -5,7 +5,8 @@ any: a send to a topic it did not know yet narrows every later refresh to the
 tracked ones. A table's changelog topic (created by the app, or one that existed before,
 like the snapshots topic) may never be sent to before its first write, and a
 table (or the router answering which worker owns a key) picks a partition from
-that metadata without waiting for it.
+that metadata without waiting for it, and a batch queued for a topic that drops out
+of it would wait for a leader no refresh brings back.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 import faust
 import pytest
@@ -21,6 +24,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.partitioner.default import murmur2
 
+from goaicore.kafka.aio_connection import start_producer
 from goaicore.kafka.faust import register
 from goaicore.kafka.faust.transport import SteadyProducer
 from tests.brokers import SessionBroker
@@ -45,17 +49,31 @@ def _create_elsewhere(bootstrap: str, topic: str, partitions: int = 1) -> None:
 Scenario = Callable[[SteadyProducer, str], Awaitable[None]]
 
 
-def _run(kafka_broker: SessionBroker, scenario: Scenario, existing: str | None = None) -> None:
+LINGER = 2.0
+"""Seconds a queued batch waits before it is sent: long enough for a refresh to land."""
+
+DELIVERY_TIMEOUT = 60.0
+"""Seconds to wait for a delivery that takes milliseconds (a lost batch waits 20 minutes)."""
+
+
+def _run(
+    kafka_broker: SessionBroker,
+    scenario: Scenario,
+    existing: str | None = None,
+    linger: float | None = None,
+) -> None:
     """Run ``scenario(producer, prefix)`` with a started producer of a fresh Faust app;
     ``existing`` names a topic (after the prefix) created before the producer starts."""
     register()
     prefix = f"m{uuid.uuid4().hex[:10]}"
     if existing is not None:
         _create_elsewhere(kafka_broker.bootstrap_servers, f"{prefix}-{existing}", PARTITIONS)
+    options: dict[str, Any] = {} if linger is None else {"producer_linger": linger}
     app = faust.App(
         prefix,
         broker=f"goaicore-kafka://{kafka_broker.bootstrap_servers}",
         topic_replication_factor=1,
+        **options,
     )
 
     async def run() -> None:
@@ -125,3 +143,52 @@ def test_a_topic_that_existed_before_the_start_keeps_its_partitions(
         assert _chosen(producer, f"{prefix}-snapshots") == [_expected(key) for key in KEYS]
 
     _run(kafka_broker, scenario, existing="snapshots")
+
+
+@pytest.mark.parametrize("how", ["send", "send_batches"])
+def test_a_batch_queued_for_a_topic_seen_only_in_a_full_fetch_is_delivered(
+    kafka_broker: SessionBroker, how: str
+) -> None:
+    """The batch waits (linger) while a send to a new topic narrows the refresh to the
+    tracked topics; the queued batch's topic is one of them."""
+
+    async def scenario(producer: SteadyProducer, prefix: str) -> None:
+        snapshots, other = f"{prefix}-snapshots", f"{prefix}-other"
+        client = producer._ensure_producer().client
+        await client.force_metadata_update()  # every topic: known, and not tracked
+        assert client.cluster.partitions_for_topic(snapshots) == set(range(PARTITIONS))
+        _create_elsewhere(kafka_broker.bootstrap_servers, other)
+        if how == "send":
+            delivery = await producer.send(snapshots, b"k", b"v", 1, None, None)
+        else:
+            (delivery,) = await producer.send_in_batches(snapshots, 1, [(b"k", b"v", None)])
+        await producer.send_and_wait(other, b"k", b"v", None, None, None)
+        await client.force_metadata_update()
+        metadata = await asyncio.wait_for(delivery, DELIVERY_TIMEOUT)
+        assert (metadata.topic, metadata.partition) == (snapshots, 1)
+
+    _run(kafka_broker, scenario, existing="snapshots", linger=LINGER)
+
+
+def test_a_client_producer_delivers_a_queued_batch_after_a_send_elsewhere(
+    kafka_broker: SessionBroker, tmp_path: Path
+) -> None:
+    """The same for the producer the clients (publisher, chat client) start."""
+    settings = kafka_broker.settings(tmp_path, "m")
+    first, second = settings.topic("first"), settings.topic("second")
+    _create_elsewhere(kafka_broker.bootstrap_servers, first)
+
+    async def run() -> None:
+        producer = await start_producer(settings, linger_ms=int(LINGER * 1000))
+        try:
+            await producer.client.force_metadata_update()  # every topic, none tracked
+            _create_elsewhere(kafka_broker.bootstrap_servers, second)
+            delivery = await producer.send(first, b"v", partition=0)
+            await producer.send_and_wait(second, b"v", partition=0)
+            await producer.client.force_metadata_update()
+            metadata = await asyncio.wait_for(delivery, DELIVERY_TIMEOUT)
+            assert (metadata.topic, metadata.partition, metadata.offset) == (first, 0, 0)
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())

@@ -32,7 +32,9 @@ snapshot answered 500. Here the producer remembers the partitions of every
 topic any metadata update showed it (partitions are never removed); a key of
 a topic missing from the current metadata goes where Kafka's default
 partitioner puts it over those partitions, and the topic is tracked from then
-on.
+on. The same narrowing left batches queued for an untracked topic without a
+leader (every write waiting, the worker folding nothing): its aiokafka producer
+tracks each topic it sends to (``goaicore.kafka.aio_producer``).
 
 Its consumer also runs the app's batch lanes (``goaicore.kafka.faust.lanes``), and
 waits at most ``FETCH_MAX_WAIT_MS`` for a fetch to find records (Faust fixes 1.5 s).
@@ -60,6 +62,7 @@ from faust.transport.consumer import CONSUMER_FETCHING
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP
 
+from goaicore.kafka.aio_producer import TopicTrackingProducer
 from goaicore.kafka.faust.lanes import LaneBatch, drain_lanes, lanes_of, run_lane
 from goaicore.kafka.record_batches import Record, SentBatch, send_batches
 
@@ -257,12 +260,18 @@ class SteadyConsumer(driver.Consumer):
 
 
 class SteadyProducer(driver.Producer):
-    """A Faust producer that never forgets the partitions of a topic it has seen."""
+    """A Faust producer that never forgets the partitions of a topic it has seen, over an
+    aiokafka producer that never loses the metadata of a topic it has a batch queued for
+    (:class:`~goaicore.kafka.aio_producer.TopicTrackingProducer`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._partitions_seen: dict[str, list[int]] = {}
         self._missing_warned: set[str] = set()
+
+    @property
+    def _producer_type(self) -> type[TopicTrackingProducer]:
+        return TopicTrackingProducer
 
     def _remember(self, cluster: Any) -> None:
         """A metadata listener: every topic of every update, never forgotten."""
