@@ -28,13 +28,14 @@ the tracked topics alone and forgets the others; on a cluster, a refresh can
 also come from a broker that has not applied a new topic yet. Every write to
 a table then failed with a TypeError until the next periodic refresh, five
 minutes later: seen as every chat request abandoned and every HTTP read of a
-snapshot answered 500. Here the producer remembers the partitions of every
-topic any metadata update showed it (partitions are never removed); a key of
-a topic missing from the current metadata goes where Kafka's default
-partitioner puts it over those partitions, and the topic is tracked from then
-on. The same narrowing left batches queued for an untracked topic without a
-leader (every write waiting, the worker folding nothing): its aiokafka producer
-tracks each topic it sends to (``goaicore.kafka.aio_producer``).
+snapshot answered 500. Here every topic the producer sends to or picks a
+partition of is tracked from then on (its aiokafka producer is a
+``goaicore.kafka.aio_producer.TopicTrackingProducer``: the same narrowing left
+batches queued for an untracked topic without a leader, every write waiting and
+the worker folding nothing), and the producer remembers the partitions of every
+topic any metadata update showed it (partitions are never removed): a key of a
+topic missing from the current metadata goes where Kafka's default partitioner
+puts it over those partitions.
 
 Its consumer also runs the app's batch lanes (``goaicore.kafka.faust.lanes``), and
 waits at most ``FETCH_MAX_WAIT_MS`` for a fetch to find records (Faust fixes 1.5 s).
@@ -325,9 +326,9 @@ class SteadyProducer(driver.Producer):
     def key_partition(self, topic: str, key: bytes) -> TP:
         producer = self._ensure_producer()
         client = producer.client
+        client.add_topic(topic)  # tracked, so no refresh leaves it out (as a send would)
         if client.cluster.partitions_for_topic(topic):
             return super().key_partition(topic, key)
-        client.add_topic(topic)  # tracked from now on; refreshed in the background
         seen = self._partitions_seen.get(topic)
         if seen is None:
             raise UnknownTopicOrPartitionError(f"no partitions known for topic {topic!r}")
