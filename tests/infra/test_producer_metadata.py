@@ -15,7 +15,6 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import faust
 import pytest
@@ -68,12 +67,11 @@ def _run(
     prefix = f"m{uuid.uuid4().hex[:10]}"
     if existing is not None:
         _create_elsewhere(kafka_broker.bootstrap_servers, f"{prefix}-{existing}", PARTITIONS)
-    options: dict[str, Any] = {} if linger is None else {"producer_linger": linger}
     app = faust.App(
         prefix,
         broker=f"goaicore-kafka://{kafka_broker.bootstrap_servers}",
         topic_replication_factor=1,
-        **options,
+        producer_linger=linger,  # None: Faust's own
     )
 
     async def run() -> None:
